@@ -1,0 +1,222 @@
+package loadgen
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Generator holds a pool of open connections spread over event-loop shards
+// and runs passes on it. Passes run one at a time; connections stay open
+// between them.
+type Generator struct {
+	opts      Options
+	t         *target
+	sa        unix.Sockaddr
+	family    int
+	tlsConfig *tls.Config
+	shards    []*shard
+	log       *hdrLog
+	passes    int
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// New resolves the target and opens every connection of the pool (TLS
+// handshakes included) before returning, so no pass pays for them.
+func New(ctx context.Context, o Options) (*Generator, error) {
+	opts := o.withDefaults()
+	t, err := opts.validate()
+	if err != nil {
+		return nil, err
+	}
+	g := &Generator{opts: opts, t: t}
+	// One P per loop plus a spare: a loop waiting in epoll holds its P, and
+	// with no idle P the runtime's monitor would take it back on every wait.
+	if runtime.GOMAXPROCS(0) < opts.Shards+1 {
+		runtime.GOMAXPROCS(opts.Shards + 1)
+	}
+	if ip := net.ParseIP(t.hostname); ip != nil {
+		t.addr = ip
+	} else {
+		ips, err := net.DefaultResolver.LookupIP(ctx, "ip", t.hostname)
+		if err != nil || len(ips) == 0 {
+			return nil, cfgErr("url", "resolve %s: %v", t.hostname, err)
+		}
+		t.addr = ips[0]
+	}
+	if g.sa, g.family, err = sockaddr(t.addr, t.port); err != nil {
+		return nil, cfgErr("url", "port %q: %v", t.port, err)
+	}
+	if t.scheme == "https" {
+		if g.tlsConfig, err = opts.tlsConfig(t); err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < opts.Shards; i++ {
+		s, err := newShard(g, i)
+		if err != nil {
+			g.Close()
+			return nil, fmt.Errorf("start event loop: %w", err)
+		}
+		g.shards = append(g.shards, s)
+	}
+	for i := 0; i < opts.Connections; i++ {
+		g.shards[i%opts.Shards].addConn()
+	}
+	if err := g.openAll(); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("connect to %s: %w", net.JoinHostPort(t.addr.String(), t.port), err)
+	}
+	if opts.HDRLog != nil {
+		g.log = newHDRLog(opts.HDRLog, opts.Shards)
+	}
+	return g, nil
+}
+
+func (g *Generator) openAll() error {
+	errs := make([]error, len(g.shards))
+	var wg sync.WaitGroup
+	for i, s := range g.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.do(func() {
+				for _, c := range s.conns {
+					if err := s.openBlocking(c); err != nil {
+						errs[i] = err
+						return
+					}
+				}
+			})
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Connections is the size of the pool.
+func (g *Generator) Connections() int { return g.opts.Connections }
+
+// Close closes every connection and stops the shards. It is idempotent.
+func (g *Generator) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	for _, s := range g.shards {
+		s.close()
+	}
+	if g.log != nil {
+		return g.log.close()
+	}
+	return nil
+}
+
+func (g *Generator) spec(p *Pass) (*passSpec, error) {
+	req, ex, err := buildRequest(&g.opts, g.t, p)
+	if err != nil {
+		return nil, err
+	}
+	sp := &passSpec{req: req, ex: ex, timeout: int64(g.opts.Timeout), shards: len(g.shards),
+		arrival: p.Arrival, rate: p.Rate, seed: p.Seed, requests: p.Requests, burst: p.Burst,
+		stop: new(atomic.Bool)}
+	switch {
+	case p.Burst < 0:
+		return nil, cfgErr("burst", "%d: want 0 or more", p.Burst)
+	case p.Burst > 0:
+		if p.Burst > g.opts.Connections {
+			return nil, cfgErr("burst", "%d requests need as many connections; the pool has %d", p.Burst, g.opts.Connections)
+		}
+		sp.mode = modeBurst
+	case p.Rate < 0 || math.IsNaN(p.Rate) || p.Rate > 10_000_000:
+		return nil, cfgErr("rate", "%v: want 0 (closed loop) to 10000000 requests per second", p.Rate)
+	case p.Duration < 0:
+		return nil, cfgErr("duration", "%v: want a positive duration", p.Duration)
+	case p.Requests < 0:
+		return nil, cfgErr("requests", "%d: want 0 or more", p.Requests)
+	case p.Duration == 0 && p.Requests == 0:
+		return nil, cfgErr("duration", "a pass needs a duration or a request count")
+	case p.Rate == 0:
+		sp.mode = modeClosed
+	default:
+		sp.mode = modeRate
+		sp.period = 1e9 / p.Rate
+	}
+	if sp.seed == 0 {
+		sp.seed = uint64(time.Now().UnixNano())
+	}
+	if g.log != nil {
+		sp.ivEvery = int64(time.Second)
+	}
+	return sp, nil
+}
+
+// Run executes one pass and returns what it measured. A cancelled ctx ends the
+// pass early: the result holds what was finished and says it was interrupted.
+func (g *Generator) Run(ctx context.Context, p Pass) (*Result, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, errors.New("loadgen: generator is closed")
+	}
+	sp, err := g.spec(&p)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	cpu0 := processCPU()
+	// A short lead lets every shard reach t0 asleep, so all start together.
+	sp.t0 = nanotime() + int64(2*time.Millisecond)
+	sp.end = math.MaxInt64
+	if p.Duration > 0 && sp.mode != modeBurst {
+		sp.end = sp.t0 + int64(p.Duration)
+	}
+	stopWatch := context.AfterFunc(ctx, func() {
+		sp.stop.Store(true)
+		for _, s := range g.shards {
+			s.wake()
+		}
+	})
+	defer stopWatch()
+
+	results := make([]shardResult, len(g.shards))
+	var wg sync.WaitGroup
+	for i, s := range g.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.do(func() { results[i] = s.run(sp) })
+		}()
+	}
+	wg.Wait()
+	var logErr error
+	if g.log != nil {
+		logErr = g.log.finishPass()
+	}
+	g.passes++
+
+	var errs []error
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("open connections before the pass: %w", errors.Join(errs...))
+	}
+	res := g.result(sp, &p, results, start, processCPU()-cpu0)
+	return res, logErr
+}

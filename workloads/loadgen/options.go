@@ -1,0 +1,343 @@
+package loadgen
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults for Options and Pass.
+const (
+	DefaultConnections = 50
+	DefaultTimeout     = 30 * time.Second
+	DefaultDuration    = 10 * time.Second
+	// MaxLatency is the largest latency the histograms hold; larger values
+	// are recorded at this value.
+	MaxLatency = 60 * time.Second
+	// LagLimit is the schedule lag p99 above which a run is invalid: the
+	// generator itself was late.
+	LagLimit = time.Millisecond
+	// CPULimit is the share of one core a generator thread may use before
+	// the run is invalid: a saturated generator measures itself.
+	CPULimit = 0.95
+	// PoolLimitedShare is the share of requests that must have waited for a
+	// connection before a run is reported as pool_limited.
+	PoolLimitedShare = 0.001
+)
+
+// Options configure a Generator: where it connects and how. What is sent and
+// when is a Pass.
+type Options struct {
+	// URL is the target: http:// or https://, host and port. Its path is the
+	// default request path of a Pass.
+	URL string
+	// Connections is the size of the keep-alive pool, opened before any pass.
+	Connections int
+	// Timeout bounds each request from its intended send time to its last
+	// byte; a request still unanswered then is a timeout error.
+	Timeout time.Duration
+	// Header is sent with every request, in order. Host may be overridden.
+	Header [][2]string
+	// Method is GET unless set (GET and HEAD are supported).
+	Method string
+	// TLS: CAFile adds a PEM bundle to the system roots; Insecure skips
+	// verification (test certificates only). TLSConfig, when set, wins.
+	CAFile    string
+	Insecure  bool
+	TLSConfig *tls.Config
+	// Shards is the number of event-loop threads, each with its own
+	// histograms and a share of the connections and of the schedule.
+	// Zero means one fewer than the CPUs this process may use (at least one,
+	// at most Connections): one loop per core keeps pace with any server on
+	// this machine, and the spare core is the server's.
+	Shards int
+	// BodyCheck, when set, makes one BodyCheck per connection.
+	BodyCheck func() BodyCheck
+	// HDRLog, when set, receives an HdrHistogram V2 interval log (one
+	// interval a second, tagged ttfb and total, corrected, in nanoseconds).
+	HDRLog io.Writer
+}
+
+// Arrival is how intended send times are spread.
+type Arrival int
+
+const (
+	// Uniform spaces sends exactly 1/rate apart.
+	Uniform Arrival = iota
+	// Poisson draws exponential gaps with mean 1/rate.
+	Poisson
+)
+
+// ParseArrival reads "uniform" or "poisson".
+func ParseArrival(s string) (Arrival, error) {
+	switch strings.ToLower(s) {
+	case "", "uniform", "constant":
+		return Uniform, nil
+	case "poisson":
+		return Poisson, nil
+	}
+	return 0, fmt.Errorf("arrival %q: want uniform or poisson", s)
+}
+
+func (a Arrival) String() string {
+	if a == Poisson {
+		return "poisson"
+	}
+	return "uniform"
+}
+
+// Pass is one measured stretch of load.
+type Pass struct {
+	// Path overrides the URL's path and query for this pass ("/x?y").
+	Path string
+	// Header is added to the Options' headers for this pass (Range, say).
+	Header [][2]string
+	// Rate is requests per second; 0 runs closed loop, every connection
+	// sending its next request as soon as the last is answered.
+	Rate     float64
+	Arrival  Arrival
+	Duration time.Duration
+	// Requests, when above zero, stops the pass after that many requests
+	// (with Duration still the upper bound when set).
+	Requests int64
+	// Burst, when above zero, releases that many requests at one instant,
+	// one per connection (it must not exceed the pool), and waits for them.
+	// Rate, Duration and Requests are ignored.
+	Burst int
+	// Seed makes Poisson arrivals repeatable; 0 picks one.
+	Seed uint64
+}
+
+// target is the parsed destination.
+type target struct {
+	scheme   string
+	host     string // Host header
+	hostname string // for SNI and resolution
+	port     string
+	path     string
+	addr     net.IP
+}
+
+// ConfigError is a caller's mistake: a bad URL, flag or file. Field names what
+// was wrong, as the user knows it.
+type ConfigError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
+
+func cfgErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsConfigError reports whether err is a caller's mistake (exit code 2 in the CLI).
+func IsConfigError(err error) bool {
+	var ce *ConfigError
+	return errors.As(err, &ce)
+}
+
+func (o *Options) withDefaults() Options {
+	c := *o
+	if c.Connections == 0 {
+		c.Connections = DefaultConnections
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Method == "" {
+		c.Method = "GET"
+	}
+	if c.Shards == 0 {
+		c.Shards = max(1, min(runtime.NumCPU()-1, c.Connections))
+	}
+	return c
+}
+
+func (o *Options) validate() (*target, error) {
+	if o.Connections < 1 || o.Connections > 100000 {
+		return nil, cfgErr("connections", "%d: want 1 to 100000", o.Connections)
+	}
+	if o.Timeout < time.Millisecond || o.Timeout > MaxLatency {
+		return nil, cfgErr("timeout", "%v: want 1ms to %v", o.Timeout, MaxLatency)
+	}
+	if o.Shards < 1 || o.Shards > o.Connections {
+		return nil, cfgErr("shards", "%d: want 1 to the number of connections (%d)", o.Shards, o.Connections)
+	}
+	switch o.Method {
+	case "GET", "HEAD":
+	default:
+		return nil, cfgErr("method", "%q: want GET or HEAD", o.Method)
+	}
+	for _, h := range o.Header {
+		if err := checkHeader(h); err != nil {
+			return nil, err
+		}
+	}
+	return parseTarget(o.URL)
+}
+
+func checkHeader(h [2]string) error {
+	if h[0] == "" || strings.ContainsAny(h[0], " \t\r\n:") {
+		return cfgErr("header", "%q: want a header name without spaces or colons", h[0])
+	}
+	if strings.ContainsAny(h[1], "\r\n") {
+		return cfgErr("header", "%s: value must not contain line breaks", h[0])
+	}
+	switch strings.ToLower(h[0]) {
+	case "content-length", "transfer-encoding", "connection":
+		return cfgErr("header", "%s is managed by the generator and cannot be set", h[0])
+	}
+	return nil
+}
+
+// ParseHeader reads "Name: value" as given to --header.
+func ParseHeader(s string) ([2]string, error) {
+	name, val, ok := strings.Cut(s, ":")
+	if !ok {
+		return [2]string{}, cfgErr("header", "%q: want \"Name: value\"", s)
+	}
+	h := [2]string{strings.TrimSpace(name), strings.TrimSpace(val)}
+	return h, checkHeader(h)
+}
+
+func parseTarget(raw string) (*target, error) {
+	if raw == "" {
+		return nil, cfgErr("url", "missing: want http://host:port/path or https://…")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, cfgErr("url", "%q: %v", raw, err)
+	}
+	t := &target{scheme: u.Scheme, host: u.Host, hostname: u.Hostname(), port: u.Port()}
+	switch u.Scheme {
+	case "http":
+		if t.port == "" {
+			t.port = "80"
+		}
+	case "https":
+		if t.port == "" {
+			t.port = "443"
+		}
+	default:
+		return nil, cfgErr("url", "%q: scheme must be http or https", raw)
+	}
+	if t.hostname == "" {
+		return nil, cfgErr("url", "%q: no host", raw)
+	}
+	if p, err := strconv.Atoi(t.port); err != nil || p < 1 || p > 65535 {
+		return nil, cfgErr("url", "%q: port must be 1 to 65535", raw)
+	}
+	if u.User != nil {
+		return nil, cfgErr("url", "%q: user info is not supported", raw)
+	}
+	t.path = u.EscapedPath()
+	if t.path == "" {
+		t.path = "/"
+	}
+	if u.RawQuery != "" {
+		t.path += "?" + u.RawQuery
+	}
+	return t, nil
+}
+
+func (o *Options) tlsConfig(t *target) (*tls.Config, error) {
+	if o.TLSConfig != nil {
+		c := o.TLSConfig.Clone()
+		if c.ServerName == "" {
+			c.ServerName = t.hostname
+		}
+		if c.ClientSessionCache == nil {
+			c.ClientSessionCache = tls.NewLRUClientSessionCache(o.Connections)
+		}
+		return c, nil
+	}
+	c := &tls.Config{
+		ServerName:         t.hostname,
+		InsecureSkipVerify: o.Insecure,
+		ClientSessionCache: tls.NewLRUClientSessionCache(o.Connections),
+		NextProtos:         []string{"http/1.1"},
+	}
+	if o.CAFile != "" {
+		pem, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return nil, cfgErr("ca", "%v", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, cfgErr("ca", "%s: no PEM certificate found", o.CAFile)
+		}
+		c.RootCAs = pool
+	}
+	return c, nil
+}
+
+// buildRequest renders the request bytes once; every send reuses them.
+func buildRequest(o *Options, t *target, p *Pass) ([]byte, expect, error) {
+	path := t.path
+	if p.Path != "" {
+		if !strings.HasPrefix(p.Path, "/") || strings.ContainsAny(p.Path, " \r\n") {
+			return nil, expect{}, cfgErr("path", "%q: want an absolute path without spaces", p.Path)
+		}
+		path = p.Path
+	}
+	ex := expect{status: 200, head: o.Method == "HEAD"}
+	var b strings.Builder
+	b.WriteString(o.Method)
+	b.WriteByte(' ')
+	b.WriteString(path)
+	b.WriteString(" HTTP/1.1\r\n")
+	host := t.host
+	hdrs := make([][2]string, 0, len(o.Header)+len(p.Header))
+	hdrs = append(hdrs, o.Header...)
+	hdrs = append(hdrs, p.Header...)
+	ua := false
+	for _, h := range hdrs {
+		if err := checkHeader(h); err != nil {
+			return nil, expect{}, err
+		}
+		switch strings.ToLower(h[0]) {
+		case "host":
+			host = h[1]
+		case "user-agent":
+			ua = true
+		case "range":
+			f, l, ok := parseRangeHeader(h[1])
+			if !ok {
+				return nil, expect{}, cfgErr("header", "Range %q: want one range, bytes=a-b, bytes=a- or bytes=-n", h[1])
+			}
+			ex.status = 206
+			ex.hasRange = true
+			ex.rangeFirst, ex.rangeLast = f, l
+		}
+	}
+	b.WriteString("Host: ")
+	b.WriteString(host)
+	b.WriteString("\r\n")
+	if !ua {
+		b.WriteString("User-Agent: hlsbench\r\n")
+	}
+	for _, h := range hdrs {
+		if strings.EqualFold(h[0], "host") {
+			continue
+		}
+		b.WriteString(h[0])
+		b.WriteString(": ")
+		b.WriteString(h[1])
+		b.WriteString("\r\n")
+	}
+	b.WriteString("\r\n")
+	return []byte(b.String()), ex, nil
+}

@@ -1,0 +1,160 @@
+package loadgen
+
+import (
+	"net"
+	"strconv"
+	"time"
+	"unsafe"
+	_ "unsafe" // for go:linkname
+
+	"golang.org/x/sys/unix"
+)
+
+// nanotime is the runtime's monotonic clock: one vDSO call, no wall clock.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// The event loop runs on a locked OS thread and calls the kernel directly.
+// Reads and writes are on non-blocking sockets and use raw system calls: they
+// never block, and entersyscall/exitsyscall around each would cost more than
+// the calls. The wait is an ordinary (blocking) system call so the Go runtime
+// knows the thread is parked: the generator keeps one P more than it has
+// loops (see New), so the scheduler never needs to take a P back from a
+// waiting loop and anything else in the process (an in-process server in a
+// test) runs on the spare P meanwhile.
+
+func rawRead(fd int, p []byte) (int, unix.Errno) {
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	return int(n), e
+}
+
+func rawWrite(fd int, p []byte) (int, unix.Errno) {
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	return int(n), e
+}
+
+// epollWait waits up to d (negative: forever) with nanosecond precision
+// (epoll_pwait2, Linux 5.11+).
+func epollWait(epfd int, events []unix.EpollEvent, d int64) (int, unix.Errno) {
+	var ts unix.Timespec
+	var tsp uintptr
+	if d >= 0 {
+		ts = unix.NsecToTimespec(d)
+		tsp = uintptr(unsafe.Pointer(&ts))
+	}
+	n, _, e := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd),
+		uintptr(unsafe.Pointer(unsafe.SliceData(events))), uintptr(len(events)), tsp, 0, 0)
+	return int(n), e
+}
+
+// threadCPU is the calling thread's user+system CPU time.
+func threadCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processCPU is the whole process's user+system CPU time.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// preciseTimers asks the kernel to wake this thread within 1 ns of its
+// deadlines instead of the default 50 µs timer slack.
+func preciseTimers() {
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+}
+
+func sockaddr(ip net.IP, port string) (unix.Sockaddr, int, error) {
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return nil, 0, err
+	}
+	if ip4 := ip.To4(); ip4 != nil {
+		sa := &unix.SockaddrInet4{Port: p}
+		copy(sa.Addr[:], ip4)
+		return sa, unix.AF_INET, nil
+	}
+	sa := &unix.SockaddrInet6{Port: p}
+	copy(sa.Addr[:], ip.To16())
+	return sa, unix.AF_INET6, nil
+}
+
+// startConnect opens a non-blocking socket and starts connecting; done is
+// true when the connection completed at once.
+func startConnect(sa unix.Sockaddr, family int) (fd int, done bool, err error) {
+	fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, false, err
+	}
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	err = unix.Connect(fd, sa)
+	switch err {
+	case nil:
+		return fd, true, nil
+	case unix.EINPROGRESS:
+		return fd, false, nil
+	}
+	unix.Close(fd)
+	return -1, false, err
+}
+
+// connectResult reads the outcome of a non-blocking connect.
+func connectResult(fd int) error {
+	v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil {
+		return err
+	}
+	if v != 0 {
+		return unix.Errno(v)
+	}
+	return nil
+}
+
+// waitFD polls one descriptor for events until the deadline (ns, nanotime).
+func waitFD(fd int, events int16, deadline int64) error {
+	for {
+		left := deadline - nanotime()
+		if left <= 0 {
+			return unix.ETIMEDOUT
+		}
+		ms := int((left + 999_999) / 1_000_000)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: events}}
+		n, err := unix.Poll(fds, ms)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+}
+
+// dialBlocking connects before the run starts, waiting up to timeout.
+func dialBlocking(sa unix.Sockaddr, family int, timeout time.Duration) (int, error) {
+	fd, done, err := startConnect(sa, family)
+	if err != nil {
+		return -1, err
+	}
+	if !done {
+		if err := waitFD(fd, unix.POLLOUT, nanotime()+int64(timeout)); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+		if err := connectResult(fd); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
+	return fd, nil
+}
