@@ -133,22 +133,12 @@ func (g *Generator) spec(p *Pass) (*passSpec, error) {
 	sp := &passSpec{req: req, ex: ex, timeout: int64(g.opts.Timeout), shards: len(g.shards),
 		arrival: p.Arrival, rate: p.Rate, seed: p.Seed, requests: p.Requests, burst: p.Burst,
 		stop: new(atomic.Bool)}
+	if err := p.Validate(g.opts.Connections); err != nil {
+		return nil, err
+	}
 	switch {
-	case p.Burst < 0:
-		return nil, cfgErr("burst", "%d: want 0 or more", p.Burst)
 	case p.Burst > 0:
-		if p.Burst > g.opts.Connections {
-			return nil, cfgErr("burst", "%d requests need as many connections; the pool has %d", p.Burst, g.opts.Connections)
-		}
 		sp.mode = modeBurst
-	case p.Rate < 0 || math.IsNaN(p.Rate) || p.Rate > 10_000_000:
-		return nil, cfgErr("rate", "%v: want 0 (closed loop) to 10000000 requests per second", p.Rate)
-	case p.Duration < 0:
-		return nil, cfgErr("duration", "%v: want a positive duration", p.Duration)
-	case p.Requests < 0:
-		return nil, cfgErr("requests", "%d: want 0 or more", p.Requests)
-	case p.Duration == 0 && p.Requests == 0:
-		return nil, cfgErr("duration", "a pass needs a duration or a request count")
 	case p.Rate == 0:
 		sp.mode = modeClosed
 	default:
@@ -162,6 +152,27 @@ func (g *Generator) spec(p *Pass) (*passSpec, error) {
 		sp.ivEvery = int64(time.Second)
 	}
 	return sp, nil
+}
+
+// Validate checks a pass against a pool of the given size.
+func (p *Pass) Validate(connections int) error {
+	switch {
+	case p.Burst < 0:
+		return cfgErr("burst", "%d: want 0 or more", p.Burst)
+	case p.Burst > connections:
+		return cfgErr("burst", "%d requests need as many connections; the pool has %d", p.Burst, connections)
+	case p.Burst > 0:
+		return nil
+	case p.Rate < 0 || math.IsNaN(p.Rate) || p.Rate > 10_000_000:
+		return cfgErr("rate", "%v: want 0 (closed loop) to 10000000 requests per second", p.Rate)
+	case p.Duration < 0:
+		return cfgErr("duration", "%v: want a positive duration", p.Duration)
+	case p.Requests < 0:
+		return cfgErr("requests", "%d: want 0 or more", p.Requests)
+	case p.Duration == 0 && p.Requests == 0:
+		return cfgErr("duration", "a pass needs a duration or a request count")
+	}
+	return nil
 }
 
 // Run executes one pass and returns what it measured. A cancelled ctx ends the

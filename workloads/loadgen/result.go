@@ -331,3 +331,59 @@ func (r *Result) WriteText(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// Merge combines passes (a burst's repetitions, say) into one result: the
+// histograms hold every sample, counts add up, and it is valid only if every
+// pass was. Reasons and warnings keep the number of the pass they came from.
+func Merge(rs []*Result) *Result {
+	if len(rs) == 0 {
+		return nil
+	}
+	f := rs[0]
+	out := &Result{Start: f.Start, Mode: f.Mode, Arrival: f.Arrival, Target: f.Target, Connections: f.Connections,
+		Shards: f.Shards, ErrorsByKind: map[string]int64{}, StatusCodes: map[int]int64{}, Valid: true,
+		TTFB: newHist(), TTFBUncorrected: newHist(), Total: newHist(), TotalUncorrected: newHist(),
+		ScheduleLag: newHist(), ConnectionWait: newHist()}
+	var answered float64
+	for i, r := range rs {
+		out.Duration += r.Duration
+		out.Elapsed += r.Elapsed
+		out.Requests += r.Requests
+		out.OK += r.OK
+		out.Errors += r.Errors
+		for k, n := range r.ErrorsByKind {
+			out.ErrorsByKind[k] += n
+		}
+		for k, n := range r.StatusCodes {
+			out.StatusCodes[k] += n
+		}
+		out.Cache.Hit += r.Cache.Hit
+		out.Cache.Miss += r.Cache.Miss
+		out.Cache.Stale += r.Cache.Stale
+		out.Cache.Unknown += r.Cache.Unknown
+		out.SocketsOpened += r.SocketsOpened
+		out.Queued += r.Queued
+		out.BodyBytes += r.BodyBytes
+		out.CPUSeconds += r.CPUSeconds
+		answered += r.AchievedRPS * r.Elapsed.Seconds()
+		out.Valid = out.Valid && r.Valid
+		out.PoolLimited = out.PoolLimited || r.PoolLimited
+		out.Interrupted = out.Interrupted || r.Interrupted
+		for _, s := range r.InvalidReasons {
+			out.InvalidReasons = append(out.InvalidReasons, fmt.Sprintf("pass %d: %s", i+1, s))
+		}
+		for _, s := range r.Warnings {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("pass %d: %s", i+1, s))
+		}
+		out.TTFB.Merge(r.TTFB)
+		out.TTFBUncorrected.Merge(r.TTFBUncorrected)
+		out.Total.Merge(r.Total)
+		out.TotalUncorrected.Merge(r.TotalUncorrected)
+		out.ScheduleLag.Merge(r.ScheduleLag)
+		out.ConnectionWait.Merge(r.ConnectionWait)
+	}
+	if out.Elapsed > 0 {
+		out.AchievedRPS = answered / out.Elapsed.Seconds()
+	}
+	return out
+}

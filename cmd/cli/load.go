@@ -1,0 +1,270 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
+)
+
+// LoadOptions are the flags of `hlsbench load`.
+type LoadOptions struct {
+	URL         string
+	Rate        float64
+	Arrival     string
+	Duration    time.Duration
+	Requests    int64
+	Connections int
+	Timeout     time.Duration
+	Headers     []string
+	Method      string
+	Burst       int
+	Repeat      int
+	JSON        bool
+	HDRLog      string
+	CAFile      string
+	Insecure    bool
+	Shards      int
+	Seed        uint64
+}
+
+func newLoadCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := LoadOptions{}
+	c := &cobra.Command{
+		Use:   "load URL",
+		Short: "Load one URL open-loop and report latency corrected for coordinated omission",
+		Long: `Load one URL open-loop and report latency corrected for coordinated omission.
+
+Requests are scheduled at intended send times t0 + i/rate and the schedule never
+waits for answers. Latency counts from the intended send time (corrected, the
+headline) and from the moment the request was written (uncorrected). TTFB is the
+first byte of the status line; total is the last body byte.
+
+--rate 0 runs closed loop: each connection sends its next request as soon as the
+last is answered. --burst N opens N connections and releases N requests at one
+instant; --repeat runs that again, and {rep} (the repetition, from 0) and {nonce}
+(random per run) in the URL give every repetition a fresh object.
+
+Exit codes: 0 done (check "valid"), 1 failed, 2 bad flags or URL, 130 interrupted
+(what was measured is still printed).`,
+		Example: `  hlsbench load --rate 5000 --duration 10s --connections 50 http://127.0.0.1:8080/stream/index.m3u8
+  hlsbench load --rate 500 --header 'Range: bytes=0-65535' http://127.0.0.1:8080/stream/segment-0.ts
+  hlsbench load --burst 200 --repeat 20 'http://127.0.0.1:8080/stream/segment-{rep}.ts?n={nonce}'
+  hlsbench load --rate 0 --duration 10s --json http://127.0.0.1:8080/`,
+		Args: exactArgs(1, "one URL"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.URL = args[0]
+			return RunLoad(c.Context(), stdout, stderr, o)
+		},
+	}
+	f := c.Flags()
+	f.Float64Var(&o.Rate, "rate", 1000, "requests per second, open loop; 0 runs closed loop")
+	f.StringVar(&o.Arrival, "arrival", "uniform", "spacing of intended send times: uniform or poisson")
+	f.DurationVar(&o.Duration, "duration", loadgen.DefaultDuration, "how long to send")
+	f.Int64Var(&o.Requests, "requests", 0, "stop after this many requests (0: no limit but --duration)")
+	f.IntVar(&o.Connections, "connections", loadgen.DefaultConnections, "keep-alive connections, opened before the first send")
+	f.DurationVar(&o.Timeout, "timeout", loadgen.DefaultTimeout, "a request unanswered this long after its intended send time is a timeout")
+	f.StringArrayVarP(&o.Headers, "header", "H", nil, `request header "Name: value" (repeatable)`)
+	f.StringVar(&o.Method, "method", "GET", "GET or HEAD")
+	f.IntVar(&o.Burst, "burst", 0, "release this many requests at one instant, one per connection")
+	f.IntVar(&o.Repeat, "repeat", 1, "with --burst: how many bursts")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object on stdout")
+	f.StringVar(&o.HDRLog, "hdr-log", "", "write an HdrHistogram interval log (ttfb and total, ns) to this file")
+	f.StringVar(&o.CAFile, "ca", "", "PEM file of extra CA certificates for https")
+	f.BoolVar(&o.Insecure, "insecure", false, "skip TLS certificate verification (test certificates)")
+	f.IntVar(&o.Shards, "shards", 0, "event-loop threads (0: one fewer than the CPUs, at least 1)")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed for --arrival poisson (0: random)")
+	return c
+}
+
+// loadReport is the JSON shape of `hlsbench load --json`: the pass summary,
+// plus each repetition's for a repeated burst.
+type loadReport struct {
+	loadgen.Summary
+	URL         string            `json:"url"`
+	Repetitions []loadgen.Summary `json:"repetitions,omitempty"`
+}
+
+// RunLoad is `hlsbench load`.
+func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error {
+	arrival, err := loadgen.ParseArrival(o.Arrival)
+	if err != nil {
+		return usagef("--arrival: %v", err)
+	}
+	if o.Repeat < 1 {
+		return usagef("--repeat %d: want 1 or more", o.Repeat)
+	}
+	if o.Repeat > 1 && o.Burst == 0 {
+		return usagef("--repeat needs --burst")
+	}
+	if o.Burst > 0 && o.Connections < o.Burst {
+		if o.Connections != loadgen.DefaultConnections {
+			return usagef("--burst %d needs as many connections; --connections is %d", o.Burst, o.Connections)
+		}
+		o.Connections = o.Burst
+	}
+	var hdrs [][2]string
+	for _, h := range o.Headers {
+		kv, err := loadgen.ParseHeader(h)
+		if err != nil {
+			return usagef("--header: %v", err)
+		}
+		hdrs = append(hdrs, kv)
+	}
+	nonce := newNonce()
+	base, paths, err := expandURL(o.URL, o.Repeat, nonce)
+	if err != nil {
+		return err
+	}
+
+	for _, path := range paths[:1] {
+		p := loadgen.Pass{Path: path, Rate: o.Rate, Duration: o.Duration, Requests: o.Requests, Burst: o.Burst}
+		if err := p.Validate(o.Connections); err != nil {
+			return flagErr(err)
+		}
+	}
+
+	var logFile *os.File
+	opts := loadgen.Options{URL: base, Connections: o.Connections, Timeout: o.Timeout, Header: hdrs,
+		Method: o.Method, CAFile: o.CAFile, Insecure: o.Insecure, Shards: o.Shards}
+	if o.HDRLog != "" {
+		// Written beside its final name and renamed when complete.
+		logFile, err = os.CreateTemp(filepath.Dir(o.HDRLog), "."+filepath.Base(o.HDRLog)+".*")
+		if err != nil {
+			return usagef("--hdr-log: %v", err)
+		}
+		defer os.Remove(logFile.Name())
+		defer logFile.Close()
+		opts.HDRLog = logFile
+	}
+	g, err := loadgen.New(ctx, opts)
+	if err != nil {
+		return flagErr(err)
+	}
+	defer g.Close()
+
+	var results []*loadgen.Result
+	for i, path := range paths {
+		p := loadgen.Pass{Path: path, Rate: o.Rate, Arrival: arrival, Duration: o.Duration,
+			Requests: o.Requests, Burst: o.Burst, Seed: o.Seed}
+		r, err := g.Run(ctx, p)
+		if err != nil {
+			return flagErr(err)
+		}
+		results = append(results, r)
+		if !o.JSON && len(paths) > 1 {
+			s := r.Summary()
+			fmt.Fprintf(stdout, "burst %d/%d %s: ok %d errors %d  TTFB p50 %.3fms p99 %.3fms  total p50 %.3fms p99 %.3fms\n",
+				i+1, len(paths), path, s.OK, s.Errors, s.TTFB.P50, s.TTFB.P99, s.Total.P50, s.Total.P99)
+		}
+		if r.Interrupted {
+			break
+		}
+	}
+	if err := g.Close(); err != nil {
+		return err
+	}
+	res := loadgen.Merge(results)
+	if o.JSON {
+		rep := loadReport{Summary: res.Summary(), URL: o.URL}
+		if len(results) > 1 {
+			for _, r := range results {
+				rep.Repetitions = append(rep.Repetitions, r.Summary())
+			}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		if len(paths) > 1 {
+			fmt.Fprintf(stdout, "\nAll %d bursts:\n", len(results))
+		}
+		if err := res.WriteText(stdout); err != nil {
+			return err
+		}
+	}
+	if logFile != nil {
+		if err := logFile.Close(); err != nil {
+			return fmt.Errorf("--hdr-log: %w", err)
+		}
+		if err := os.Rename(logFile.Name(), o.HDRLog); err != nil {
+			return fmt.Errorf("--hdr-log: %w", err)
+		}
+	}
+	if res.Interrupted {
+		return errInterrupted
+	}
+	return nil
+}
+
+// flagErr turns the generator's configuration errors into usage errors that
+// name the flag.
+func flagErr(err error) error {
+	var ce *loadgen.ConfigError
+	if loadgen.IsConfigError(err) && asConfig(err, &ce) {
+		if ce.Field == "url" || ce.Field == "path" {
+			return usagef("URL: %s", ce.Msg)
+		}
+		return usagef("--%s: %s", ce.Field, ce.Msg)
+	}
+	return err
+}
+
+func asConfig(err error, ce **loadgen.ConfigError) bool {
+	for err != nil {
+		if c, ok := err.(*loadgen.ConfigError); ok {
+			*ce = c
+			return true
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		err = u.Unwrap()
+	}
+	return false
+}
+
+func newNonce() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// expandURL checks the URL and returns its scheme://host part and one path per
+// repetition, with {rep} and {nonce} replaced.
+func expandURL(raw string, repeat int, nonce string) (string, []string, error) {
+	probe := strings.NewReplacer("{rep}", "0", "{nonce}", nonce).Replace(raw)
+	u, err := url.Parse(probe)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", nil, usagef("URL %q: want http://host:port/path or https://host:port/path", raw)
+	}
+	if strings.ContainsAny(u.Host, "{}") {
+		return "", nil, usagef("URL %q: {rep} and {nonce} may appear in the path only", raw)
+	}
+	base := u.Scheme + "://" + u.Host
+	i := strings.Index(raw, u.Host) + len(u.Host)
+	tmpl := raw[i:]
+	if tmpl == "" {
+		tmpl = "/"
+	}
+	paths := make([]string, repeat)
+	for r := range paths {
+		paths[r] = strings.NewReplacer("{rep}", strconv.Itoa(r), "{nonce}", nonce).Replace(tmpl)
+	}
+	return base, paths, nil
+}
