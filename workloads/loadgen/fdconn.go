@@ -109,9 +109,9 @@ func (c *fdConn) deadlineOr() int64 {
 	return c.deadline
 }
 
-func (c *fdConn) Close() error                  { return nil } // the loop owns the descriptor
-func (c *fdConn) LocalAddr() net.Addr           { return nil }
-func (c *fdConn) RemoteAddr() net.Addr          { return c.remote }
+func (c *fdConn) Close() error                     { return nil } // the loop owns the descriptor
+func (c *fdConn) LocalAddr() net.Addr              { return nil }
+func (c *fdConn) RemoteAddr() net.Addr             { return c.remote }
 func (c *fdConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *fdConn) SetWriteDeadline(time.Time) error { return nil }
 func (c *fdConn) SetDeadline(t time.Time) error {

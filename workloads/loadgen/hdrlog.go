@@ -3,7 +3,7 @@ package loadgen
 import (
 	"fmt"
 	"io"
-		"time"
+	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )

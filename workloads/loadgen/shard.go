@@ -81,11 +81,11 @@ type passSpec struct {
 }
 
 type shardResult struct {
-	m        *metrics
-	cpu      time.Duration
-	wall     time.Duration
-	stopped  bool
-	err      error
+	m       *metrics
+	cpu     time.Duration
+	wall    time.Duration
+	stopped bool
+	err     error
 }
 
 type shard struct {
