@@ -196,6 +196,10 @@ func checkHeader(h [2]string) error {
 	switch strings.ToLower(h[0]) {
 	case "content-length", "transfer-encoding", "connection":
 		return cfgErr("header", "%s is managed by the generator and cannot be set", h[0])
+	case "range":
+		if _, _, ok := parseRangeHeader(h[1]); !ok {
+			return cfgErr("header", "Range %q: want one range, bytes=a-b, bytes=a- or bytes=-n", h[1])
+		}
 	}
 	return nil
 }
@@ -314,10 +318,7 @@ func buildRequest(o *Options, t *target, p *Pass) ([]byte, expect, error) {
 		case "user-agent":
 			ua = true
 		case "range":
-			f, l, ok := parseRangeHeader(h[1])
-			if !ok {
-				return nil, expect{}, cfgErr("header", "Range %q: want one range, bytes=a-b, bytes=a- or bytes=-n", h[1])
-			}
+			f, l, _ := parseRangeHeader(h[1]) // checked by checkHeader
 			ex.status = 206
 			ex.hasRange = true
 			ex.rangeFirst, ex.rangeLast = f, l

@@ -1,0 +1,623 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/pem"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+func newGen(t testing.TB, o Options) *Generator {
+	t.Helper()
+	g, err := New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+func run(t testing.TB, g *Generator, p Pass) *Result {
+	t.Helper()
+	r, err := g.Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func msOf(ns int64) float64 { return float64(ns) / 1e6 }
+
+// The coordinated-omission test: a server that holds every request arriving
+// in a one-second window. At 1000 rps for 10 s, 1000 of 10000 requests are
+// sent (or due) during the stall and wait up to a second, so the corrected p99
+// is about 900 ms and p95 about 500 ms, while the 50 requests written before
+// the pool filled are too few to move the uncorrected p99.
+func TestStallIsCorrected(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 s run")
+	}
+	var first atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now().UnixNano()
+		first.CompareAndSwap(0, now)
+		from := first.Load() + int64(4*time.Second)
+		to := from + int64(time.Second)
+		if now >= from && now < to {
+			time.Sleep(time.Duration(to - now))
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+
+	g := newGen(t, Options{URL: srv.URL, Connections: 50})
+	r := run(t, g, Pass{Rate: 1000, Duration: 10 * time.Second})
+	s := r.Summary()
+	t.Logf("requests %d ttfb p50 %.3f p95 %.1f p99 %.1f ms; uncorrected p99 %.3f ms; lag p99 %.3f ms; valid %v %v; pool limited %v; queued %d",
+		s.Requests, s.TTFB.P50, s.TTFB.P95, s.TTFB.P99, s.TTFBUncorrected.P99, s.ScheduleLag.P99, s.Valid, s.InvalidReasons, s.PoolLimited, s.Queued)
+	if s.Requests != 10000 || s.Errors != 0 {
+		t.Errorf("requests %d errors %d, want 10000 and 0", s.Requests, s.Errors)
+	}
+	if s.TTFB.P99 < 850 || s.TTFB.P99 > 950 {
+		t.Errorf("corrected TTFB p99 %.1f ms, want 850–950", s.TTFB.P99)
+	}
+	if s.TTFB.P95 < 450 || s.TTFB.P95 > 550 {
+		t.Errorf("corrected TTFB p95 %.1f ms, want 450–550", s.TTFB.P95)
+	}
+	if s.TTFBUncorrected.P99 >= 50 {
+		t.Errorf("uncorrected TTFB p99 %.1f ms, want under 50", s.TTFBUncorrected.P99)
+	}
+	if !s.Valid {
+		t.Errorf("valid false: %v", s.InvalidReasons)
+	}
+	if !s.PoolLimited {
+		t.Error("pool_limited false, want true: every connection was held")
+	}
+}
+
+// Headers at once, body 200 ms later: TTFB is the first byte, not the last.
+func TestTTFBIsFirstByte(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		time.Sleep(200 * time.Millisecond)
+		w.Write([]byte("hello"))
+	}))
+	defer srv.Close()
+	g := newGen(t, Options{URL: srv.URL, Connections: 10})
+	r := run(t, g, Pass{Rate: 20, Duration: 2 * time.Second})
+	s := r.Summary()
+	if s.OK != 40 {
+		t.Fatalf("ok %d of %d, want 40: %v", s.OK, s.Requests, s.ErrorsByKind)
+	}
+	if s.TTFB.P50 >= 20 {
+		t.Errorf("TTFB p50 %.3f ms, want < 20", s.TTFB.P50)
+	}
+	if s.Total.P50 < 200 {
+		t.Errorf("total p50 %.3f ms, want ≥ 200", s.Total.P50)
+	}
+}
+
+func crcHex(b []byte) string {
+	return fmt.Sprintf("%08x", crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// Each failure is counted under its own kind and kept out of the latency
+// histograms; timeouts are recorded at the timeout value.
+func TestErrorKinds(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789"), 100)
+	cases := []struct {
+		name    string
+		handler http.HandlerFunc
+		header  [][2]string
+		kind    string
+	}{
+		{"status", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(503)
+		}, nil, "status"},
+		{"short_body", func(w http.ResponseWriter, r *http.Request) {
+			conn, buf, _ := w.(http.Hijacker).Hijack()
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+			buf.Write(body[:500])
+			buf.Flush()
+			conn.Close()
+		}, nil, "short_body"},
+		{"checksum", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(ChecksumHeader, crcHex(body))
+			b := append([]byte(nil), body...)
+			b[700] ^= 1 // same length, one bit wrong
+			w.Write(b)
+		}, nil, "checksum"},
+		{"range", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Range", "bytes 1-100/1000")
+			w.WriteHeader(206)
+			w.Write(body[1:101])
+		}, [][2]string{{"Range", "bytes=0-99"}}, "range"},
+		{"protocol", func(w http.ResponseWriter, r *http.Request) {
+			conn, buf, _ := w.(http.Hijacker).Hijack()
+			buf.WriteString("HTTP/1.1 2OO OK\r\n\r\n")
+			buf.Flush()
+			conn.Close()
+		}, nil, "protocol"},
+		{"io", func(w http.ResponseWriter, r *http.Request) {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+		}, nil, "io"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			g := newGen(t, Options{URL: srv.URL, Connections: 4, Header: tc.header})
+			r := run(t, g, Pass{Rate: 100, Duration: 500 * time.Millisecond})
+			if r.Requests != 50 || r.ErrorsByKind[tc.kind] != 50 || r.Errors != 50 {
+				t.Fatalf("requests %d errors %v, want 50 of kind %s", r.Requests, r.ErrorsByKind, tc.kind)
+			}
+			if n := r.TTFB.TotalCount(); n != 0 {
+				t.Errorf("%d failed requests in the latency histogram, want none", n)
+			}
+		})
+	}
+
+	t.Run("timeout", func(t *testing.T) {
+		block := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-block:
+			case <-r.Context().Done():
+			}
+		}))
+		defer srv.Close()
+		defer close(block)
+		g := newGen(t, Options{URL: srv.URL, Connections: 4, Timeout: 200 * time.Millisecond})
+		start := time.Now()
+		r := run(t, g, Pass{Rate: 100, Duration: 500 * time.Millisecond})
+		if el := time.Since(start); el > 500*time.Millisecond+200*time.Millisecond+300*time.Millisecond {
+			t.Errorf("pass took %v, want at most duration + timeout (+ slack)", el)
+		}
+		if r.Requests != 50 || r.ErrorsByKind["timeout"] != 50 {
+			t.Fatalf("requests %d errors %v, want 50 timeouts", r.Requests, r.ErrorsByKind)
+		}
+		if r.TTFB.TotalCount() != 50 {
+			t.Errorf("%d timeouts in the TTFB histogram, want 50", r.TTFB.TotalCount())
+		}
+		if got := msOf(r.TTFB.Max()); got < 199 || got > 201 {
+			t.Errorf("timeouts recorded at %.1f ms, want the 200 ms timeout", got)
+		}
+		if r.SocketsOpened < 8 {
+			t.Errorf("sockets opened %d: connections with a timed-out request must be replaced", r.SocketsOpened)
+		}
+	})
+}
+
+func TestGoodBodiesChunkedRangeAndClose(t *testing.T) {
+	body := bytes.Repeat([]byte("abcdefghij"), 10000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(ChecksumHeader, crcHex(body))
+		switch r.URL.Path {
+		case "/chunked":
+			for i := 0; i < len(body); i += 7000 {
+				w.Write(body[i:min(i+7000, len(body))])
+				w.(http.Flusher).Flush()
+			}
+		case "/close":
+			w.Header().Set("Connection", "close")
+			w.Write(body)
+		case "/range":
+			http.ServeContent(w, r, "x", time.Time{}, bytes.NewReader(body))
+		default:
+			w.Write(body)
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		path   string
+		header [][2]string
+		status int
+	}{
+		{"/plain", nil, 200},
+		{"/chunked", nil, 200},
+		{"/close", nil, 200},
+		{"/range", [][2]string{{"Range", "bytes=0-65535"}}, 206},
+		{"/range", [][2]string{{"Range", "bytes=-100"}}, 206},
+	} {
+		g := newGen(t, Options{URL: srv.URL, Connections: 4})
+		r := run(t, g, Pass{Path: tc.path, Header: tc.header, Rate: 200, Duration: 250 * time.Millisecond})
+		if r.OK != 50 || r.Errors != 0 || r.StatusCodes[tc.status] != 50 {
+			t.Errorf("%s %v: ok %d errors %v status %v", tc.path, tc.header, r.OK, r.ErrorsByKind, r.StatusCodes)
+		}
+		if tc.path == "/close" && r.SocketsOpened < 50 {
+			t.Errorf("/close: %d sockets opened for 50 answers that close the connection", r.SocketsOpened)
+		}
+		if tc.path != "/close" && r.SocketsOpened != 0 {
+			t.Errorf("%s: %d sockets reopened on keep-alive answers", tc.path, r.SocketsOpened)
+		}
+	}
+}
+
+func TestTLS(t *testing.T) {
+	var handshakes atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte("x"), 50000))
+	}))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			handshakes.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
+
+	g := newGen(t, Options{URL: srv.URL, Connections: 5, CAFile: ca})
+	r := run(t, g, Pass{Rate: 200, Duration: 500 * time.Millisecond})
+	if r.OK != 100 || r.Errors != 0 {
+		t.Fatalf("ok %d errors %v", r.OK, r.ErrorsByKind)
+	}
+	if n := handshakes.Load(); n != 5 {
+		t.Errorf("%d connections, want the pool's 5 opened before t0", n)
+	}
+
+	// Without the CA the handshake fails, before any pass.
+	if _, err := New(context.Background(), Options{URL: srv.URL, Connections: 1}); err == nil {
+		t.Error("untrusted certificate accepted")
+	}
+	// --insecure accepts it.
+	g2 := newGen(t, Options{URL: srv.URL, Connections: 1, Insecure: true})
+	if r := run(t, g2, Pass{Requests: 10, Duration: time.Second}); r.OK != 10 {
+		t.Errorf("insecure: ok %d", r.OK)
+	}
+}
+
+func TestTLSResumption(t *testing.T) {
+	var resumed atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS.DidResume {
+			resumed.Add(1)
+		}
+		w.Header().Set("Connection", "close")
+		w.Write([]byte("x"))
+	}))
+	srv.StartTLS()
+	defer srv.Close()
+	g := newGen(t, Options{URL: srv.URL, Connections: 1, TLSConfig: &tls.Config{InsecureSkipVerify: true}})
+	r := run(t, g, Pass{Requests: 10, Duration: 5 * time.Second})
+	if r.OK != 10 {
+		t.Fatalf("ok %d errors %v", r.OK, r.ErrorsByKind)
+	}
+	if resumed.Load() == 0 {
+		t.Error("no TLS session was resumed over 10 reconnects")
+	}
+}
+
+// A burst releases every request at one instant; the server sees them all
+// within a few milliseconds.
+func TestBurst(t *testing.T) {
+	var mu sync.Mutex
+	var arrivals []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+		w.Write([]byte("x"))
+	}))
+	defer srv.Close()
+	g := newGen(t, Options{URL: srv.URL, Connections: 40})
+	for rep := 0; rep < 3; rep++ {
+		arrivals = nil
+		r := run(t, g, Pass{Burst: 40, Path: fmt.Sprintf("/seg-%d", rep)})
+		if r.OK != 40 || r.Mode != "burst" {
+			t.Fatalf("burst: ok %d mode %s errors %v", r.OK, r.Mode, r.ErrorsByKind)
+		}
+		if len(arrivals) != 40 {
+			t.Fatalf("server saw %d requests", len(arrivals))
+		}
+		lo, hi := arrivals[0], arrivals[0]
+		for _, a := range arrivals {
+			if a.Before(lo) {
+				lo = a
+			}
+			if a.After(hi) {
+				hi = a
+			}
+		}
+		if spread := hi.Sub(lo); spread > 40*time.Millisecond {
+			t.Errorf("burst spread over %v at the server", spread)
+		}
+		if msOf(r.TTFB.ValueAtQuantile(50)) < 50 {
+			t.Errorf("TTFB p50 %.3f ms, want ≥ the server's 50 ms", msOf(r.TTFB.ValueAtQuantile(50)))
+		}
+		if r.SocketsOpened != 0 {
+			t.Errorf("burst %d reopened %d sockets", rep, r.SocketsOpened)
+		}
+	}
+	if _, err := g.Run(context.Background(), Pass{Burst: 41}); !IsConfigError(err) {
+		t.Errorf("burst larger than the pool: %v, want a config error", err)
+	}
+}
+
+// The schedule never skips a slot and never waits for answers.
+func TestScheduleExact(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("x")) }))
+	defer srv.Close()
+	g := newGen(t, Options{URL: srv.URL, Connections: 10})
+	r := run(t, g, Pass{Rate: 1000, Duration: time.Second})
+	if r.Requests != 1000 || r.OK != 1000 {
+		t.Errorf("uniform: requests %d ok %d, want exactly 1000", r.Requests, r.OK)
+	}
+	r = run(t, g, Pass{Rate: 2000, Duration: time.Second, Arrival: Poisson, Seed: 7})
+	if r.Requests < 1800 || r.Requests > 2200 {
+		t.Errorf("poisson: requests %d, want about 2000", r.Requests)
+	}
+	r = run(t, g, Pass{Requests: 777, Duration: 10 * time.Second})
+	if r.Requests != 777 || r.Mode != "closed" {
+		t.Errorf("closed loop with a count: requests %d mode %s", r.Requests, r.Mode)
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		w.Write([]byte("x"))
+	}))
+	defer srv.Close()
+	g := newGen(t, Options{URL: srv.URL, Connections: 10})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	r, err := g.Run(ctx, Pass{Rate: 200, Duration: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("interrupted pass returned after %v", el)
+	}
+	if !r.Interrupted || r.Valid || r.OK < 50 {
+		t.Errorf("interrupted %v valid %v ok %d: want interrupted, invalid, with what finished", r.Interrupted, r.Valid, r.OK)
+	}
+	// The generator is still usable: dropped connections are reopened.
+	if r2 := run(t, g, Pass{Requests: 20, Duration: 5 * time.Second}); r2.OK != 20 {
+		t.Errorf("after interrupt: ok %d errors %v", r2.OK, r2.ErrorsByKind)
+	}
+}
+
+func TestHDRLog(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("x")) }))
+	defer srv.Close()
+	var buf bytes.Buffer
+	g := newGen(t, Options{URL: srv.URL, Connections: 4, Shards: 2, HDRLog: &buf})
+	r := run(t, g, Pass{Rate: 400, Duration: 2500 * time.Millisecond})
+	r2 := run(t, g, Pass{Rate: 400, Duration: 500 * time.Millisecond})
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rd := hdr.NewHistogramLogReader(&buf)
+	counts := map[string]int64{}
+	intervals := 0
+	for {
+		h, err := rd.NextIntervalHistogram()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
+			break
+		}
+		intervals++
+		counts[h.Tag()] += h.TotalCount()
+	}
+	want := r.OK + r2.OK
+	if counts["ttfb"] != want || counts["total"] != want {
+		t.Errorf("log holds ttfb %d total %d samples, want %d each", counts["ttfb"], counts["total"], want)
+	}
+	if intervals < 8 {
+		t.Errorf("%d intervals, want one per second per tag (at least 8)", intervals)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		o     Options
+		field string
+	}{
+		{Options{URL: "ftp://127.0.0.1/"}, "url"},
+		{Options{URL: "http:///x"}, "url"},
+		{Options{URL: "http://127.0.0.1:99999/"}, "url"},
+		{Options{URL: "http://127.0.0.1/", Connections: -1}, "connections"},
+		{Options{URL: "http://127.0.0.1/", Timeout: time.Hour}, "timeout"},
+		{Options{URL: "http://127.0.0.1/", Method: "POST"}, "method"},
+		{Options{URL: "http://127.0.0.1/", Header: [][2]string{{"Bad Name", "x"}}}, "header"},
+		{Options{URL: "http://127.0.0.1/", Header: [][2]string{{"Range", "bytes=1-2,4-5"}}}, "header"},
+		{Options{URL: "https://127.0.0.1/", CAFile: "/nonexistent/ca.pem"}, "ca"},
+	} {
+		_, err := New(context.Background(), tc.o)
+		if tc.field == "header" && err == nil {
+			// Range is checked when a pass is built.
+			ln, _ := net.Listen("tcp", "127.0.0.1:0")
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					defer c.Close()
+				}
+			}()
+			o := tc.o
+			o.URL = "http://" + ln.Addr().String()
+			g := newGen(t, o)
+			_, err = g.Run(context.Background(), Pass{Requests: 1, Duration: time.Second})
+			ln.Close()
+		}
+		var ce *ConfigError
+		if !IsConfigError(err) || !asCE(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%+v: %v, want a config error on %s", tc.o, err, tc.field)
+		}
+	}
+	for _, p := range []Pass{{Rate: -1, Duration: time.Second}, {Rate: 1}, {Rate: 1, Duration: -time.Second}, {Burst: -1}} {
+		if err := p.Validate(10); !IsConfigError(err) {
+			t.Errorf("%+v: %v, want a config error", p, err)
+		}
+	}
+}
+
+func asCE(err error, ce **ConfigError) bool {
+	c, ok := err.(*ConfigError)
+	*ce = c
+	return ok
+}
+
+func TestConnectRefused(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err := New(context.Background(), Options{URL: "http://" + addr, Connections: 2})
+	if err == nil || !strings.Contains(err.Error(), "connect") {
+		t.Errorf("connect to a closed port: %v", err)
+	}
+}
+
+// A server that goes away mid-run: requests fail as connect errors, each
+// counted once, and the pass still ends on time.
+func TestServerGoesAway(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() {
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"))
+				}
+			}()
+		}
+	}()
+	g := newGen(t, Options{URL: "http://" + ln.Addr().String(), Connections: 2, Timeout: time.Second})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	start := time.Now()
+	r := run(t, g, Pass{Rate: 100, Duration: time.Second})
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("pass took %v", el)
+	}
+	if r.Requests != 100 || r.OK < 20 || r.ErrorsByKind["connect"] < 50 {
+		t.Errorf("requests %d ok %d errors %v: want 100 with the late ones failing to connect", r.Requests, r.OK, r.ErrorsByKind)
+	}
+}
+
+// zeroAllocServer answers every request on a connection with one fixed
+// response, allocating nothing per request.
+func zeroAllocServer(t testing.TB, resp []byte) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+					if _, err := c.Write(resp); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/m3u8"
+}
+
+func fixedResponse(n int) []byte {
+	body := bytes.Repeat([]byte("#"), n)
+	return append([]byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\nX-Cache: HIT\r\nAge: 3\r\n%s: %s\r\n\r\n",
+		n, ChecksumHeader, crcHex(body))), body...)
+}
+
+// A whole request cycle (write, read, validate, record) allocates nothing: the
+// allocations of a pass do not grow with its request count.
+func TestNoAllocationPerRequest(t *testing.T) {
+	url := zeroAllocServer(t, fixedResponse(2048))
+	g := newGen(t, Options{URL: url, Connections: 1})
+	count := func(n int64) uint64 {
+		var a, b runtime.MemStats
+		runtime.ReadMemStats(&a)
+		r := run(t, g, Pass{Requests: n, Duration: time.Minute})
+		runtime.ReadMemStats(&b)
+		if r.OK != n {
+			t.Fatalf("ok %d of %d: %v", r.OK, n, r.ErrorsByKind)
+		}
+		return b.Mallocs - a.Mallocs
+	}
+	count(100) // warm up
+	small, large := count(100), count(20100)
+	per := float64(int64(large)-int64(small)) / 20000
+	t.Logf("allocations: %d for 100 requests, %d for 20100 (%.4f per request)", small, large, per)
+	if per > 0.01 {
+		t.Errorf("%.4f allocations per request, want 0", per)
+	}
+}
+
+func BenchmarkRequestCycle(b *testing.B) {
+	url := zeroAllocServer(b, fixedResponse(2048))
+	g := newGen(b, Options{URL: url, Connections: 1})
+	b.ReportAllocs()
+	b.ResetTimer()
+	r, err := g.Run(context.Background(), Pass{Requests: int64(b.N), Duration: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if r.OK != int64(b.N) {
+		b.Fatalf("ok %d of %d", r.OK, b.N)
+	}
+}
