@@ -103,6 +103,12 @@ func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error
 	if err != nil {
 		return usagef("--arrival: %v", err)
 	}
+	if o.Connections < 1 {
+		return usagef("--connections %d: want 1 or more", o.Connections)
+	}
+	if o.Timeout <= 0 {
+		return usagef("--timeout %v: want a positive duration", o.Timeout)
+	}
 	if o.Repeat < 1 {
 		return usagef("--repeat %d: want 1 or more", o.Repeat)
 	}

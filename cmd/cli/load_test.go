@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func runCLI(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestLoadJSONKeys(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Cache", "HIT")
+		w.Write([]byte("hello"))
+	}))
+	defer srv.Close()
+	code, out, errs := runCLI(t, context.Background(), "load", "--rate", "200", "--duration", "500ms", "--connections", "4", "--json", srv.URL+"/a")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
+	}
+	for _, k := range []string{"requests", "errors", "errors_by_kind", "target_rps", "achieved_rps", "duration_s",
+		"connections", "sockets_opened", "valid", "invalid_reasons", "pool_limited", "cpu_seconds", "ttfb",
+		"ttfb_uncorrected", "total", "total_uncorrected", "schedule_lag", "connection_wait", "cache"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("key %q missing", k)
+		}
+	}
+	for _, k := range []string{"ttfb", "ttfb_uncorrected", "total", "total_uncorrected"} {
+		l := m[k].(map[string]any)
+		for _, p := range []string{"p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms"} {
+			if _, ok := l[p]; !ok {
+				t.Errorf("%s.%s missing", k, p)
+			}
+		}
+	}
+	for _, k := range []string{"schedule_lag", "connection_wait"} {
+		l := m[k].(map[string]any)
+		for _, p := range []string{"p50_ms", "p99_ms", "max_ms"} {
+			if _, ok := l[p]; !ok {
+				t.Errorf("%s.%s missing", k, p)
+			}
+		}
+	}
+	if m["requests"].(float64) != 100 || m["cache"].(map[string]any)["hit"].(float64) != 100 {
+		t.Errorf("requests %v cache %v, want 100 hits", m["requests"], m["cache"])
+	}
+}
+
+func TestLoadTextAndBurstTemplate(t *testing.T) {
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen[r.URL.Path]++ // requests of one burst race, but paths differ per burst
+		w.Write([]byte("x"))
+	}))
+	defer srv.Close()
+	code, out, errs := runCLI(t, context.Background(), "load", "--burst", "5", "--repeat", "3", srv.URL+"/seg-{rep}.ts")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"burst 1/3 /seg-0.ts", "burst 3/3 /seg-2.ts", "All 3 bursts", "TTFB uncorrected", "Valid: yes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestLoadUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"load"}, "one URL"},
+		{[]string{"load", "--rate", "-5", "http://127.0.0.1:1/"}, "--rate"},
+		{[]string{"load", "--rate", "abc", "http://127.0.0.1:1/"}, "rate"},
+		{[]string{"load", "--arrival", "bursty", "http://127.0.0.1:1/"}, "--arrival"},
+		{[]string{"load", "--header", "NoColon", "http://127.0.0.1:1/"}, "--header"},
+		{[]string{"load", "--header", "Range: pages=1", "http://127.0.0.1:1/"}, "--header"},
+		{[]string{"load", "--repeat", "3", "http://127.0.0.1:1/"}, "--repeat"},
+		{[]string{"load", "--burst", "10", "--connections", "5", "http://127.0.0.1:1/"}, "--burst"},
+		{[]string{"load", "--connections", "0", "--rate", "1", "http://127.0.0.1:1/"}, "--connections"},
+		{[]string{"load", "ftp://127.0.0.1/"}, "URL"},
+		{[]string{"load", "http://127.0.0.1:70000/"}, "URL"},
+		{[]string{"load", "--ca", "/nonexistent.pem", "https://127.0.0.1:1/"}, "--ca"},
+		{[]string{"load", "--nope", "http://127.0.0.1:1/"}, "unknown flag"},
+	} {
+		code, _, errs := runCLI(t, context.Background(), tc.args...)
+		if code != ExitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, errs, tc.want)
+		}
+	}
+	code, _, errs := runCLI(t, context.Background(), "load", "--rate", "10", "--duration", "1s", "http://127.0.0.1:1/")
+	if code != ExitFailure || !strings.Contains(errs, "connect") {
+		t.Errorf("refused connection: exit %d %q, want 1 and a connect error", code, errs)
+	}
+}
+
+func TestLoadInterruptKeepsResults(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("x")) }))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	log := filepath.Join(t.TempDir(), "run.hlog")
+	code, out, errs := runCLI(t, ctx, "load", "--rate", "100", "--duration", "20s", "--json", "--hdr-log", log, srv.URL)
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d, want %d: %s", code, ExitInterrupted, errs)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("no JSON after interrupt: %v", err)
+	}
+	if m["interrupted"] != true || m["valid"] != false || m["requests"].(float64) < 10 {
+		t.Errorf("interrupted %v valid %v requests %v", m["interrupted"], m["valid"], m["requests"])
+	}
+	if b, err := os.ReadFile(log); err != nil || !bytes.Contains(b, []byte("Tag=ttfb")) {
+		t.Errorf("hdr log after interrupt: %v", err)
+	}
+}
+
+func TestHDRLogNotHalfWritten(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "run.hlog")
+	code, _, _ := runCLI(t, context.Background(), "load", "--hdr-log", log, "--rate", "10", "--duration", "1s", "http://127.0.0.1:1/")
+	if code == 0 {
+		t.Fatal("refused connection succeeded")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Errorf("failed run left files: %v", entries)
+	}
+}
