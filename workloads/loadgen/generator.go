@@ -28,9 +28,20 @@ type Generator struct {
 	log       *hdrLog
 	passes    int
 
+	// wall0 and mono0 pin nanotime to wall-clock time for Records.
+	wall0 time.Time
+	mono0 int64
+
 	mu     sync.Mutex
 	closed bool
 }
+
+func (g *Generator) wallOf(mono int64) time.Time {
+	return g.wall0.Add(time.Duration(mono - g.mono0))
+}
+
+// Shards is the number of event loops (the range of OnRecord's shard).
+func (g *Generator) Shards() int { return len(g.shards) }
 
 // New resolves the target and opens every connection of the pool (TLS
 // handshakes included) before returning, so no pass pays for them.
@@ -40,7 +51,7 @@ func New(ctx context.Context, o Options) (*Generator, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Generator{opts: opts, t: t}
+	g := &Generator{opts: opts, t: t, wall0: time.Now(), mono0: nanotime()}
 	// One P per loop plus a spare: a loop waiting in epoll holds its P, and
 	// with no idle P the runtime's monitor would take it back on every wait.
 	if runtime.GOMAXPROCS(0) < opts.Shards+1 {
@@ -70,6 +81,14 @@ func New(ctx context.Context, o Options) (*Generator, error) {
 			return nil, fmt.Errorf("start event loop: %w", err)
 		}
 		g.shards = append(g.shards, s)
+	}
+	for _, s := range g.shards {
+		var err error
+		s.do(func() { err = s.pinErr })
+		if err != nil {
+			g.Close()
+			return nil, cfgErr("cpus", "pin the generator to CPUs %v: %v", opts.CPUs, err)
+		}
 	}
 	for i := 0; i < opts.Connections; i++ {
 		g.shards[i%opts.Shards].addConn()

@@ -60,8 +60,18 @@ type Options struct {
 	// at most Connections): one loop per core keeps pace with any server on
 	// this machine, and the spare core is the server's.
 	Shards int
+	// CPUs, when set, pins event loop i's thread to CPUs[i%len(CPUs)], so
+	// the generator never shares a core with what it measures.
+	CPUs []int
 	// BodyCheck, when set, makes one BodyCheck per connection.
 	BodyCheck func() BodyCheck
+	// OnRecord, when set, is called for every request's outcome on the
+	// thread of the shard that ran it (shard is its index, so callers can
+	// keep per-shard state without locks). check is the connection's
+	// BodyCheck, nil when there is none or the request never reached a
+	// connection (it timed out in the queue or could not connect). It must
+	// not keep rec.
+	OnRecord func(shard int, rec *Record, check BodyCheck)
 	// HDRLog, when set, receives an HdrHistogram V2 interval log (one
 	// interval a second, tagged ttfb and total, corrected, in nanoseconds).
 	HDRLog io.Writer

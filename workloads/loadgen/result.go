@@ -50,6 +50,17 @@ type Result struct {
 	ScheduleLag, ConnectionWait                    *hdr.Histogram
 }
 
+// Record is one request's outcome, for Options.OnRecord.
+type Record struct {
+	Intended time.Time // the schedule's send time
+	// TTFB and Total count from Intended; zero when there was no answer
+	// (Total is the timeout for a timeout).
+	TTFB, Total time.Duration
+	Status      int
+	Err         string // "" or the error kind
+	Cache       CacheClaim
+}
+
 // CacheCounts are the proxy's claims, from X-Cache and Age.
 type CacheCounts struct {
 	Hit     int64 `json:"hit"`

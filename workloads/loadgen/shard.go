@@ -112,7 +112,8 @@ type shard struct {
 	expireAt int64
 	stopped  bool
 
-	iv *interval
+	iv     *interval
+	pinErr error
 }
 
 func newShard(g *Generator, id int) (*shard, error) {
@@ -141,6 +142,11 @@ func newShard(g *Generator, id int) (*shard, error) {
 func (s *shard) serve() {
 	runtime.LockOSThread() // never unlocked: the thread dies with the shard
 	preciseTimers()
+	if cpus := s.g.opts.CPUs; len(cpus) > 0 {
+		var set unix.CPUSet
+		set.Set(cpus[s.id%len(cpus)])
+		s.pinErr = unix.SchedSetaffinity(0, &set)
+	}
 	for f := range s.cmds {
 		f()
 	}
@@ -271,7 +277,7 @@ func (s *shard) connectFailed(c *conn, now int64) {
 	p := s.qpop()
 	s.m.requests++
 	s.m.errs[errConnect]++
-	_ = p
+	s.reportLost(p, errConnect)
 	if s.qlen() > 0 {
 		s.startReconnect(c, now)
 	}
@@ -696,6 +702,9 @@ func (s *shard) finish(c *conn, kind errKind, now int64) {
 		m.cache[c.resp.info.Cache]++
 		m.answered++
 	}
+	if s.g.opts.OnRecord != nil {
+		s.report(c, kind, now)
+	}
 	switch kind {
 	case errNone:
 		m.ok++
@@ -738,6 +747,41 @@ func (s *shard) recordTimeout() {
 	}
 }
 
+// report hands one outcome to Options.OnRecord; c is nil for a request that
+// never reached a connection.
+func (s *shard) report(c *conn, kind errKind, now int64) {
+	rec := Record{}
+	var check BodyCheck
+	if c != nil {
+		rec.Intended = s.g.wallOf(c.req.intended)
+		rec.Status = c.resp.info.Status
+		rec.Cache = c.resp.info.Cache
+		check = c.resp.check
+		if kind == errNone {
+			rec.TTFB = time.Duration(c.first - c.req.intended)
+			rec.Total = time.Duration(now - c.req.intended)
+		}
+	}
+	if kind == errTimeout {
+		rec.Total = time.Duration(s.sp.timeout)
+	}
+	if kind != errNone {
+		rec.Err = kind.String()
+	}
+	s.g.opts.OnRecord(s.id, &rec, check)
+}
+
+func (s *shard) reportLost(p pending, kind errKind) {
+	if s.g.opts.OnRecord == nil {
+		return
+	}
+	rec := Record{Intended: s.g.wallOf(p.intended), Err: kind.String()}
+	if kind == errTimeout {
+		rec.Total = time.Duration(s.sp.timeout)
+	}
+	s.g.opts.OnRecord(s.id, &rec, nil)
+}
+
 // connIdle gives a free connection the oldest waiting request, or parks it.
 func (s *shard) connIdle(c *conn, now int64) {
 	if s.qlen() > 0 {
@@ -752,10 +796,11 @@ func (s *shard) connIdle(c *conn, now int64) {
 func (s *shard) expire(now int64) {
 	t := s.sp.timeout
 	for s.qlen() > 0 && s.queue[s.qhead].intended+t <= now {
-		s.qpop()
+		p := s.qpop()
 		s.m.requests++
 		s.m.errs[errTimeout]++
 		s.recordTimeout()
+		s.reportLost(p, errTimeout)
 	}
 	for _, c := range s.conns {
 		switch c.state {

@@ -22,7 +22,9 @@ die() {
 	exit 1
 }
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+here=${BASH_SOURCE[0]%/*}
+[[ $here == "${BASH_SOURCE[0]}" ]] && here=.
+repo=$(cd "$here/../../.." && pwd)
 
 # --- what is needed -------------------------------------------------------
 
@@ -160,6 +162,11 @@ proc_cpu() {
 	awk -v t="$tck" '{ sub(/.*\) /, ""); printf "%.3f", ($12 + $13) / t }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
+# nginx_cpu prints the CPU seconds nginx's worker has used so far (0 if unknown).
+nginx_cpu() {
+	if [[ -n ${nginx_worker:-} ]]; then proc_cpu "$nginx_worker"; else echo 0; fi
+}
+
 # run_timed LABEL CMD... runs CMD under the load pin and GNU time, bounded by
 # timeout (run_limit seconds); stdout goes to $tmp/LABEL.out, stderr to $tmp/LABEL.err, and
 # "user sys maxrss_kib" to $tmp/LABEL.time. Returns CMD's exit code.
@@ -207,10 +214,10 @@ hlsbench() {
 
 mapfile -t cpus < <(cpus_allowed)
 if ((${#cpus[@]} >= 2)); then
-	nginx_cpu=${cpus[0]} load_cpu=${cpus[1]}
-	nginx_pin=(taskset -c "$nginx_cpu")
-	load_pin=(taskset -c "$load_cpu")
-	pin_note="nginx on CPU $nginx_cpu, load tools on CPU $load_cpu"
+	nginx_core=${cpus[0]} load_core=${cpus[1]}
+	nginx_pin=(taskset -c "$nginx_core")
+	load_pin=(taskset -c "$load_core")
+	pin_note="nginx on CPU $nginx_core, load tools on CPU $load_core"
 else
 	nginx_pin=() load_pin=()
 	pin_note="UNPINNED: only ${#cpus[@]} CPU available (${cpus[*]}); nginx and the load tools share it, figures are not comparable with the issue's"
@@ -368,10 +375,12 @@ cpu_target=$(calc "0.40 * $open_dur / 10")
 
 echo
 echo "== a) hlsbench open loop: $open_rate rps, ${open_dur}s, $open_conns connections, 2 KB"
+w0=$(nginx_cpu)
 hlsbench open "$url_small" --rate "$open_rate" --duration "${open_dur}s" --connections "$open_conns"
 mapfile -t f < <(json "$tmp/open.out" requests errors cpu_seconds schedule_lag.p50_ms schedule_lag.p99_ms \
 	schedule_lag.max_ms ttfb_uncorrected.p50_ms ttfb.p50_ms ttfb.p99_ms valid invalid_reasons achieved_rps \
-	pool_limited sockets_opened shard_cpu_share)
+	pool_limited sockets_opened shard_cpu_share elapsed_s)
+w1=$(nginx_cpu)
 requests=${f[0]} errors=${f[1]} cpu=${f[2]}
 lag50=$(calc "${f[3]} * 1000") lag99=$(calc "${f[4]} * 1000") lagmax=$(calc "${f[5]} * 1000")
 uttfb50=${f[6]} ttfb50=${f[7]} ttfb99=${f[8]}
@@ -389,7 +398,8 @@ printf '  %-40s %12s %12s  %s\n' "valid" "$valid" "true" "$([[ $valid == true ]]
 printf '  %-40s %12s %12s  %s\n' "requests" "$requests" "$open_reqs" "$( ((requests >= open_reqs * 99 / 100)) && echo PASS || echo MISS)"
 [[ $valid == true ]] || echo "  invalid_reasons: $reasons"
 echo "  also: schedule lag max $lagmax us; TTFB corrected p50 $ttfb50 ms;"
-echo "        whole process CPU under /usr/bin/time (user+sys, incl. start-up) $open_cpu_proc s"
+echo "        whole process CPU under /usr/bin/time (user+sys, incl. start-up) $open_cpu_proc s;"
+printf '        nginx worker CPU %.3f s (%.0f%% of CPU %s)\n' "$(calc "$w1 - $w0")" "$(calc "($w1 - $w0) / ${f[15]} * 100")" "${nginx_core:-?}"
 
 # --- b) h2load at the same rate -------------------------------------------
 
@@ -399,14 +409,17 @@ if [[ -n $h2load_bin ]]; then
 	h2_rps=$((open_rate / open_conns))
 	echo "  h2load: $open_conns clients x $h2_rps rps = $open_rate rps; it sends each client's requests in bursts"
 	rc=0
+	w0=$(nginx_cpu)
 	run_timed h2load "$h2load_bin" --h1 -c "$open_conns" -n "$open_reqs" --rps "$h2_rps" "$url_small" || rc=$?
 	((rc == 0)) || { cat "$tmp/h2load.err" "$tmp/h2load.out" >&2; die "h2load exited $rc"; }
+	w1=$(nginx_cpu)
 	h2_cpu=$(time_cpu h2load)
 	grep -E '^(finished in|requests:|status codes:)' "$tmp/h2load.out" | sed 's/^/  h2load: /'
 	grep -E '^time for request:' "$tmp/h2load.out" | head -1 |
 		awk '{ print "  h2load: time for request (from its own send): min " $4 ", max " $5 ", mean " $6 ", sd " $7 }'
 	printf '  h2load CPU (user+sys, /usr/bin/time): %s s   vs hlsbench cpu_seconds %s s (process %s s)\n' \
 		"$h2_cpu" "$cpu" "$open_cpu_proc"
+	printf '  nginx worker CPU during h2load: %.3f s\n' "$(calc "$w1 - $w0")"
 	echo "  (the issue: h2load measured 0.48 s here, vegeta 2.10 s)"
 else
 	echo "  h2load not found: skipped (Debian: apt-get install nghttp2-client)"
@@ -426,9 +439,9 @@ echo "  hlsbench (requests / cpu_seconds; the process figure under /usr/bin/time
 hl_rates=()
 hl_proc_rates=()
 for i in $(seq "$closed_runs"); do
-	w0=$( [[ -n $nginx_worker ]] && proc_cpu "$nginx_worker" || echo 0)
+	w0=$(nginx_cpu)
 	hlsbench "closed$i" "$url_small" --rate 0 --duration "${closed_dur}s" --connections "$open_conns"
-	w1=$( [[ -n $nginx_worker ]] && proc_cpu "$nginx_worker" || echo 0)
+	w1=$(nginx_cpu)
 	mapfile -t f < <(json "$tmp/closed$i.out" requests cpu_seconds errors valid achieved_rps)
 	pcpu=$(time_cpu "closed$i")
 	r=$(calc "int(${f[0]} / ${f[1]} + 0.5)")
@@ -447,11 +460,11 @@ if [[ -n $wrk_bin ]]; then
 	echo "  wrk (requests / user+sys CPU under /usr/bin/time)"
 	wrk_rates=()
 	for i in $(seq "$closed_runs"); do
-		w0=$( [[ -n $nginx_worker ]] && proc_cpu "$nginx_worker" || echo 0)
+		w0=$(nginx_cpu)
 		rc=0
 		run_timed "wrk$i" "$wrk_bin" -t1 -c"$open_conns" -d"${closed_dur}s" "$url_small" || rc=$?
 		((rc == 0)) || { cat "$tmp/wrk$i.err" "$tmp/wrk$i.out" >&2; die "wrk exited $rc"; }
-		w1=$( [[ -n $nginx_worker ]] && proc_cpu "$nginx_worker" || echo 0)
+		w1=$(nginx_cpu)
 		n=$(awk '/requests in/ { print $1; exit }' "$tmp/wrk$i.out")
 		[[ -n $n ]] || { cat "$tmp/wrk$i.out" >&2; die "could not read the request count from wrk's output"; }
 		errs=$(awk '/Socket errors|Non-2xx/' "$tmp/wrk$i.out" | tr -s ' ' | paste -sd ';' -)
@@ -480,9 +493,11 @@ bad=$(json "$tmp/badsum.out" errors_by_kind.checksum)
 [[ $bad == 10 ]] || die "the control expected 10 checksum errors, got $bad (errors_by_kind: $(json "$tmp/badsum.out" errors_by_kind))"
 echo "  control: 10 of 10 counted as checksum errors, good"
 
+w0=$(nginx_cpu)
 hlsbench big "$url_big" --rate "$big_rate" --duration "${big_dur}s" --connections "$big_conns"
 mapfile -t f < <(json "$tmp/big.out" errors errors_by_kind requests body_bytes achieved_rps valid invalid_reasons \
-	ttfb.p99_ms total.p50_ms total.p99_ms cpu_seconds pool_limited)
+	ttfb.p99_ms total.p50_ms total.p99_ms cpu_seconds pool_limited elapsed_s schedule_lag.p99_ms connection_wait.p99_ms)
+w1=$(nginx_cpu)
 rss=$(time_rss_mib big)
 body=${f[3]}
 printf '  %-40s %14s %14s  %s\n' figure measured target verdict
@@ -495,8 +510,11 @@ printf '  %-40s %14.1f %14s  %s\n' "achieved rps" "${f[4]}" ">= $(calc "$big_rat
 printf '  %-40s %14s %14s  %s\n' "valid" "${f[5]}" "true" "$([[ ${f[5]} == true ]] && echo PASS || echo MISS)"
 printf '  %-40s %14.1f %14s  %s\n' "generator max RSS (MiB, /usr/bin/time)" "$rss" "< 200" "$(verdict "$rss" '<' 200)"
 [[ ${f[5]} == true ]] || echo "  invalid_reasons: ${f[6]}"
-printf '  also: %.2f GB/s of body, TTFB p99 %s ms, total p50 %s ms / p99 %s ms, cpu_seconds %s, pool_limited %s\n' \
-	"$(calc "$body / ${big_dur} / 1e9")" "${f[7]}" "${f[8]}" "${f[9]}" "${f[10]}" "${f[11]}"
+printf '  also: elapsed %.2f s, %.2f GB/s of body, TTFB p99 %.1f ms, total p50 %.1f ms / p99 %.1f ms,\n' \
+	"${f[12]}" "$(calc "$body / ${f[12]} / 1e9")" "${f[7]}" "${f[8]}" "${f[9]}"
+printf '        schedule lag p99 %.3f ms, connection wait p99 %.1f ms, pool_limited %s,\n' "${f[13]}" "${f[14]}" "${f[11]}"
+printf '        cpu_seconds %.3f (%.0f%% of its CPU), nginx worker CPU %.3f s (%.0f%%)\n' \
+	"${f[10]}" "$(calc "${f[10]} / ${f[12]} * 100")" "$(calc "$w1 - $w0")" "$(calc "($w1 - $w0) / ${f[12]} * 100")"
 
 echo
 echo "== done (nginx error log: $(awk 'END { print NR }' "$tmp/nginx-error.log" 2>/dev/null) lines)"
