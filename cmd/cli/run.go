@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/workloads"
+)
+
+// RunOptions are the flags of `hlsbench run`.
+type RunOptions struct {
+	Engine       string
+	Workload     string
+	Passes       int
+	Warmups      int
+	PassDuration time.Duration
+	Rate         float64
+	Out          string
+	NoSave       bool
+	Quick        bool
+	JSON         bool
+	Runtime      string
+	URL          string
+	OriginListen string
+	FailMode     string
+
+	set map[string]bool // flags given on the command line
+}
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := RunOptions{}
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run the HLS workloads against a caching engine and save the results",
+		Long: `Run the HLS workloads against a caching engine and save the results.
+
+hlsbench starts its synthetic HLS origin and the engine, then runs each workload:
+  hit-path     5000 rps on the 2 KB media playlist, warm cache: p50 and p99 TTFB
+  segment      4 MiB full GET and 64 KiB Range GET at 500 rps: p50 and p99 TTFB
+  miss-storm   200 clients at once on a cold segment: TTFB and coalescing,
+               origin fetches counted at the origin
+  origin-flap  200 rps while the origin fails in cycles: TTFB during failure and
+               the grace ratio, every answer proven fresh or stale from the
+               origin's stamps
+Each workload has 3 warm-up and 20 measured passes (5 s for rate workloads);
+headline percentiles come from all measured samples merged.
+
+--quick: ` + workloads.QuickText + `.
+
+--engine builtin runs hlsbench's own cache; --engine external --url URL measures a
+proxy that is already running and fetches from --origin-listen (hlsbench starts
+only its origin there). Results are saved as JSON under --out (default
+` + "$XDG_DATA_HOME/hlsbench/runs or ~/.local/share/hlsbench/runs" + `) after every pass;
+Ctrl-C stops, tears everything down and keeps the finished passes.`,
+		Example: `  hlsbench run --quick
+  hlsbench run --engine builtin --workload miss-storm
+  hlsbench run --engine external --url http://127.0.0.1:6081 --origin-listen 127.0.0.1:8081 --workload all`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.set = map[string]bool{}
+			c.Flags().Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
+			return RunBench(c.Context(), stdout, stderr, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Engine, "engine", "builtin", "engine: builtin or external (a comma list runs several)")
+	f.StringVar(&o.Workload, "workload", "all", "workload: hit-path, segment, miss-storm, origin-flap or all (comma list)")
+	f.IntVar(&o.Passes, "passes", 20, "measured passes per test")
+	f.IntVar(&o.Warmups, "warmups", 3, "unmeasured warm-up passes per test")
+	f.DurationVar(&o.PassDuration, "pass-duration", 5*time.Second, "length of one pass of a rate workload")
+	f.Float64Var(&o.Rate, "rate", 0, "override every rate workload's rate (0: hit-path 5000, segment 500, origin-flap 200)")
+	f.StringVar(&o.Out, "out", "", "directory for the run's JSON file (default $XDG_DATA_HOME/hlsbench/runs)")
+	f.BoolVar(&o.NoSave, "no-save", false, "do not write a results file")
+	f.BoolVar(&o.Quick, "quick", false, "short profile: "+workloads.QuickText)
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object with every result on stdout")
+	f.StringVar(&o.Runtime, "runtime", "process", "where the builtin cache and the origin run: process (child processes pinned apart from the generator) or inproc")
+	f.StringVar(&o.URL, "url", "", "with --engine external: the proxy's URL")
+	f.StringVar(&o.OriginListen, "origin-listen", "", "with --engine external: the address the origin listens on (the proxy fetches from it)")
+	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
+	return c
+}
+
+// runJSON is `hlsbench run --json`.
+type runJSON struct {
+	RunID       string          `json:"run_id"`
+	File        string          `json:"file,omitempty"`
+	Interrupted bool            `json:"interrupted"`
+	Results     []runJSONResult `json:"results"`
+}
+
+type runJSONResult struct {
+	ID            string   `json:"id"`
+	Workload      string   `json:"workload"`
+	Test          string   `json:"test"`
+	Engine        string   `json:"engine"`
+	Runtime       string   `json:"runtime"`
+	Topology      string   `json:"topology"`
+	Value         float64  `json:"value"`
+	Unit          string   `json:"unit"`
+	Valid         bool     `json:"valid"`
+	Passes        int      `json:"passes"`
+	OriginFetches *int64   `json:"origin_fetches,omitempty"`
+	CoalescingX   *float64 `json:"coalescing_x,omitempty"`
+	GraceRatio    *float64 `json:"grace_ratio,omitempty"`
+	Fresh         *int64   `json:"fresh,omitempty"`
+	Stale         *int64   `json:"stale,omitempty"`
+	Errors        *int64   `json:"errors,omitempty"`
+}
+
+// RunBench is `hlsbench run`.
+func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error {
+	specs, err := workloads.Specs(o.Workload)
+	if err != nil {
+		return usageError{err}
+	}
+	engineNames, err := parseEngines(o.Engine)
+	if err != nil {
+		return err
+	}
+	cfg := workloads.Defaults()
+	if o.Quick {
+		cfg = workloads.Quick()
+	}
+	if o.set["passes"] || !o.Quick {
+		cfg.Passes = o.Passes
+	}
+	if o.set["warmups"] || !o.Quick {
+		cfg.Warmups = o.Warmups
+	}
+	if o.set["pass-duration"] || !o.Quick {
+		cfg.PassDuration = o.PassDuration
+	}
+	if o.Passes < 1 {
+		return usagef("--passes %d: want 1 or more", o.Passes)
+	}
+	if o.Warmups < 0 {
+		return usagef("--warmups %d: want 0 or more", o.Warmups)
+	}
+	if cfg.Warmups == 0 {
+		cfg.Warmups = -1 // explicit zero
+	}
+	cfg.Rate = o.Rate
+	if cfg.FailMode, err = origin.ParseMode(o.FailMode); err != nil || cfg.FailMode == origin.Healthy {
+		return usagef("--fail-mode %q: want 5xx, refuse or drop", o.FailMode)
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	switch o.Runtime {
+	case engines.RuntimeProcess, engines.RuntimeInproc:
+	default:
+		return usagef("--runtime %q: want process or inproc", o.Runtime)
+	}
+	hasExternal := false
+	for _, e := range engineNames {
+		hasExternal = hasExternal || e == "external"
+	}
+	if hasExternal {
+		if o.URL == "" || o.OriginListen == "" {
+			return usagef("--engine external needs --url (the proxy) and --origin-listen (where the proxy fetches from)")
+		}
+		u, err := url.Parse(o.URL)
+		if err != nil || u.Scheme != "http" || u.Host == "" {
+			return usagef("--url %q: want http://host:port of the proxy", o.URL)
+		}
+		if _, _, err := net.SplitHostPort(o.OriginListen); err != nil {
+			return usagef("--origin-listen %q: want host:port, e.g. 127.0.0.1:8081", o.OriginListen)
+		}
+	} else if o.URL != "" || o.OriginListen != "" {
+		return usagef("--url and --origin-listen go with --engine external")
+	}
+	out := ""
+	if !o.NoSave {
+		out = o.Out
+		if out == "" {
+			out = results.DefaultDir()
+		}
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return usagef("--out %s: %v", out, err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the hlsbench binary for child processes: %w", err)
+	}
+
+	settings := map[string]any{"engines": engineNames, "workloads": o.Workload, "passes": cfg.Passes,
+		"warmups": max(cfg.Warmups, 0), "pass_duration": cfg.PassDuration.String(), "rate_override": cfg.Rate,
+		"quick": o.Quick, "runtime": o.Runtime, "fail_mode": cfg.FailMode.String(),
+		"origin_flap": map[string]any{"cycles": cfg.Cycles, "healthy_phase": cfg.HealthyPhase.String(), "fail_phase": cfg.FailPhase.String()},
+		"miss_storm_clients": cfg.Clients, "timeout": cfg.Timeout.String()}
+	pols := map[string]any{}
+	for _, s := range specs {
+		pols[s.Name] = map[string]any{"rate": s.Rate, "connections": s.Connections, "policy": s.Policy}
+	}
+	settings["workload_settings"] = pols
+	if hasExternal {
+		settings["external_url"], settings["origin_listen"] = o.URL, o.OriginListen
+	}
+
+	progress := stdout
+	if o.JSON {
+		progress = stderr
+	}
+	run, rc, err := workloads.Execute(ctx, workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg,
+		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, OutDir: out, Self: self,
+		Version: Version, Settings: settings}, progress)
+	if rc != nil && rc.Path() != "" {
+		fmt.Fprintf(stderr, "hlsbench: results saved to %s\n", rc.Path())
+	}
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		rep := runJSON{RunID: run.ID, File: rc.Path(), Interrupted: run.Interrupted, Results: []runJSONResult{}}
+		for _, r := range run.Results {
+			rep.Results = append(rep.Results, runJSONResult{ID: r.ID, Workload: r.Workload, Test: r.Test, Engine: r.Engine,
+				Runtime: r.Runtime, Topology: r.Topology, Value: r.Value, Unit: r.Unit, Valid: r.Valid, Passes: r.Spread.N,
+				OriginFetches: r.OriginFetches, CoalescingX: r.CoalescingX, GraceRatio: r.GraceRatio,
+				Fresh: r.Fresh, Stale: r.Stale, Errors: r.Errors})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	}
+	if run.Interrupted {
+		return errInterrupted
+	}
+	return nil
+}
+
+func parseEngines(s string) ([]string, error) {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		switch e {
+		case "builtin", "external":
+			out = append(out, e)
+		default:
+			return nil, usagef("--engine %q: want builtin or external (a comma list runs several)", e)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--engine: none given")
+	}
+	return out, nil
+}

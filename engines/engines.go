@@ -1,0 +1,223 @@
+package engines
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hlsbench/hlsbench/engines/builtin"
+	"github.com/hlsbench/hlsbench/results"
+)
+
+// Runtimes.
+const (
+	RuntimeInproc  = "inproc"  // inside the hlsbench process (tests)
+	RuntimeProcess = "process" // a local child process
+)
+
+// Instance is a running engine.
+type Instance interface {
+	// URL is the engine's base URL, http://127.0.0.1:PORT.
+	URL() string
+	Info() results.Engine
+	// Stop is idempotent; an engine already gone counts as stopped.
+	Stop(ctx context.Context) error
+}
+
+// Counters is implemented by instances that expose their own counters.
+type Counters interface {
+	Counters(ctx context.Context) (map[string]float64, error)
+}
+
+// StartSpec is what every engine start needs.
+type StartSpec struct {
+	Policy    Policy
+	OriginURL string // http://127.0.0.1:PORT of our origin
+	Listen    string // the engine's listen address, 127.0.0.1:0 by default
+	Runtime   string
+	CPUs      []int  // the engine's CPUs; empty: unpinned
+	Self      string // the hlsbench binary, for child processes
+	Version   string // hlsbench's version, the built-in cache's own
+}
+
+// BuiltinPolicy renders a Policy for the built-in cache.
+func BuiltinPolicy(p Policy) builtin.Policy {
+	return builtin.Policy{
+		ManifestTTL:   p.ManifestTTL,
+		SegmentTTL:    p.SegmentTTL,
+		DefaultTTL:    p.SegmentTTL,
+		Grace:         p.Grace,
+		ProbePath:     p.ProbePath,
+		ProbeInterval: p.ProbeInterval,
+		ProbeTimeout:  p.ProbeTimeout,
+		FetchTimeout:  p.FirstByteTimeout,
+		MaxBytes:      p.StoreBytes,
+		Coalesce:      p.Coalesce,
+	}
+}
+
+// StartBuiltin runs the built-in cache in-process or as `hlsbench serve-cache`.
+func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
+	if s.Listen == "" {
+		s.Listen = "127.0.0.1:0"
+	}
+	info := results.Engine{Name: "builtin", Version: s.Version, Runtime: s.Runtime, Topology: "plaintext"}
+	switch s.Runtime {
+	case RuntimeInproc:
+		c, err := builtin.New(builtin.Config{Origin: s.OriginURL, Policy: BuiltinPolicy(s.Policy)})
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", s.Listen)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("builtin cache: listen %s: %w", s.Listen, err)
+		}
+		srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		return &inprocCache{c: c, srv: srv, url: "http://" + ln.Addr().String(), info: info}, nil
+	case RuntimeProcess:
+		pol, err := json.Marshal(s.Policy)
+		if err != nil {
+			return nil, err
+		}
+		args := []string{"serve-cache", "--listen", s.Listen, "--origin", s.OriginURL, "--policy", string(pol)}
+		if len(s.CPUs) > 0 {
+			args = append(args, "--cpus", CPUList(s.CPUs))
+		}
+		p, err := StartProcess(ProcessSpec{Name: "builtin cache", Path: s.Self, Args: args, StopTimeout: 5 * time.Second})
+		if err != nil {
+			return nil, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		url, err := p.WaitLine(wctx, "cache: ")
+		if err != nil {
+			p.Stop(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("start builtin cache: %w", err)
+		}
+		info.Pinning = map[string]string{"engine": CPUList(s.CPUs)}
+		return &processCache{p: p, url: url, info: info}, nil
+	}
+	return nil, fmt.Errorf("builtin cache: runtime %q: want %s or %s", s.Runtime, RuntimeProcess, RuntimeInproc)
+}
+
+type inprocCache struct {
+	c    *builtin.Cache
+	srv  *http.Server
+	url  string
+	info results.Engine
+}
+
+func (i *inprocCache) URL() string          { return i.url }
+func (i *inprocCache) Info() results.Engine { return i.info }
+func (i *inprocCache) Stop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := i.srv.Shutdown(ctx)
+	if err != nil {
+		i.srv.Close()
+	}
+	return errors.Join(i.c.Close())
+}
+func (i *inprocCache) Counters(context.Context) (map[string]float64, error) {
+	return structCounters(i.c.Stats())
+}
+
+type processCache struct {
+	p    *Process
+	url  string
+	info results.Engine
+}
+
+func (c *processCache) URL() string                    { return c.url }
+func (c *processCache) Info() results.Engine           { return c.info }
+func (c *processCache) Stop(ctx context.Context) error { return c.p.Stop(ctx) }
+func (c *processCache) Counters(ctx context.Context) (map[string]float64, error) {
+	return fetchCounters(ctx, c.url+"/_hlsbench/stats")
+}
+
+func fetchCounters(ctx context.Context, url string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	m := map[string]float64{}
+	return m, json.NewDecoder(resp.Body).Decode(&m)
+}
+
+func structCounters(v any) (map[string]float64, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]float64{}
+	return m, json.Unmarshal(b, &m)
+}
+
+// External is a proxy hlsbench did not start: it only knows its URL.
+type External struct {
+	BaseURL string
+}
+
+func (e *External) URL() string { return strings.TrimRight(e.BaseURL, "/") }
+func (e *External) Info() results.Engine {
+	return results.Engine{Name: "external", Version: "unknown", Runtime: "external", Topology: "plaintext"}
+}
+func (e *External) Stop(context.Context) error { return nil }
+
+// CPUList renders CPUs as "0,1".
+func CPUList(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
+}
+
+// ParseCPUList reads "0,2-3".
+func ParseCPUList(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("cpu list %q: want numbers like 0,2-3", s)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("cpu list %q: want numbers like 0,2-3", s)
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+var (
+	_ Instance = (*inprocCache)(nil)
+	_ Counters = (*inprocCache)(nil)
+	_ Instance = (*processCache)(nil)
+	_ Counters = (*processCache)(nil)
+	_ Instance = (*External)(nil)
+)

@@ -1,0 +1,204 @@
+package engines
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultStopTimeout is how long Stop waits after SIGTERM before SIGKILL.
+// Some managers ignore SIGTERM for seconds (a Varnish 9 manager took over 8 s).
+const DefaultStopTimeout = 10 * time.Second
+
+// ProcessSpec is a local process to run.
+type ProcessSpec struct {
+	Name        string // for messages: "varnishd", "origin"
+	Path        string
+	Args        []string
+	Env         []string // added to the environment
+	Dir         string
+	StopTimeout time.Duration
+}
+
+// Process is a started local process. Its output (stdout and stderr) is kept
+// in a bounded tail for error messages; stdout lines can be awaited.
+type Process struct {
+	spec ProcessSpec
+	cmd  *exec.Cmd
+	tail *tail
+
+	mu    sync.Mutex
+	lines []string
+	wake  chan struct{}
+
+	done    chan struct{}
+	waitErr error
+	stopped bool
+}
+
+// StartProcess starts spec. The process dies with us (PR_SET_PDEATHSIG) if
+// hlsbench is killed before it can stop it.
+func StartProcess(spec ProcessSpec) (*Process, error) {
+	if spec.StopTimeout == 0 {
+		spec.StopTimeout = DefaultStopTimeout
+	}
+	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	p := &Process{spec: spec, cmd: cmd, tail: &tail{max: 16 << 10}, wake: make(chan struct{}), done: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = p.tail
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
+	}
+	go p.readLines(stdout)
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *Process) readLines(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		p.tail.Write([]byte(line + "\n"))
+		p.mu.Lock()
+		p.lines = append(p.lines, line)
+		close(p.wake)
+		p.wake = make(chan struct{})
+		p.mu.Unlock()
+	}
+}
+
+// PID is the process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Tail is the end of the process's output.
+func (p *Process) Tail() string { return p.tail.String() }
+
+// WaitLine waits for a stdout line starting with prefix and returns the rest.
+func (p *Process) WaitLine(ctx context.Context, prefix string) (string, error) {
+	seen := 0
+	for {
+		p.mu.Lock()
+		for ; seen < len(p.lines); seen++ {
+			if rest, ok := strings.CutPrefix(p.lines[seen], prefix); ok {
+				p.mu.Unlock()
+				return strings.TrimSpace(rest), nil
+			}
+		}
+		wake := p.wake
+		p.mu.Unlock()
+		select {
+		case <-wake:
+		case <-p.done:
+			return "", p.exitError()
+		case <-ctx.Done():
+			return "", fmt.Errorf("%s: waiting for %q: %w%s", p.spec.Name, prefix, ctx.Err(), p.tailNote())
+		}
+	}
+}
+
+func (p *Process) exitError() error {
+	return fmt.Errorf("%s exited: %v%s", p.spec.Name, p.waitErr, p.tailNote())
+}
+
+func (p *Process) tailNote() string {
+	t := strings.TrimSpace(p.Tail())
+	if t == "" {
+		return ""
+	}
+	return "\n--- " + p.spec.Name + " output (last lines) ---\n" + lastLines(t, 20)
+}
+
+// Err wraps err with the tail of the process's output.
+func (p *Process) Err(err error) error {
+	return fmt.Errorf("%w%s", err, p.tailNote())
+}
+
+// Stop sends SIGTERM to the process group, then SIGKILL after the stop
+// timeout. It is idempotent; a process already gone counts as stopped.
+func (p *Process) Stop(ctx context.Context) error {
+	p.mu.Lock()
+	already := p.stopped
+	p.stopped = true
+	p.mu.Unlock()
+	if already {
+		<-p.done
+		return nil
+	}
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	pgid := -p.cmd.Process.Pid
+	_ = syscall.Kill(pgid, syscall.SIGTERM)
+	t := time.NewTimer(p.spec.StopTimeout)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("stop %s (pid %d): still running after SIGKILL", p.spec.Name, p.cmd.Process.Pid)
+	}
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ErrNotFound is returned when an engine's binary is not installed.
+var ErrNotFound = errors.New("not found")

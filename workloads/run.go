@@ -1,0 +1,404 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
+)
+
+// Run runs one workload against a target, recording every pass in rc and
+// saving after each. A cancelled ctx stops it after the passes that finished.
+func Run(ctx context.Context, spec Spec, cfg Config, tgt *Target, rc *Recorder) error {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	switch spec.Name {
+	case HitPath:
+		return runHitPath(ctx, &spec, &cfg, tgt, rc)
+	case Segment:
+		return runSegment(ctx, &spec, &cfg, tgt, rc)
+	case MissStorm:
+		return runMissStorm(ctx, &spec, &cfg, tgt, rc)
+	case OriginFlap:
+		return runOriginFlap(ctx, &spec, &cfg, tgt, rc)
+	}
+	return fmt.Errorf("unknown workload %q", spec.Name)
+}
+
+func newGenerator(ctx context.Context, tgt *Target, cfg *Config, conns int, ev *evidenceSet, onRecord func(int, *loadgen.Record, loadgen.BodyCheck)) (*loadgen.Generator, error) {
+	g, err := loadgen.New(ctx, loadgen.Options{URL: tgt.URL, Connections: conns, Timeout: cfg.Timeout,
+		BodyCheck: ev.factory, OnRecord: onRecord, CPUs: cfg.CPUs})
+	if err != nil {
+		return nil, fmt.Errorf("load generator: %w", err)
+	}
+	return g, nil
+}
+
+// warm fetches an object until the cache holds it. Failed requests do not
+// stop the workload (its passes will show them) but are noted in the run.
+func warm(ctx context.Context, g *loadgen.Generator, rc *Recorder, path string, header [][2]string) error {
+	r, err := g.Run(ctx, loadgen.Pass{Path: path, Header: header, Requests: 3, Duration: time.Minute})
+	if err != nil {
+		return err
+	}
+	if r.Interrupted {
+		return ctx.Err()
+	}
+	if r.OK != 3 {
+		rc.Run.Warnings = append(rc.Run.Warnings, fmt.Sprintf("warming %s: %d of 3 requests failed (%s)", path, r.Errors, kinds(r.ErrorsByKind)))
+	}
+	return nil
+}
+
+// ratePasses runs warm-ups and measured passes of one request at a rate and
+// feeds each pass's TTFB to the latency tests.
+func ratePasses(ctx context.Context, g *loadgen.Generator, tgt *Target, cfg *Config, rc *Recorder,
+	pass loadgen.Pass, tests ...*latencyTest) error {
+	for i := 0; i < cfg.Warmups+cfg.Passes; i++ {
+		before := take(ctx, tgt)
+		r, err := g.Run(ctx, pass)
+		if err != nil {
+			return err
+		}
+		if r.Interrupted {
+			return ctx.Err()
+		}
+		after := take(ctx, tgt)
+		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r), extra: delta(before, after)}
+		if p.warmup {
+			p.index = i + 1
+		}
+		p.extra["cache_claims"] = claims(r)
+		p.extra["ttfb_uncorrected_p50_ms"] = round3(msq(r.TTFBUncorrected, 50))
+		p.extra["total_p50_ms"] = round3(msq(r.Total, 50))
+		p.extra["total_p99_ms"] = round3(msq(r.Total, 99))
+		p.extra["schedule_lag_p99_ms"] = round3(msq(r.ScheduleLag, 99))
+		p.extra["generator_cpu_s"] = round3(r.CPUSeconds)
+		for _, t := range tests {
+			t.add(p, r.TTFB)
+		}
+		if err := rc.Save(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runHitPath(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *Recorder) error {
+	ev := newEvidenceSet(tgt.Seed)
+	g, err := newGenerator(ctx, tgt, cfg, pick(cfg.Connections, spec.Connections), ev, nil)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	path := ManifestPath + "?run=" + tgt.Nonce
+	if err := warm(ctx, g, rc, path, nil); err != nil {
+		return err
+	}
+	p50 := rc.latency(spec, tgt, "p50-ttfb", "p50 TTFB", 50)
+	p99 := rc.latency(spec, tgt, "p99-ttfb", "p99 TTFB", 99)
+	return ratePasses(ctx, g, tgt, cfg, rc, loadgen.Pass{Path: path, Rate: pick(cfg.Rate, spec.Rate), Duration: cfg.PassDuration}, p50, p99)
+}
+
+func runSegment(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *Recorder) error {
+	ev := newEvidenceSet(tgt.Seed)
+	g, err := newGenerator(ctx, tgt, cfg, pick(cfg.Connections, spec.Connections), ev, nil)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	ev.segN = 0
+	path := fmt.Sprintf(SegmentPath, 0) + "?run=" + tgt.Nonce
+	if err := warm(ctx, g, rc, path, nil); err != nil {
+		return err
+	}
+	rate := pick(cfg.Rate, spec.Rate)
+	full50 := rc.latency(spec, tgt, "full-p50-ttfb", "p50 TTFB, 4 MiB full GET", 50)
+	full99 := rc.latency(spec, tgt, "full-p99-ttfb", "p99 TTFB, 4 MiB full GET", 99)
+	if err := ratePasses(ctx, g, tgt, cfg, rc, loadgen.Pass{Path: path, Rate: rate, Duration: cfg.PassDuration}, full50, full99); err != nil {
+		return err
+	}
+	rng := [][2]string{{"Range", "bytes=0-65535"}}
+	range50 := rc.latency(spec, tgt, "range-p50-ttfb", "p50 TTFB, 64 KiB Range GET", 50)
+	range99 := rc.latency(spec, tgt, "range-p99-ttfb", "p99 TTFB, 64 KiB Range GET", 99)
+	return ratePasses(ctx, g, tgt, cfg, rc, loadgen.Pass{Path: path, Header: rng, Rate: rate, Duration: cfg.PassDuration}, range50, range99)
+}
+
+func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *Recorder) error {
+	clients := cfg.Clients
+	ev := newEvidenceSet(tgt.Seed)
+	g, err := newGenerator(ctx, tgt, cfg, clients, ev, nil)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	p50 := rc.latency(spec, tgt, "p50-ttfb", "p50 TTFB", 50)
+	p99 := rc.latency(spec, tgt, "p99-ttfb", "p99 TTFB", 99)
+	co := rc.newResult(spec, tgt, "coalescing", "Coalescing efficiency", "x", false,
+		"clients ÷ origin fetches of the burst's object, counted at the origin, over all measured bursts")
+	var clientsTotal, fetchesTotal int64
+	for i := 0; i < cfg.Warmups+cfg.Passes; i++ {
+		n := int64(1_000_000 + i) // a segment no earlier burst asked for
+		ev.segN = n
+		path := fmt.Sprintf(SegmentPath, n) + "?run=" + tgt.Nonce
+		before := take(ctx, tgt)
+		r, err := g.Run(ctx, loadgen.Pass{Burst: clients, Path: path})
+		if err != nil {
+			return err
+		}
+		if r.Interrupted {
+			return ctx.Err()
+		}
+		after := take(ctx, tgt)
+		fetches := after.origin.Objects[path].Fetches
+		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r), extra: delta(before, after)}
+		if p.warmup {
+			p.index = i + 1
+		}
+		if before.origin.Objects[path].Fetches != 0 {
+			p.reasons = append(p.reasons, "the object was fetched before the burst: not cold")
+		}
+		if fetches == 0 {
+			p.reasons = append(p.reasons, "no origin fetch for the burst's object: it was not cold, coalescing cannot be measured")
+		}
+		p.extra["object"] = path
+		p.extra["object_fetches"] = fetches
+		p.extra["clients"] = clients
+		p.extra["cache_claims"] = claims(r)
+		p.extra["total_p50_ms"] = round3(msq(r.Total, 50))
+		p50.add(p, r.TTFB)
+		p99.add(p, r.TTFB)
+		x := 0.0
+		if fetches > 0 {
+			x = float64(clients) / float64(fetches)
+		}
+		addPass(co, p, x)
+		if !p.warmup {
+			clientsTotal += int64(clients)
+			fetchesTotal += fetches
+			co.OriginFetches = &fetchesTotal
+			if fetchesTotal > 0 {
+				v := round3(float64(clientsTotal) / float64(fetchesTotal))
+				co.Value = v
+				co.CoalescingX = &v
+			}
+		}
+		if err := rc.Save(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flapRec is one request of an origin-flap cycle with its evidence.
+type flapRec struct {
+	intended time.Time
+	ttfb     time.Duration
+	status   int
+	err      string
+	claim    loadgen.CacheClaim
+	stamp    int64
+}
+
+// flapLog collects records per event loop, without locks.
+type flapLog struct{ shards [][]flapRec }
+
+func (l *flapLog) record(shard int, rec *loadgen.Record, check loadgen.BodyCheck) {
+	fr := flapRec{intended: rec.Intended, ttfb: rec.TTFB, status: rec.Status, err: rec.Err, claim: rec.Cache}
+	if e, ok := check.(*evidence); ok && rec.Status != 0 {
+		fr.stamp = e.stamp
+	}
+	l.shards[shard] = append(l.shards[shard], fr)
+}
+
+func (l *flapLog) reset() {
+	for i := range l.shards {
+		l.shards[i] = l.shards[i][:0]
+	}
+}
+
+// phaseCounts classes answers from the origin's evidence.
+type phaseCounts struct {
+	Fresh    int64 `json:"fresh"`
+	Stale    int64 `json:"stale"`
+	Errors   int64 `json:"errors"`
+	Unproven int64 `json:"unproven"` // answered without the origin's stamp
+}
+
+func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *Recorder) error {
+	ttl := spec.Policy.ManifestTTL
+	log := &flapLog{}
+	ev := newEvidenceSet(tgt.Seed)
+	g, err := newGenerator(ctx, tgt, cfg, pick(cfg.Connections, spec.Connections), ev, log.record)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	log.shards = make([][]flapRec, g.Shards())
+	path := ManifestPath + "?run=" + tgt.Nonce + "-flap"
+	rate := pick(cfg.Rate, spec.Rate)
+	if err := warm(ctx, g, rc, path, nil); err != nil {
+		return err
+	}
+
+	ttfb := rc.latency(spec, tgt, "p50-ttfb-failing", "p50 TTFB while the origin fails", 50)
+	gr := rc.newResult(spec, tgt, "grace-ratio", "Grace hit ratio", "%", false,
+		"stale ÷ (stale + errors) over requests sent while the origin failed and the object's TTL had expired; stale and fresh proven from the origin's X-Origin-Generated stamp, all measured cycles")
+	var stale, errs, fresh int64
+
+	// One warm-up: a healthy phase, not counted.
+	if r, err := g.Run(ctx, loadgen.Pass{Path: path, Rate: rate, Duration: cfg.HealthyPhase}); err != nil {
+		return err
+	} else if r.Interrupted {
+		return ctx.Err()
+	}
+
+	for c := 1; c <= cfg.Cycles; c++ {
+		log.reset()
+		before := take(ctx, tgt)
+		type flip struct {
+			at      time.Time
+			lastGen int64
+			err     error
+		}
+		flipped := make(chan flip, 1)
+		timer := time.AfterFunc(cfg.HealthyPhase, func() {
+			err := tgt.Origin.SetMode(context.WithoutCancel(ctx), cfg.FailMode)
+			f := flip{at: time.Now(), err: err}
+			if st, err := tgt.Origin.Stats(context.WithoutCancel(ctx)); err == nil {
+				f.lastGen = st.Objects[path].LastGenerated
+			} else if f.err == nil {
+				f.err = err
+			}
+			flipped <- f
+		})
+		r, runErr := g.Run(ctx, loadgen.Pass{Path: path, Rate: rate, Duration: cfg.HealthyPhase + cfg.FailPhase})
+		if !timer.Stop() {
+			// The failure started: always end it, whatever happened.
+		}
+		recoverErr := tgt.Origin.SetMode(context.WithoutCancel(ctx), origin.Healthy)
+		var f flip
+		select {
+		case f = <-flipped:
+		default:
+			f.err = fmt.Errorf("the origin never started failing")
+		}
+		if runErr != nil {
+			return runErr
+		}
+		if r.Interrupted {
+			return ctx.Err()
+		}
+		if recoverErr != nil {
+			return fmt.Errorf("origin recover: %w", recoverErr)
+		}
+		after := take(ctx, tgt)
+
+		p := &passInfo{index: c, lr: r, reasons: append([]string{}, r.InvalidReasons...), extra: delta(before, after)}
+		if f.err != nil {
+			p.reasons = append(p.reasons, "origin control: "+f.err.Error())
+		}
+		expiry := time.Unix(0, f.lastGen).Add(ttl)
+		var healthy, failing, window phaseCounts
+		claimed := map[string]int64{}
+		var disagree int64
+		failHist := hdr.New(1000, int64(loadgen.MaxLatency), 3)
+		for _, recs := range log.shards {
+			for i := range recs {
+				fr := &recs[i]
+				failingPhase := !fr.intended.Before(f.at)
+				inWindow := failingPhase && f.lastGen > 0 && !fr.intended.Before(expiry)
+				class := classify(fr, ttl)
+				for _, pc := range []*phaseCounts{ternary(failingPhase, &failing, &healthy), ternary(inWindow, &window, nil)} {
+					if pc == nil {
+						continue
+					}
+					switch class {
+					case "fresh":
+						pc.Fresh++
+					case "stale":
+						pc.Stale++
+					case "error":
+						pc.Errors++
+					default:
+						pc.Unproven++
+					}
+				}
+				if class == "fresh" || class == "stale" {
+					claimed[fr.claim.String()]++
+					if (class == "stale") != (fr.claim == loadgen.CacheStale) {
+						disagree++
+					}
+				}
+				if failingPhase && class != "error" && fr.err == "" {
+					_ = failHist.RecordValue(max(int64(fr.ttfb), 0))
+				}
+			}
+		}
+		if f.lastGen == 0 {
+			p.reasons = append(p.reasons, "the origin never generated the object before failing")
+		}
+		if window.Stale+window.Errors == 0 {
+			p.reasons = append(p.reasons, "no request was sent after the TTL expired inside the failure phase: grace was not exercised")
+		}
+		ratio := 0.0
+		if n := window.Stale + window.Errors; n > 0 {
+			ratio = 100 * float64(window.Stale) / float64(n)
+		}
+		p.extra["healthy"] = healthy
+		p.extra["failing"] = failing
+		p.extra["expired_window"] = window
+		p.extra["fail_start"] = f.at.UTC().Format(time.RFC3339Nano)
+		p.extra["ttl_expired_at"] = expiry.UTC().Format(time.RFC3339Nano)
+		p.extra["fail_mode"] = cfg.FailMode.String()
+		p.extra["cache_claims"] = claimed
+		p.extra["claim_disagreements"] = disagree
+		p.extra["grace_ratio"] = round3(ratio)
+
+		ttfb.add(p, failHist)
+		addPass(gr, p, ratio)
+		stale += window.Stale
+		errs += window.Errors
+		fresh += window.Fresh
+		if n := stale + errs; n > 0 {
+			v := round3(100 * float64(stale) / float64(n))
+			gr.Value, gr.GraceRatio = v, &v
+		}
+		gr.Stale, gr.Errors, gr.Fresh = ptr(stale), ptr(errs), ptr(fresh)
+		if err := rc.Save(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// classify proves an answer fresh or stale from the origin's stamp: a copy
+// younger than the TTL when it was answered is fresh, an older one stale.
+func classify(fr *flapRec, ttl time.Duration) string {
+	if fr.err != "" || fr.status < 200 || fr.status > 299 {
+		return "error"
+	}
+	if fr.stamp == 0 {
+		return "unproven"
+	}
+	answered := fr.intended.Add(fr.ttfb)
+	if answered.Sub(time.Unix(0, fr.stamp)) < ttl {
+		return "fresh"
+	}
+	return "stale"
+}
+
+func ternary[T any](c bool, a, b T) T {
+	if c {
+		return a
+	}
+	return b
+}
+
+func ptr[T any](v T) *T { return &v }

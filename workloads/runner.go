@@ -1,0 +1,224 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/results"
+)
+
+// RunSpec is one `hlsbench run`.
+type RunSpec struct {
+	Engines   []string // "builtin", "external"
+	Workloads []Spec
+	Config    Config
+	// Runtime for the built-in cache and the origin: "process" (default:
+	// child processes pinned apart from the generator) or "inproc".
+	Runtime string
+	// External mode: the proxy's URL, and where our origin must listen for
+	// it (the proxy is configured to fetch from there).
+	ExternalURL  string
+	OriginListen string
+	OutDir       string // "" writes no file
+	Self         string // the hlsbench binary, for child processes
+	Version      string
+	// Settings is recorded in the run file as its configuration.
+	Settings map[string]any
+}
+
+// CPUPlan splits the machine: the generator gets the last CPU, the engine and
+// the origin the rest. With one CPU nothing is pinned.
+type CPUPlan struct {
+	Generator, Servers []int
+}
+
+// PlanCPUs pins apart where the machine allows.
+func PlanCPUs() CPUPlan {
+	n := runtime.NumCPU()
+	if n < 2 {
+		return CPUPlan{}
+	}
+	var servers []int
+	for i := 0; i < n-1; i++ {
+		servers = append(servers, i)
+	}
+	return CPUPlan{Generator: []int{n - 1}, Servers: servers}
+}
+
+// originHandle is our origin, in-process or a child process.
+type originHandle struct {
+	dataURL string
+	seed    uint64
+	control OriginControl
+	stop    func(context.Context) error
+}
+
+type inprocOrigin struct{ o *origin.Origin }
+
+func (i inprocOrigin) SetMode(_ context.Context, m origin.Mode) error { i.o.SetMode(m); return nil }
+func (i inprocOrigin) Stats(context.Context) (origin.Stats, error)   { return i.o.Stats(), nil }
+
+func startOrigin(ctx context.Context, rt string, cfg origin.Config, listen string, cpus []int, self string) (*originHandle, error) {
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	switch rt {
+	case engines.RuntimeInproc:
+		o, err := origin.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		srv, err := origin.Start(o, listen, "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("origin: %w", err)
+		}
+		return &originHandle{dataURL: "http://" + srv.DataAddr(), seed: cfg.Seed, control: inprocOrigin{o},
+			stop: func(context.Context) error { return srv.Close() }}, nil
+	case engines.RuntimeProcess:
+		args := []string{"origin", "--listen", listen, "--control", "127.0.0.1:0",
+			"--cache-control-manifest", cfg.CacheControl.Manifest, "--cache-control-segment", cfg.CacheControl.Segment,
+			"--seed", fmt.Sprint(cfg.Seed)}
+		if len(cpus) > 0 {
+			args = append(args, "--cpus", engines.CPUList(cpus))
+		}
+		p, err := engines.StartProcess(engines.ProcessSpec{Name: "origin", Path: self, Args: args, StopTimeout: 5 * time.Second})
+		if err != nil {
+			return nil, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		line, err := p.WaitLine(wctx, "origin: ")
+		if err != nil {
+			p.Stop(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("start origin: %w", err)
+		}
+		// "data http://A control http://B"
+		f := strings.Fields(line)
+		if len(f) != 4 || f[0] != "data" || f[2] != "control" {
+			p.Stop(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("start origin: unexpected line %q", line)
+		}
+		cl := &origin.Client{BaseURL: f[3]}
+		if err := cl.Ready(wctx); err != nil {
+			p.Stop(context.WithoutCancel(ctx))
+			return nil, p.Err(fmt.Errorf("origin control: %w", err))
+		}
+		return &originHandle{dataURL: f[1], seed: cfg.Seed, control: cl, stop: p.Stop}, nil
+	}
+	return nil, fmt.Errorf("runtime %q: want %s or %s", rt, engines.RuntimeProcess, engines.RuntimeInproc)
+}
+
+// Execute runs every workload on every engine, saving the run file after
+// each pass. progress receives a table per workload as it completes. A
+// cancelled ctx stops the run; what finished is kept and the run is marked
+// interrupted.
+func Execute(ctx context.Context, spec RunSpec, progress io.Writer) (*results.Run, *Recorder, error) {
+	if spec.Runtime == "" {
+		spec.Runtime = engines.RuntimeProcess
+	}
+	run := results.NewRun(spec.Version, spec.Settings)
+	rc := &Recorder{Run: run, Dir: spec.OutDir}
+	plan := CPUPlan{}
+	if spec.Runtime == engines.RuntimeProcess {
+		plan = PlanCPUs()
+	}
+	cfg := spec.Config
+	cfg.CPUs = plan.Generator
+	if len(plan.Generator) == 0 {
+		run.Warnings = append(run.Warnings, "one CPU: the generator shares it with the engine and the origin")
+	}
+
+	var runErr error
+	for _, w := range spec.Workloads {
+		if err := runWorkload(ctx, spec, w, cfg, plan, rc); err != nil {
+			runErr = err
+			break
+		}
+		WriteTable(progress, w, rc.Results())
+	}
+	run.FinishedAt = time.Now().UTC()
+	if ctx.Err() != nil {
+		run.Interrupted = true
+		runErr = nil
+	}
+	if err := rc.Save(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("save results: %w", err)
+	}
+	return run, rc, runErr
+}
+
+func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPUPlan, rc *Recorder) (err error) {
+	ocfg := w.OriginConfig()
+	ocfg.Seed = 1
+	orig, err := startOrigin(ctx, spec.Runtime, ocfg, spec.OriginListen, plan.Servers, spec.Self)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Teardown survives cancellation, with its own time limit.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+		defer cancel()
+		err = errors.Join(err, orig.stop(sctx))
+	}()
+
+	for _, name := range spec.Engines {
+		if ctx.Err() != nil {
+			return nil
+		}
+		var inst engines.Instance
+		switch name {
+		case "builtin":
+			inst, err = engines.StartBuiltin(ctx, engines.StartSpec{Policy: w.Policy, OriginURL: orig.dataURL,
+				Runtime: spec.Runtime, CPUs: plan.Servers, Self: spec.Self, Version: spec.Version})
+		case "external":
+			inst = &engines.External{BaseURL: spec.ExternalURL}
+		default:
+			err = fmt.Errorf("--engine %q: want builtin or external", name)
+		}
+		if err != nil {
+			return err
+		}
+		info := inst.Info()
+		if info.Pinning == nil {
+			info.Pinning = map[string]string{}
+		}
+		info.Pinning["generator"] = engines.CPUList(plan.Generator)
+		info.Pinning["origin"] = engines.CPUList(plan.Servers)
+		rc.Run.Engines = appendEngine(rc.Run.Engines, info)
+		tgt := &Target{URL: inst.URL(), Origin: orig.control, Seed: orig.seed, Engine: info,
+			Nonce: rc.Run.ID + "-" + info.Name}
+		if c, ok := inst.(engines.Counters); ok {
+			tgt.Counters = c.Counters
+		}
+		werr := Run(ctx, w, cfg, tgt, rc)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+		serr := inst.Stop(sctx)
+		cancel()
+		if werr != nil && ctx.Err() != nil {
+			return nil // interrupted: keep what finished
+		}
+		if werr != nil {
+			return fmt.Errorf("%s on %s: %w", w.Name, info.Name, werr)
+		}
+		if serr != nil {
+			return fmt.Errorf("stop %s: %w", info.Name, serr)
+		}
+	}
+	return nil
+}
+
+func appendEngine(list []results.Engine, e results.Engine) []results.Engine {
+	for _, x := range list {
+		if x.Name == e.Name && x.Runtime == e.Runtime && x.Topology == e.Topology {
+			return list
+		}
+	}
+	return append(list, e)
+}

@@ -1,0 +1,291 @@
+package workloads
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/results"
+)
+
+func testConfig() Config {
+	c := Defaults()
+	c.Warmups, c.Passes, c.PassDuration = 1, 2, time.Second
+	c.Cycles, c.HealthyPhase, c.FailPhase = 2, 2*time.Second, 4*time.Second
+	c.Clients = 200
+	c.Timeout = 10 * time.Second
+	return c
+}
+
+func mustSpecs(t *testing.T, names string) []Spec {
+	t.Helper()
+	s, err := Specs(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func find(t *testing.T, run *results.Run, engine, id string) *results.Result {
+	t.Helper()
+	for i := range run.Results {
+		if r := &run.Results[i]; r.Engine == engine && r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("no result %s for %s", id, engine)
+	return nil
+}
+
+func execute(t *testing.T, spec RunSpec) *results.Run {
+	t.Helper()
+	if spec.Runtime == "" {
+		spec.Runtime = engines.RuntimeInproc
+	}
+	if spec.OutDir == "" {
+		spec.OutDir = t.TempDir()
+	}
+	var progress bytes.Buffer
+	run, rc, err := Execute(context.Background(), spec, &progress)
+	t.Log("\n" + progress.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := results.Load(rc.Path())
+	if err != nil {
+		t.Fatalf("saved run: %v", err)
+	}
+	if len(back.Results) != len(run.Results) {
+		t.Errorf("saved file has %d results, run %d", len(back.Results), len(run.Results))
+	}
+	return run
+}
+
+// The built-in cache must coalesce perfectly and serve stale through every
+// failure phase; these are facts of its design, so the test holds it to them.
+func TestBuiltinAllWorkloads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about a minute")
+	}
+	cfg := testConfig()
+	cfg.Rate = 1000 // the in-process test shares two cores with everything
+	run := execute(t, RunSpec{Engines: []string{"builtin"}, Workloads: mustSpecs(t, "all"), Config: cfg})
+
+	for _, id := range []string{"hit-path/p50-ttfb", "hit-path/p99-ttfb", "segment/full-p50-ttfb", "segment/range-p99-ttfb"} {
+		r := find(t, run, "builtin", id)
+		if r.Spread.N != 2 || r.Value <= 0 || r.Histogram == "" {
+			t.Errorf("%s: %d passes value %v", id, r.Spread.N, r.Value)
+		}
+		for _, p := range r.Passes {
+			if p.Errors != 0 {
+				t.Errorf("%s pass %d: %d errors %v", id, p.Index, p.Errors, p.ErrorsByKind)
+			}
+			if !p.Warmup && p.Extra["origin_fetches"].(int64) != 0 {
+				t.Errorf("%s pass %d: the hit path went to the origin %v times", id, p.Index, p.Extra["origin_fetches"])
+			}
+		}
+	}
+	co := find(t, run, "builtin", "miss-storm/coalescing")
+	for _, p := range co.Passes {
+		if p.Value != 200 {
+			t.Errorf("miss-storm pass %d: coalescing %vx, want 200x (%v)", p.Index, p.Value, p.Extra["object_fetches"])
+		}
+	}
+	if co.Value != 200 {
+		t.Errorf("coalescing %v valid %v %v", co.Value, co.Valid, co.InvalidReasons)
+	}
+	gr := find(t, run, "builtin", "origin-flap/grace-ratio")
+	// In-process the generator shares a Go runtime with the cache, so its
+	// passes may be invalid for lag; the grace figures stand regardless.
+	if gr.Value < 99 {
+		t.Errorf("grace ratio %v%%, want ≥ 99%%", gr.Value)
+	}
+	for _, p := range gr.Passes {
+		w := p.Extra["expired_window"].(phaseCounts)
+		if w.Stale == 0 {
+			t.Errorf("cycle %d: no stale answer while the origin failed: %+v", p.Index, w)
+		}
+	}
+}
+
+// proxy builds a test proxy in front of the origin address, which is known
+// before the origin starts: the proxy is configured first, like a real one.
+func proxy(t *testing.T, originAddr string, h func(rp *httputil.ReverseProxy) http.Handler) string {
+	u, _ := url.Parse("http://" + originAddr)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) { w.WriteHeader(http.StatusBadGateway) }
+	srv := httptest.NewServer(h(rp))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func external(t *testing.T, workloads string, cfg Config, proxyFor func(originAddr string) string) *results.Run {
+	addr := freeAddr(t)
+	return execute(t, RunSpec{Engines: []string{"external"}, Workloads: mustSpecs(t, workloads), Config: cfg,
+		ExternalURL: proxyFor(addr), OriginListen: addr})
+}
+
+// A proxy that never caches never coalesces: one origin fetch per client.
+func TestExternalNeverCoalesces(t *testing.T) {
+	cfg := testConfig()
+	cfg.Clients = 50
+	run := external(t, MissStorm, cfg, func(a string) string {
+		return proxy(t, a, func(rp *httputil.ReverseProxy) http.Handler { return rp })
+	})
+	co := find(t, run, "external", "miss-storm/coalescing")
+	if co.Value < 0.99 || co.Value > 1.01 {
+		t.Errorf("coalescing %vx, want 1x for a proxy that fetches every request", co.Value)
+	}
+}
+
+// noGraceCache caches for the TTL and answers 503 once the copy expired and
+// the origin fails: no grace at all.
+type noGraceCache struct {
+	rp  *httputil.ReverseProxy
+	ttl time.Duration
+	mu  sync.Mutex
+	obj map[string]*cached
+}
+
+type cached struct {
+	at   time.Time
+	hdr  http.Header
+	body []byte
+}
+
+func (c *noGraceCache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	o := c.obj[r.RequestURI]
+	c.mu.Unlock()
+	if o == nil || time.Since(o.at) >= c.ttl {
+		rec := httptest.NewRecorder()
+		c.rp.ServeHTTP(rec, r)
+		if rec.Code != 200 {
+			w.WriteHeader(503)
+			return
+		}
+		o = &cached{at: time.Now(), hdr: rec.Header(), body: rec.Body.Bytes()}
+		c.mu.Lock()
+		c.obj[r.RequestURI] = o
+		c.mu.Unlock()
+	}
+	for k, v := range o.hdr {
+		w.Header()[k] = v
+	}
+	w.Write(o.body)
+}
+
+func TestExternalNoGrace(t *testing.T) {
+	cfg := testConfig()
+	ttl := specOf(OriginFlap).Policy.ManifestTTL
+	run := external(t, OriginFlap, cfg, func(a string) string {
+		return proxy(t, a, func(rp *httputil.ReverseProxy) http.Handler {
+			return &noGraceCache{rp: rp, ttl: ttl, obj: map[string]*cached{}}
+		})
+	})
+	gr := find(t, run, "external", "origin-flap/grace-ratio")
+	if gr.Value > 1 {
+		t.Errorf("grace ratio %v%%, want about 0 for a proxy that answers 503", gr.Value)
+	}
+	if gr.Errors == nil || *gr.Errors == 0 {
+		t.Errorf("no errors counted while the origin failed")
+	}
+}
+
+// bodyFilter rewrites segment bodies on their way through the proxy.
+type bodyFilter struct {
+	io.ReadCloser
+	n     int64
+	limit int64 // stop here (truncate); -1 for no limit
+	flip  int64 // flip the byte at this offset; -1 for none
+}
+
+func (b *bodyFilter) Read(p []byte) (int, error) {
+	if b.limit >= 0 && b.n >= b.limit {
+		return 0, io.ErrUnexpectedEOF
+	}
+	if b.limit >= 0 && int64(len(p)) > b.limit-b.n {
+		p = p[:b.limit-b.n]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.flip >= b.n && b.flip < b.n+int64(n) {
+		p[b.flip-b.n] ^= 0xff
+	}
+	b.n += int64(n)
+	return n, err
+}
+
+func filtering(limit, flip int64) func(rp *httputil.ReverseProxy) http.Handler {
+	return func(rp *httputil.ReverseProxy) http.Handler {
+		rp.ModifyResponse = func(resp *http.Response) error {
+			if strings.HasSuffix(resp.Request.URL.Path, ".ts") {
+				resp.Body = &bodyFilter{ReadCloser: resp.Body, limit: limit, flip: flip}
+			}
+			return nil
+		}
+		return rp
+	}
+}
+
+func TestExternalBadBodies(t *testing.T) {
+	cfg := testConfig()
+	cfg.Passes, cfg.Warmups, cfg.PassDuration = 1, 0, 500*time.Millisecond
+	cfg.Rate = 50
+	for _, tc := range []struct {
+		name        string
+		limit, flip int64
+		full, rng   string // error kind expected on the full and the range GET
+	}{
+		{"truncates", 30000, -1, "short_body", "short_body"},
+		{"corrupts", -1, 1000, "checksum", "body"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := runExpectingWarmFailure(t, cfg, func(a string) string { return proxy(t, a, filtering(tc.limit, tc.flip)) })
+			if run == nil {
+				return
+			}
+			for id, kind := range map[string]string{"segment/full-p50-ttfb": tc.full, "segment/range-p50-ttfb": tc.rng} {
+				r := find(t, run, "external", id)
+				p := r.Passes[len(r.Passes)-1]
+				if p.ErrorsByKind[kind] == 0 || p.ErrorsByKind[kind] != p.Errors || r.Valid {
+					t.Errorf("%s: errors %v valid %v, want every request failing as %s and the result invalid", id, p.ErrorsByKind, r.Valid, kind)
+				}
+			}
+		})
+	}
+}
+
+// runExpectingWarmFailure runs the segment workload through a broken proxy:
+// warming fails, which is noted, and the passes show the errors.
+func runExpectingWarmFailure(t *testing.T, cfg Config, proxyFor func(string) string) *results.Run {
+	addr := freeAddr(t)
+	spec := RunSpec{Engines: []string{"external"}, Workloads: mustSpecs(t, Segment), Config: cfg,
+		ExternalURL: proxyFor(addr), OriginListen: addr, Runtime: engines.RuntimeInproc, OutDir: t.TempDir()}
+	var progress bytes.Buffer
+	run, _, err := Execute(context.Background(), spec, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
