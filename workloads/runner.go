@@ -63,7 +63,7 @@ type originHandle struct {
 type inprocOrigin struct{ o *origin.Origin }
 
 func (i inprocOrigin) SetMode(_ context.Context, m origin.Mode) error { i.o.SetMode(m); return nil }
-func (i inprocOrigin) Stats(context.Context) (origin.Stats, error)   { return i.o.Stats(), nil }
+func (i inprocOrigin) Stats(context.Context) (origin.Stats, error)    { return i.o.Stats(), nil }
 
 func startOrigin(ctx context.Context, rt string, cfg origin.Config, listen string, cpus []int, self string) (*originHandle, error) {
 	if listen == "" {

@@ -201,7 +201,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	settings := map[string]any{"engines": engineNames, "workloads": o.Workload, "passes": cfg.Passes,
 		"warmups": max(cfg.Warmups, 0), "pass_duration": cfg.PassDuration.String(), "rate_override": cfg.Rate,
 		"quick": o.Quick, "runtime": o.Runtime, "fail_mode": cfg.FailMode.String(),
-		"origin_flap": map[string]any{"cycles": cfg.Cycles, "healthy_phase": cfg.HealthyPhase.String(), "fail_phase": cfg.FailPhase.String()},
+		"origin_flap":        map[string]any{"cycles": cfg.Cycles, "healthy_phase": cfg.HealthyPhase.String(), "fail_phase": cfg.FailPhase.String()},
 		"miss_storm_clients": cfg.Clients, "timeout": cfg.Timeout.String()}
 	pols := map[string]any{}
 	for _, s := range specs {

@@ -21,9 +21,9 @@ import (
 func newServeCacheCmd(stdout, stderr io.Writer) *cobra.Command {
 	var listen, originURL, policy, cpus string
 	c := &cobra.Command{
-		Use:   "serve-cache",
-		Short: "Run the built-in caching proxy (hlsbench run starts it as a child process)",
-		Args:  exactArgs(0, "no arguments"),
+		Use:     "serve-cache",
+		Short:   "Run the built-in caching proxy (hlsbench run starts it as a child process)",
+		Args:    exactArgs(0, "no arguments"),
 		Example: `  hlsbench serve-cache --listen 127.0.0.1:6081 --origin http://127.0.0.1:8081`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := pinFlag(cpus); err != nil {
@@ -101,4 +101,3 @@ func pinFlag(list string) error {
 	}
 	return nil
 }
-

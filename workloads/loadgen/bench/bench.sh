@@ -33,6 +33,8 @@ nginx_bin=$(command -v nginx || true)
 [[ -z $nginx_bin && -x /usr/sbin/nginx ]] && nginx_bin=/usr/sbin/nginx
 [[ -n $nginx_bin ]] || missing+=("nginx (Debian: apt-get install nginx-light)")
 command -v taskset >/dev/null || missing+=("taskset (Debian: apt-get install util-linux)")
+command -v setsid >/dev/null || missing+=("setsid (Debian: apt-get install util-linux)")
+command -v timeout >/dev/null || missing+=("timeout (Debian: apt-get install coreutils)")
 [[ -x /usr/bin/time ]] || missing+=("GNU time at /usr/bin/time (Debian: apt-get install time)")
 command -v go >/dev/null || missing+=("go (to build hlsbench)")
 if command -v python3 >/dev/null; then
@@ -84,8 +86,8 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'echo "bench-loadgen: interrupted" >&2; exit 130' INT
+trap 'echo "bench-loadgen: terminated" >&2; exit 143' TERM
 
 # --- helpers --------------------------------------------------------------
 
@@ -154,6 +156,16 @@ cpus_allowed() {
 	done
 }
 
+# busy_pct prints how much of all CPUs was in use over the next second (%).
+busy_pct() {
+	local a b
+	a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat)
+	sleep 1
+	b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat)
+	awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); u = y[1] - x[1]; i = y[2] - x[2];
+		printf "%.0f", (u + i > 0) ? 100 * u / (u + i) : 0 }'
+}
+
 # proc_cpu PID prints the CPU seconds (user+system) PID has used so far.
 proc_cpu() {
 	local tck
@@ -183,6 +195,19 @@ run_timed() {
 	return "$rc"
 }
 
+# check_rc TOOL LABEL RC stops the script, with TOOL's stderr, unless RC is 0.
+check_rc() {
+	local tool=$1 label=$2 rc=$3
+	case $rc in
+	0) return 0 ;;
+	124 | 137) die "$tool did not stop within ${run_limit}s and was killed by timeout" ;;
+	130) die "$tool was interrupted" ;;
+	esac
+	echo "bench-loadgen: $tool exited $rc; its output:" >&2
+	cat "$tmp/$label.err" "$tmp/$label.out" >&2 || true
+	exit 1
+}
+
 # time_cpu LABEL prints user+sys CPU seconds from run_timed's record.
 time_cpu() {
 	awk '{ printf "%.3f", $1 + $2 }' "$tmp/$1.time"
@@ -200,11 +225,7 @@ hlsbench() {
 	shift
 	local rc=0
 	run_timed "$label" "$bin" load "$@" --json || rc=$?
-	if ((rc != 0)); then
-		echo "bench-loadgen: hlsbench exited $rc; its stderr:" >&2
-		cat "$tmp/$label.err" >&2
-		exit 1
-	fi
+	check_rc hlsbench "$label" "$rc"
 	if [[ -s $tmp/$label.err ]]; then
 		sed 's/^/  hlsbench: /' "$tmp/$label.err"
 	fi
@@ -317,7 +338,8 @@ for attempt in 1 2 3 4 5; do
 	write_conf "$p"
 	"$nginx_bin" -t -q -p "$tmp" -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf" ||
 		die "nginx -t rejected $tmp/nginx.conf"
-	nginx_cmd=("${nginx_pin[@]}" "$nginx_bin" -p "$tmp" -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf")
+	# setsid: a Ctrl-C reaches the load tool, not nginx, and teardown stops nginx.
+	nginx_cmd=(setsid "${nginx_pin[@]}" "$nginx_bin" -p "$tmp" -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf")
 	"${nginx_cmd[@]}" </dev/null >"$tmp/nginx.out" 2>&1 &
 	nginx_pid=$!
 	for _ in $(seq 100); do
@@ -342,6 +364,9 @@ for attempt in 1 2 3 4 5; do
 done
 [[ -n $port ]] || die "nginx found no free port in 5 attempts"
 show "${nginx_cmd[@]}"
+# setsid and taskset exec nginx, so $! is nginx's master itself.
+[[ $(cat "/proc/$nginx_pid/comm" 2>/dev/null) == nginx ]] ||
+	die "pid $nginx_pid is not nginx but $(cat "/proc/$nginx_pid/comm" 2>/dev/null)"
 echo "  pid $nginx_pid, $("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //'), listening on 127.0.0.1:$port"
 echo "  config: worker_processes 1, sendfile on, access_log off, keepalive_requests 1000000"
 
@@ -365,6 +390,13 @@ echo "== machine"
 echo "  $(uname -sr), $(nproc) CPUs allowed ($(echo "${cpus[*]}" | tr ' ' ,)), $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 echo "  $pin_note"
 echo "  objects: 2 KB $url_small; 4 MiB $url_big (CRC-32C $crc)"
+busy=$(busy_pct)
+if ((busy > 10)); then
+	echo "  WARNING: the machine was ${busy}% busy before the runs (load average $(cut -d' ' -f1-3 /proc/loadavg));"
+	echo "           other work shares these CPUs and every figure below is suspect"
+else
+	echo "  idle before the runs: ${busy}% of all CPUs in use"
+fi
 [[ $quick == 1 ]] && echo "  BENCH_QUICK=1: shortened runs, a smoke test; figures are not the issue's"
 
 # --- a) open loop ---------------------------------------------------------
@@ -411,7 +443,7 @@ if [[ -n $h2load_bin ]]; then
 	rc=0
 	w0=$(nginx_cpu)
 	run_timed h2load "$h2load_bin" --h1 -c "$open_conns" -n "$open_reqs" --rps "$h2_rps" "$url_small" || rc=$?
-	((rc == 0)) || { cat "$tmp/h2load.err" "$tmp/h2load.out" >&2; die "h2load exited $rc"; }
+	check_rc h2load h2load "$rc"
 	w1=$(nginx_cpu)
 	h2_cpu=$(time_cpu h2load)
 	grep -E '^(finished in|requests:|status codes:)' "$tmp/h2load.out" | sed 's/^/  h2load: /'
@@ -463,7 +495,7 @@ if [[ -n $wrk_bin ]]; then
 		w0=$(nginx_cpu)
 		rc=0
 		run_timed "wrk$i" "$wrk_bin" -t1 -c"$open_conns" -d"${closed_dur}s" "$url_small" || rc=$?
-		((rc == 0)) || { cat "$tmp/wrk$i.err" "$tmp/wrk$i.out" >&2; die "wrk exited $rc"; }
+		check_rc wrk "wrk$i" "$rc"
 		w1=$(nginx_cpu)
 		n=$(awk '/requests in/ { print $1; exit }' "$tmp/wrk$i.out")
 		[[ -n $n ]] || { cat "$tmp/wrk$i.out" >&2; die "could not read the request count from wrk's output"; }
@@ -517,4 +549,5 @@ printf '        cpu_seconds %.3f (%.0f%% of its CPU), nginx worker CPU %.3f s (%
 	"${f[10]}" "$(calc "${f[10]} / ${f[12]} * 100")" "$(calc "$w1 - $w0")" "$(calc "($w1 - $w0) / ${f[12]} * 100")"
 
 echo
+echo "  machine busy while this was written: $(busy_pct)% (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "== done (nginx error log: $(awk 'END { print NR }' "$tmp/nginx-error.log" 2>/dev/null) lines)"
