@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hlsbench/hlsbench/origin"
+)
+
+// OriginOptions are the flags of `hlsbench origin`.
+type OriginOptions struct {
+	Listen          string
+	Control         string
+	ManifestSize    byteSize
+	SegmentSize     byteSize
+	SegmentDuration time.Duration
+	FirstByteDelay  time.Duration
+	TransferRate    byteSize
+	Seed            uint64
+	CacheControl    origin.CacheControl
+	CPUs            string // pin the process to these CPUs, e.g. "0-1"
+}
+
+func newOriginCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := OriginOptions{
+		ManifestSize: origin.DefaultManifestSize,
+		SegmentSize:  origin.DefaultSegmentSize,
+		TransferRate: origin.DefaultTransferRate,
+	}
+	c := &cobra.Command{
+		Use:   "origin",
+		Short: "Serve the synthetic HLS origin, with a control API for failure modes and counters",
+		Long: `Serve the synthetic HLS origin until interrupted.
+
+Data listener (--listen):
+  /stream/master.m3u8     master playlist pointing at index.m3u8
+  /stream/index.m3u8      media playlist of exactly --manifest-size bytes
+  /stream/segment-N.ts    segment N (any N >= 0) of exactly --segment-size bytes,
+                          deterministic bytes; ranges, ETag, If-None-Match
+  /health                 200 "ok", 503 while failing
+Every object answer carries X-Hlsbench-Crc32c (whole object), X-Origin-Generated
+(Unix ns) and X-Origin-Version (per request URI), after --first-byte-delay and
+paced at --transfer-rate.
+
+Control listener (--control): GET /healthz, GET /mode,
+POST /mode?set=healthy|5xx|refuse|drop, GET /stats, POST /stats/reset.
+It has no authentication: keep it on loopback.
+
+Sizes take a unit: 2048, 4MiB, 25MiB (also KiB, GiB, kB, MB, GB).`,
+		Example: `  hlsbench origin
+  hlsbench origin --listen 127.0.0.1:0 --control 127.0.0.1:0 --first-byte-delay 0 --transfer-rate 0
+  curl -X POST 'http://127.0.0.1:8082/mode?set=5xx'`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return RunOrigin(c.Context(), stdout, stderr, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:8081", "data listener address (port 0 picks one)")
+	f.StringVar(&o.Control, "control", "127.0.0.1:8082", "control API address (port 0 picks one)")
+	f.Var(&o.ManifestSize, "manifest-size", "exact size of the media playlist")
+	f.Var(&o.SegmentSize, "segment-size", "exact size of every segment")
+	f.DurationVar(&o.SegmentDuration, "segment-duration", origin.DefaultSegmentDuration, "EXTINF of every segment")
+	f.DurationVar(&o.FirstByteDelay, "first-byte-delay", origin.DefaultFirstByteDelay, "wait before the status line of every object answer (0: none)")
+	f.Var(&o.TransferRate, "transfer-rate", "body bytes per second per answer (0: unlimited)")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed of the segment bytes")
+	f.StringVar(&o.CacheControl.Master, "cache-control-master", origin.DefaultMasterCacheControl, "Cache-Control of the master playlist")
+	f.StringVar(&o.CacheControl.Manifest, "cache-control-manifest", origin.DefaultManifestCacheControl, "Cache-Control of the media playlist")
+	f.StringVar(&o.CacheControl.Segment, "cache-control-segment", origin.DefaultSegmentCacheControl, "Cache-Control of segments")
+	f.StringVar(&o.CPUs, "cpus", "", "pin every thread of this process to these CPUs, e.g. 0 or 0-2 (hlsbench run passes it)")
+	return c
+}
+
+// originFlags names the flag behind each origin.Config field.
+var originFlags = map[string]string{
+	"ManifestSize":          "--manifest-size",
+	"SegmentSize":           "--segment-size",
+	"SegmentDuration":       "--segment-duration",
+	"FirstByteDelay":        "--first-byte-delay",
+	"TransferRate":          "--transfer-rate",
+	"CacheControl.Master":   "--cache-control-master",
+	"CacheControl.Manifest": "--cache-control-manifest",
+	"CacheControl.Segment":  "--cache-control-segment",
+}
+
+// RunOrigin is `hlsbench origin`: it serves until ctx is cancelled.
+func RunOrigin(ctx context.Context, stdout, stderr io.Writer, o OriginOptions) error {
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	orig, err := origin.New(cfg)
+	if err != nil {
+		var ce *origin.ConfigError
+		if errors.As(err, &ce) {
+			return usagef("%s: %s", originFlags[ce.Field], ce.Msg)
+		}
+		return err
+	}
+	for _, a := range []struct{ flag, addr string }{{"--listen", o.Listen}, {"--control", o.Control}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			return usagef("%s %q: want host:port, e.g. 127.0.0.1:8081", a.flag, a.addr)
+		}
+	}
+	if err := pinFlag(o.CPUs); err != nil {
+		return err
+	}
+	if !isLoopback(o.Control) {
+		fmt.Fprintf(stderr, "origin: warning: --control %s is not a loopback address; anyone who reaches it can make the origin fail\n", o.Control)
+	}
+	srv, err := origin.Start(orig, o.Listen, o.Control)
+	if err != nil {
+		return fmt.Errorf("start origin: %w", err)
+	}
+	defer srv.Close()
+	fmt.Fprintf(stdout, "origin: data http://%s control http://%s\n", srv.DataAddr(), srv.ControlAddr())
+	<-ctx.Done()
+	return srv.Close()
+}
+
+func (o OriginOptions) config() (origin.Config, error) {
+	cfg := origin.Config{
+		SegmentSize:     int64(o.SegmentSize),
+		SegmentDuration: o.SegmentDuration,
+		FirstByteDelay:  o.FirstByteDelay,
+		TransferRate:    int64(o.TransferRate),
+		CacheControl:    o.CacheControl,
+		Seed:            o.Seed,
+	}
+	if o.ManifestSize <= 0 || o.ManifestSize > origin.MaxManifestSize {
+		return cfg, usagef("--manifest-size %d: want 1 to %d bytes", o.ManifestSize, origin.MaxManifestSize)
+	}
+	cfg.ManifestSize = int(o.ManifestSize)
+	if o.SegmentSize <= 0 {
+		return cfg, usagef("--segment-size %d: want 1 byte or more", o.SegmentSize)
+	}
+	if o.SegmentDuration <= 0 {
+		return cfg, usagef("--segment-duration %v: want a positive duration", o.SegmentDuration)
+	}
+	// On the command line 0 means none; in origin.Config it means the default.
+	switch {
+	case o.FirstByteDelay < 0:
+		return cfg, usagef("--first-byte-delay %v: want 0 (none) or more", o.FirstByteDelay)
+	case o.FirstByteDelay == 0:
+		cfg.FirstByteDelay = origin.NoDelay
+	}
+	if o.TransferRate == 0 {
+		cfg.TransferRate = origin.Unlimited
+	}
+	for _, f := range []struct{ flag, v string }{
+		{"--cache-control-master", o.CacheControl.Master},
+		{"--cache-control-manifest", o.CacheControl.Manifest},
+		{"--cache-control-segment", o.CacheControl.Segment},
+	} {
+		if strings.TrimSpace(f.v) == "" {
+			return cfg, usagef("%s: want a Cache-Control value, e.g. \"public, max-age=60\"", f.flag)
+		}
+	}
+	return cfg, nil
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// byteSize is a flag holding a number of bytes, written with or without a
+// unit: 2048, 64KiB, 4MiB, 25MB.
+type byteSize int64
+
+var byteUnits = []struct {
+	suffix string
+	n      int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9},
+	{"B", 1},
+}
+
+func (b *byteSize) String() string {
+	v := int64(*b)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v != 0 && v%u.n == 0 {
+			return strconv.FormatInt(v/u.n, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func (b *byteSize) Set(s string) error {
+	num, mult := strings.TrimSpace(s), int64(1)
+	num = strings.TrimSuffix(num, "/s") // --transfer-rate 25MiB/s reads naturally
+	for _, u := range byteUnits {
+		if rest, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(rest), u.n
+			break
+		}
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v < 0 || v > (1<<62)/mult {
+		return fmt.Errorf("%q: want a number of bytes, optionally with a unit (KiB, MiB, GiB, kB, MB, GB)", s)
+	}
+	*b = byteSize(v * mult)
+	return nil
+}
+
+func (b *byteSize) Type() string { return "size" }

@@ -1,0 +1,115 @@
+package origin
+
+import "sync"
+
+// Stats are the origin's counters since the last reset.
+type Stats struct {
+	// Objects holds the objects asked for since the last reset, keyed by
+	// request URI (path and query) as received.
+	Objects map[string]ObjectStats `json:"objects"`
+	// Fetches counts object answers generated (200, 206, 304); health
+	// requests are not objects.
+	Fetches int64 `json:"fetches"`
+	// Failed counts object requests answered 5xx, or dropped or cut short,
+	// because of a failure mode.
+	Failed int64       `json:"failed"`
+	Health HealthStats `json:"health"`
+}
+
+// ObjectStats are one request URI's counters.
+type ObjectStats struct {
+	Fetches int64 `json:"fetches"`
+	Failed  int64 `json:"failed"`
+	// LastGenerated is the GeneratedHeader of the last copy, 0 if none
+	// since the reset.
+	LastGenerated int64 `json:"last_generated_unix_nano"`
+	// Version is the VersionHeader of the last copy. Versions survive
+	// resets, so copies before and after one are never confused.
+	Version int64 `json:"version"`
+}
+
+// HealthStats count answers on HealthPath.
+type HealthStats struct {
+	OK     int64 `json:"ok"`
+	Failed int64 `json:"failed"`
+}
+
+// Stats returns a copy of the counters.
+func (o *Origin) Stats() Stats { return o.stats.snapshot(false) }
+
+// ResetStats zeroes the counters. Versions keep counting.
+func (o *Origin) ResetStats() { o.stats.snapshot(true) }
+
+type objectEntry struct {
+	ObjectStats
+	touched bool // since the last reset
+}
+
+type statsBook struct {
+	mu      sync.Mutex
+	objects map[string]*objectEntry // never shrinks: it carries the versions
+	fetches int64
+	failed  int64
+	hs      HealthStats
+}
+
+func (b *statsBook) entry(key string) *objectEntry {
+	e := b.objects[key]
+	if e == nil {
+		e = &objectEntry{}
+		b.objects[key] = e
+	}
+	e.touched = true
+	return e
+}
+
+// generated counts a copy of key made at unixNano and returns its version.
+func (b *statsBook) generated(key string, unixNano int64) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entry(key)
+	e.Fetches++
+	e.Version++
+	e.LastGenerated = unixNano
+	b.fetches++
+	return e.Version
+}
+
+func (b *statsBook) fail(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.entry(key).Failed++
+	b.failed++
+}
+
+func (b *statsBook) health(ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ok {
+		b.hs.OK++
+	} else {
+		b.hs.Failed++
+	}
+}
+
+// snapshot copies the counters and, if reset, zeroes them in the same step,
+// so no answer falls between a read and a reset.
+func (b *statsBook) snapshot(reset bool) Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := Stats{Objects: make(map[string]ObjectStats), Fetches: b.fetches, Failed: b.failed, Health: b.hs}
+	for k, e := range b.objects {
+		if !e.touched {
+			continue
+		}
+		s.Objects[k] = e.ObjectStats
+		if reset {
+			e.ObjectStats = ObjectStats{Version: e.Version}
+			e.touched = false
+		}
+	}
+	if reset {
+		b.fetches, b.failed, b.hs = 0, 0, HealthStats{}
+	}
+	return s
+}
