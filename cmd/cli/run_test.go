@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hlsbench/hlsbench/results"
+)
+
+// The test binary stands in for hlsbench when run uses child processes: with
+// this variable set it is the hlsbench command.
+const asMain = "HLSBENCH_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMain) == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--workload", "nope"}, "--workload"},
+		{[]string{"run", "--engine", "squid"}, "--engine"},
+		{[]string{"run", "--passes", "0"}, "--passes"},
+		{[]string{"run", "--warmups", "-1"}, "--warmups"},
+		{[]string{"run", "--runtime", "docker"}, "--runtime"},
+		{[]string{"run", "--fail-mode", "melt"}, "--fail-mode"},
+		{[]string{"run", "--engine", "external"}, "--url"},
+		{[]string{"run", "--engine", "external", "--url", "ftp://x", "--origin-listen", "127.0.0.1:1"}, "--url"},
+		{[]string{"run", "--engine", "external", "--url", "http://127.0.0.1:1", "--origin-listen", "nowhere"}, "--origin-listen"},
+		{[]string{"run", "--url", "http://127.0.0.1:1"}, "external"},
+		{[]string{"run", "--pass-duration", "1ms"}, "--pass-duration"},
+		{[]string{"run", "extra"}, "no arguments"},
+		{[]string{"serve-cache", "--policy", "{"}, "--policy"},
+		{[]string{"serve-cache", "--cpus", "x"}, "--cpus"},
+		{[]string{"origin", "--manifest-size", "10"}, "manifest-size"},
+	} {
+		code, _, errs := runCLI(t, context.Background(), tc.args...)
+		if code != ExitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+func TestRunInprocJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a workload")
+	}
+	dir := t.TempDir()
+	code, out, errs := runCLI(t, context.Background(), "run", "--runtime", "inproc", "--workload", "miss-storm",
+		"--passes", "2", "--warmups", "0", "--json", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep runJSON
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("stdout: %v\n%s", err, out)
+	}
+	if len(rep.Results) != 3 {
+		t.Fatalf("%d results, want p50, p99 and coalescing", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if r.Workload != "miss-storm" || r.Engine != "builtin" || r.Runtime != "inproc" || r.Topology != "plaintext" || r.Unit == "" || r.Passes != 2 {
+			t.Errorf("result %+v", r)
+		}
+		if r.Test == "coalescing" && (r.CoalescingX == nil || *r.CoalescingX != 200 || r.OriginFetches == nil || *r.OriginFetches != 2) {
+			t.Errorf("coalescing %+v", r)
+		}
+	}
+	run, err := results.Load(rep.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.SchemaVersion != results.SchemaVersion || run.Host.Cores == 0 || run.Tool.GoVersion == "" || run.Config["passes"] == nil {
+		t.Errorf("run file lacks its facts: %+v", run)
+	}
+	if filepath.Dir(rep.File) != dir {
+		t.Errorf("saved to %s, want under %s", rep.File, dir)
+	}
+}
+
+// Ctrl-C during a run with child processes: exit 130, the finished passes
+// saved and marked interrupted, and no child left behind.
+func TestRunProcessInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	t.Setenv(asMain, "1")
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	var code int
+	var errs string
+	go func() {
+		defer close(done)
+		code, _, errs = runCLI(t, ctx, "run", "--workload", "hit-path", "--rate", "500", "--passes", "50",
+			"--warmups", "0", "--pass-duration", "500ms", "--out", dir)
+	}()
+	// Let a few passes finish, then interrupt.
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := finishedPasses(dir); n >= 2 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop within 30 s of the interrupt")
+	}
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d, want %d: %s", code, ExitInterrupted, errs)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "run-*.json"))
+	if len(files) != 1 {
+		t.Fatalf("%d run files", len(files))
+	}
+	run, err := results.Load(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.Interrupted || len(run.Results) == 0 || len(run.Results[0].Passes) < 2 {
+		t.Errorf("interrupted %v, results %d: want the finished passes kept", run.Interrupted, len(run.Results))
+	}
+	if kids := children(); len(kids) > 0 {
+		t.Errorf("child processes left running: %v", kids)
+	}
+}
+
+func finishedPasses(dir string) int {
+	files, _ := filepath.Glob(filepath.Join(dir, "run-*.json"))
+	if len(files) == 0 {
+		return 0
+	}
+	run, err := results.Load(files[0])
+	if err != nil || len(run.Results) == 0 {
+		return 0
+	}
+	return len(run.Results[0].Passes)
+}
+
+// children lists live processes whose parent is this one.
+func children() []string {
+	var out []string
+	me := strconv.Itoa(os.Getpid())
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, s := range stats {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[1] == me && f[0] != "Z" {
+			out = append(out, string(b[:i+1]))
+		}
+	}
+	return out
+}
