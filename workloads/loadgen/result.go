@@ -29,6 +29,8 @@ type Result struct {
 	ErrorsByKind  map[string]int64
 	StatusCodes   map[int]int64
 	Cache         CacheCounts
+	// SocketsOpened counts sockets opened since the previous pass ended:
+	// the pool's first connections in the first pass, then reconnects.
 	SocketsOpened int64
 	Queued        int64 // requests that found every connection busy
 	BodyBytes     int64
@@ -385,6 +387,12 @@ func Merge(rs []*Result) *Result {
 		}
 		for _, s := range r.Warnings {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("pass %d: %s", i+1, s))
+		}
+		for j, v := range r.ShardCPU {
+			if j == len(out.ShardCPU) {
+				out.ShardCPU = append(out.ShardCPU, v)
+			}
+			out.ShardCPU[j] = max(out.ShardCPU[j], v)
 		}
 		out.TTFB.Merge(r.TTFB)
 		out.TTFBUncorrected.Merge(r.TTFBUncorrected)

@@ -114,6 +114,9 @@ type shard struct {
 
 	iv     *interval
 	pinErr error
+	// opened counts every socket this shard opened; openedBefore is the
+	// count when the previous pass ended.
+	opened, openedBefore int64
 }
 
 func newShard(g *Generator, id int) (*shard, error) {
@@ -187,7 +190,7 @@ func (s *shard) addConn() *conn {
 // openBlocking connects (and shakes hands) before a pass starts.
 func (s *shard) openBlocking(c *conn) error {
 	fd, err := dialBlocking(s.g.sa, s.g.family, s.g.opts.Timeout)
-	s.m.sockets++
+	s.opened++
 	if err != nil {
 		return err
 	}
@@ -229,7 +232,7 @@ func (s *shard) handshake(c *conn, deadline int64) error {
 // startReconnect replaces a closed connection without waiting for it.
 func (s *shard) startReconnect(c *conn, now int64) {
 	fd, done, err := startConnect(s.g.sa, s.g.family)
-	s.m.sockets++
+	s.opened++
 	if err != nil {
 		s.connectFailed(c, now)
 		return
@@ -413,6 +416,8 @@ func (s *shard) run(sp *passSpec) shardResult {
 			s.onEvent(s.conns[ev.Fd], ev.Events)
 		}
 	}
+	s.m.sockets = s.opened - s.openedBefore
+	s.openedBefore = s.opened
 	res := shardResult{m: s.m, cpu: threadCPU() - cpu0, wall: time.Duration(nanotime() - sp.t0), stopped: s.stopped}
 	if s.iv != nil {
 		s.iv.end = nanotime()

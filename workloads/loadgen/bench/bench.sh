@@ -11,7 +11,9 @@
 #      hlsbench and wrk, and their ratio;
 #   d) 500 rps of checksummed 4 MiB bodies for 10 s and the generator's max RSS.
 #
-# Needs nginx, taskset, GNU time (/usr/bin/time), go, and python3 or jq.
+# Needs nginx, taskset, setsid, timeout, GNU time (/usr/bin/time), go, and
+# python3 or jq. Each run also reports the user CPU that was neither the tool's
+# nor nginx's, and marks a run NOISY when other work shared the machine.
 # wrk and h2load are optional; without them their figures are skipped.
 # BENCH_QUICK=1 shortens every run for a smoke test; the targets then no longer
 # mean what the issue says (CPU is scaled to the shorter run, the rest is as is).
@@ -174,24 +176,45 @@ proc_cpu() {
 	awk -v t="$tck" '{ sub(/.*\) /, ""); printf "%.3f", ($12 + $13) / t }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
+# user_cpu PID prints the user CPU seconds PID has used so far.
+user_cpu() {
+	awk -v t="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%.3f", $12 / t }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# all_user_cpu prints the user CPU seconds every process on the machine has used.
+all_user_cpu() {
+	awk -v t="$(getconf CLK_TCK)" '/^cpu / { printf "%.3f", ($2 + $3) / t }' /proc/stat
+}
+
 # nginx_cpu prints the CPU seconds nginx's worker has used so far (0 if unknown).
 nginx_cpu() {
 	if [[ -n ${nginx_worker:-} ]]; then proc_cpu "$nginx_worker"; else echo 0; fi
 }
 
 # run_timed LABEL CMD... runs CMD under the load pin and GNU time, bounded by
-# timeout (run_limit seconds); stdout goes to $tmp/LABEL.out, stderr to $tmp/LABEL.err, and
-# "user sys maxrss_kib" to $tmp/LABEL.time. Returns CMD's exit code.
+# timeout (run_limit seconds); stdout goes to $tmp/LABEL.out, stderr to
+# $tmp/LABEL.err, "user sys maxrss_kib" to $tmp/LABEL.time and the other work
+# on the machine to $tmp/LABEL.others. Returns CMD's exit code.
 run_timed() {
 	local label=$1
 	shift
 	local cmd=(timeout --kill-after=5 "$run_limit" "${load_pin[@]}" /usr/bin/time -o "$tmp/$label.time" -f '%U %S %M' "$@")
 	show "${cmd[@]}"
-	local rc=0
+	local rc=0 u0 u1 n0=0 n1=0 w0 w1
+	u0=$(all_user_cpu)
+	[[ -n ${nginx_worker:-} ]] && n0=$(user_cpu "$nginx_worker")
+	w0=$(date +%s.%N)
 	"${cmd[@]}" >"$tmp/$label.out" 2>"$tmp/$label.err" || rc=$?
+	w1=$(date +%s.%N)
+	[[ -n ${nginx_worker:-} ]] && n1=$(user_cpu "$nginx_worker")
+	u1=$(all_user_cpu)
 	# GNU time notes a non-zero exit on its first line; the figures are on the last.
 	tail -n 1 "$tmp/$label.time" >"$tmp/$label.time.last" 2>/dev/null || true
 	mv -f "$tmp/$label.time.last" "$tmp/$label.time" 2>/dev/null || true
+	# User CPU that was neither the tool's nor nginx's: other work on the machine.
+	awk -v u="$(calc "$u1 - $u0")" -v n="$(calc "$n1 - $n0")" -v w="$(calc "$w1 - $w0")" \
+		'{ o = u - n - $1; if (o < 0) o = 0; printf "%.2f %.0f\n", o, (w > 0 ? 100 * o / w : 0) }' \
+		"$tmp/$label.time" >"$tmp/$label.others" 2>/dev/null || echo "0 0" >"$tmp/$label.others"
 	return "$rc"
 }
 
@@ -206,6 +229,22 @@ check_rc() {
 	echo "bench-loadgen: $tool exited $rc; its output:" >&2
 	cat "$tmp/$label.err" "$tmp/$label.out" >&2 || true
 	exit 1
+}
+
+# others LABEL sets note to the other work during run_timed's run, flagged
+# when it was more than 5% of a CPU, and counts the flagged runs in noisy_runs.
+# (It sets a variable rather than printing: a $(...) subshell would lose the count.)
+noisy_runs=0
+note=
+others() {
+	local o pct
+	read -r o pct <"$tmp/$1.others"
+	if ((pct > 5)); then
+		noisy_runs=$((noisy_runs + 1))
+		note="NOISY: other work $o CPU-s ($pct% of a CPU)"
+	else
+		note="other work $o CPU-s"
+	fi
 }
 
 # time_cpu LABEL prints user+sys CPU seconds from run_timed's record.
@@ -431,7 +470,9 @@ printf '  %-40s %12s %12s  %s\n' "requests" "$requests" "$open_reqs" "$( ((reque
 [[ $valid == true ]] || echo "  invalid_reasons: $reasons"
 echo "  also: schedule lag max $lagmax us; TTFB corrected p50 $ttfb50 ms;"
 echo "        whole process CPU under /usr/bin/time (user+sys, incl. start-up) $open_cpu_proc s;"
-printf '        nginx worker CPU %.3f s (%.0f%% of CPU %s)\n' "$(calc "$w1 - $w0")" "$(calc "($w1 - $w0) / ${f[15]} * 100")" "${nginx_core:-?}"
+others open
+printf '        nginx worker CPU %.3f s (%.0f%% of CPU %s); %s\n' "$(calc "$w1 - $w0")" "$(calc "($w1 - $w0) / ${f[15]} * 100")" \
+	"${nginx_core:-?}" "$note"
 
 # --- b) h2load at the same rate -------------------------------------------
 
@@ -451,7 +492,8 @@ if [[ -n $h2load_bin ]]; then
 		awk '{ print "  h2load: time for request (from its own send): min " $4 ", max " $5 ", mean " $6 ", sd " $7 }'
 	printf '  h2load CPU (user+sys, /usr/bin/time): %s s   vs hlsbench cpu_seconds %s s (process %s s)\n' \
 		"$h2_cpu" "$cpu" "$open_cpu_proc"
-	printf '  nginx worker CPU during h2load: %.3f s\n' "$(calc "$w1 - $w0")"
+	others h2load
+	printf '  nginx worker CPU during h2load: %.3f s; %s\n' "$(calc "$w1 - $w0")" "$note"
 	echo "  (the issue: h2load measured 0.48 s here, vegeta 2.10 s)"
 else
 	echo "  h2load not found: skipped (Debian: apt-get install nghttp2-client)"
@@ -480,8 +522,10 @@ for i in $(seq "$closed_runs"); do
 	pr=$(calc "int(${f[0]} / $pcpu + 0.5)")
 	hl_rates+=("$r")
 	hl_proc_rates+=("$pr")
-	printf '    run %d: %8d requests / %.3f s = %7d req/CPU-s  (process %.3f s: %7d)  %8.0f rps, errors %s, valid %s, nginx CPU %.0f%%\n' \
-		"$i" "${f[0]}" "${f[1]}" "$r" "$pcpu" "$pr" "${f[4]}" "${f[2]}" "${f[3]}" "$(calc "($w1 - $w0) / $closed_dur * 100")"
+	others "closed$i"
+	printf '    run %d: %8d requests / %.3f s = %7d req/CPU-s  (process %.3f s: %7d)  %8.0f rps, errors %s, valid %s, nginx CPU %.0f%%; %s\n' \
+		"$i" "${f[0]}" "${f[1]}" "$r" "$pcpu" "$pr" "${f[4]}" "${f[2]}" "${f[3]}" "$(calc "($w1 - $w0) / $closed_dur * 100")" \
+		"$note"
 done
 hl_med=$(median "${hl_rates[@]}")
 hl_proc_med=$(median "${hl_proc_rates[@]}")
@@ -503,9 +547,10 @@ if [[ -n $wrk_bin ]]; then
 		pcpu=$(time_cpu "wrk$i")
 		r=$(calc "int($n / $pcpu + 0.5)")
 		wrk_rates+=("$r")
-		printf '    run %d: %8d requests / %.3f s = %7d req/CPU-s  %8.0f rps, nginx CPU %.0f%%%s\n' \
+		others "wrk$i"
+		printf '    run %d: %8d requests / %.3f s = %7d req/CPU-s  %8.0f rps, nginx CPU %.0f%%%s; %s\n' \
 			"$i" "$n" "$pcpu" "$r" "$(calc "$n / $closed_dur")" "$(calc "($w1 - $w0) / $closed_dur * 100")" \
-			"${errs:+, $errs}"
+			"${errs:+, $errs}" "$note"
 	done
 	wrk_med=$(median "${wrk_rates[@]}")
 	printf '  wrk median: %d req/CPU-s (the issue: wrk 4.1 measured 161000 here)\n' "$wrk_med"
@@ -547,7 +592,12 @@ printf '  also: elapsed %.2f s, %.2f GB/s of body, TTFB p99 %.1f ms, total p50 %
 printf '        schedule lag p99 %.3f ms, connection wait p99 %.1f ms, pool_limited %s,\n' "${f[13]}" "${f[14]}" "${f[11]}"
 printf '        cpu_seconds %.3f (%.0f%% of its CPU), nginx worker CPU %.3f s (%.0f%%)\n' \
 	"${f[10]}" "$(calc "${f[10]} / ${f[12]} * 100")" "$(calc "$w1 - $w0")" "$(calc "($w1 - $w0) / ${f[12]} * 100")"
+others big
+echo "        $note"
 
 echo
+if ((noisy_runs)); then
+	echo "  WARNING: $noisy_runs runs shared the machine with other work (marked NOISY); rerun on an idle machine"
+fi
 echo "  machine busy while this was written: $(busy_pct)% (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "== done (nginx error log: $(awk 'END { print NR }' "$tmp/nginx-error.log" 2>/dev/null) lines)"
