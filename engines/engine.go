@@ -1,0 +1,297 @@
+package engines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hlsbench/hlsbench/results"
+)
+
+// Config is what an engine renders: the workload's policy and where it runs.
+type Config struct {
+	Policy Policy
+	// Listen is the engine's address (127.0.0.1:PORT, a real port: engines
+	// cannot all report one they picked themselves).
+	Listen string
+	// Origin is our origin's host:port.
+	Origin string
+	// WorkDir holds the rendered files and the engine's state (a private
+	// temporary directory per instance).
+	WorkDir string
+	// CacheDir is a RAM-backed directory for engines that cache in files
+	// (NGINX), so every engine caches in RAM.
+	CacheDir string
+	// CPUs is how many cores the engine may use (threads, worker processes).
+	CPUs int
+}
+
+// Files are rendered configuration files, by name relative to WorkDir.
+type Files map[string][]byte
+
+// Names lists the files in a stable order.
+func (f Files) Names() []string {
+	n := make([]string, 0, len(f))
+	for k := range f {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// LaunchSpec is how to run an engine: its binary and command line.
+type LaunchSpec struct {
+	Binary string // a name found on PATH, or a path
+	Args   []string
+	Env    []string
+	// StopTimeout is how long SIGTERM is given before SIGKILL.
+	StopTimeout time.Duration
+}
+
+// Engine describes a caching engine. Render and Launch are pure: no I/O.
+type Engine interface {
+	Name() string
+	// Binary is the executable's name, looked up on PATH.
+	Binary() string
+	Render(cfg Config) (Files, error)
+	Launch(cfg Config, binary string) LaunchSpec
+}
+
+// Versioner reports the version of an installed binary (`varnishd -V`).
+type Versioner interface {
+	Version(ctx context.Context, binary string) (string, error)
+}
+
+// Checker validates rendered files with the engine itself (`varnishd -C`,
+// `nginx -t`); the files are already written to cfg.WorkDir.
+type Checker interface {
+	Check(ctx context.Context, cfg Config, binary string) error
+}
+
+// CounterReader reads an instance's own counters (varnishstat, NGINX's log).
+type CounterReader interface {
+	ReadCounters(ctx context.Context, cfg Config, binary string) (map[string]float64, error)
+}
+
+// Installer explains how to get an engine that is not installed.
+type Installer interface {
+	InstallHint() string
+}
+
+// registry lists the engines run as local processes: one explicit list.
+var registry = map[string]Engine{}
+
+// Lookup finds a process engine by name.
+func Lookup(name string) (Engine, bool) {
+	e, ok := registry[name]
+	return e, ok
+}
+
+// ProcessEngines lists the engines run as local processes.
+func ProcessEngines() []string {
+	n := make([]string, 0, len(registry))
+	for k := range registry {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// FindBinary locates an engine's binary: the override if given, else PATH
+// and the usual sbin directories (root's PATH may lack them).
+func FindBinary(e Engine, override string) (string, error) {
+	if override != "" {
+		p, err := exec.LookPath(override)
+		if err != nil {
+			return "", fmt.Errorf("%s: --binary %s: %w", e.Name(), override, err)
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath(e.Binary()); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/usr/local/sbin", "/sbin"} {
+		p := filepath.Join(dir, e.Binary())
+		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	hint := ""
+	if in, ok := e.(Installer); ok {
+		hint = ": " + in.InstallHint()
+	}
+	return "", fmt.Errorf("%s: %s %w on PATH%s", e.Name(), e.Binary(), ErrNotFound, hint)
+}
+
+// FreePort asks the kernel for a free loopback port. Engines are given a real
+// port because not all of them can report one they picked.
+func FreePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// ramDir is where RAM-backed cache directories go.
+func ramDir() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
+// LocalSpec is a local-process start.
+type LocalSpec struct {
+	Policy    Policy
+	OriginURL string // http://127.0.0.1:PORT
+	Binary    string // override; "" finds it
+	CPUs      []int
+}
+
+// StartLocal renders an engine's files into a private directory, starts its
+// binary, waits until it answers HTTP, and records its version. Whatever it
+// started is stopped and removed again when a later step fails.
+func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err error) {
+	bin, err := FindBinary(e, s.Binary)
+	if err != nil {
+		return nil, err
+	}
+	origin := strings.TrimPrefix(s.OriginURL, "http://")
+	listen, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "hlsbench-"+e.Name()+"-")
+	if err != nil {
+		return nil, err
+	}
+	cache, err := os.MkdirTemp(ramDir(), "hlsbench-"+e.Name()+"-cache-")
+	if err != nil {
+		os.RemoveAll(work)
+		return nil, err
+	}
+	// Engines that drop privileges need to reach their files.
+	for _, d := range []string{work, cache} {
+		os.Chmod(d, 0o755)
+	}
+	li := &localInstance{e: e, bin: bin, work: work, cache: cache}
+	defer func() {
+		if err != nil {
+			li.Stop(context.WithoutCancel(ctx))
+		}
+	}()
+	cpus := len(s.CPUs)
+	if cpus == 0 {
+		cpus = 1
+	}
+	li.cfg = Config{Policy: s.Policy, Listen: listen, Origin: origin, WorkDir: work, CacheDir: cache, CPUs: cpus}
+	files, err := e.Render(li.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", e.Name(), err)
+	}
+	for _, name := range files.Names() {
+		p := filepath.Join(work, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, files[name], 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if c, ok := e.(Checker); ok {
+		if err := c.Check(ctx, li.cfg, bin); err != nil {
+			return nil, fmt.Errorf("%s rejected its configuration: %w", e.Name(), err)
+		}
+	}
+	version := "unknown"
+	if v, ok := e.(Versioner); ok {
+		if version, err = v.Version(ctx, bin); err != nil {
+			return nil, fmt.Errorf("%s version: %w", e.Name(), err)
+		}
+	}
+	ls := e.Launch(li.cfg, bin)
+	path, args := ls.Binary, ls.Args
+	if len(s.CPUs) > 0 {
+		if ts, err := exec.LookPath("taskset"); err == nil {
+			path, args = ts, append([]string{"-c", CPUList(s.CPUs), ls.Binary}, ls.Args...)
+		}
+	}
+	li.p, err = StartProcess(ProcessSpec{Name: e.Name(), Path: path, Args: args, Env: ls.Env, Dir: work, StopTimeout: ls.StopTimeout})
+	if err != nil {
+		return nil, err
+	}
+	li.url = "http://" + listen
+	if err := waitHTTP(ctx, li.url, li.p, 30*time.Second); err != nil {
+		return nil, err
+	}
+	li.info = results.Engine{Name: e.Name(), Version: version, Runtime: RuntimeProcess, Topology: "plaintext",
+		Pinning: map[string]string{"engine": CPUList(s.CPUs)}}
+	return li, nil
+}
+
+// waitHTTP waits until url answers anything, or the process exits.
+func waitHTTP(ctx context.Context, url string, p *Process, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cl := &http.Client{Timeout: time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url+"/_hlsbench/ready", nil)
+		if resp, err := cl.Do(req); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-p.Done():
+			return p.exitError()
+		case <-ctx.Done():
+			return p.Err(fmt.Errorf("%s did not answer on %s within %v", p.spec.Name, url, limit))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+type localInstance struct {
+	e     Engine
+	bin   string
+	cfg   Config
+	work  string
+	cache string
+	p     *Process
+	url   string
+	info  results.Engine
+}
+
+func (l *localInstance) URL() string          { return l.url }
+func (l *localInstance) Info() results.Engine { return l.info }
+
+// Stop ends the engine (SIGTERM, then SIGKILL) and removes its directories.
+func (l *localInstance) Stop(ctx context.Context) error {
+	var err error
+	if l.p != nil {
+		err = l.p.Stop(ctx)
+	}
+	return errors.Join(err, os.RemoveAll(l.work), os.RemoveAll(l.cache))
+}
+
+func (l *localInstance) Counters(ctx context.Context) (map[string]float64, error) {
+	cr, ok := l.e.(CounterReader)
+	if !ok {
+		return nil, nil
+	}
+	return cr.ReadCounters(ctx, l.cfg, l.bin)
+}
+
+var (
+	_ Instance = (*localInstance)(nil)
+	_ Counters = (*localInstance)(nil)
+)
