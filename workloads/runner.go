@@ -26,7 +26,9 @@ type RunSpec struct {
 	// it (the proxy is configured to fetch from there).
 	ExternalURL  string
 	OriginListen string
-	OutDir       string // "" writes no file
+	// Binaries overrides where an engine's binary is, by engine name.
+	Binaries map[string]string
+	OutDir   string // "" writes no file
 	Self         string // the hlsbench binary, for child processes
 	Version      string
 	// Settings is recorded in the run file as its configuration.
@@ -180,7 +182,12 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 		case "external":
 			inst = &engines.External{BaseURL: spec.ExternalURL}
 		default:
-			err = fmt.Errorf("--engine %q: want builtin or external", name)
+			e, ok := engines.Lookup(name)
+			if !ok {
+				return fmt.Errorf("--engine %q: want builtin, external or one of %v", name, engines.ProcessEngines())
+			}
+			inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
+				Binary: spec.Binaries[name], CPUs: plan.Servers})
 		}
 		if err != nil {
 			return err

@@ -83,7 +83,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	root.AddCommand(newLoadCmd(stdout, stderr), newRunCmd(stdout, stderr), newServeCacheCmd(stdout, stderr), newOriginCmd(stdout, stderr))
+	root.AddCommand(newLoadCmd(stdout, stderr), newRunCmd(stdout, stderr), newServeCacheCmd(stdout, stderr), newOriginCmd(stdout, stderr), newEnginesCmd(stdout, stderr))
 	return root
 }
 

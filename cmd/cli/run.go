@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,7 @@ type RunOptions struct {
 	URL          string
 	OriginListen string
 	FailMode     string
+	Binary       string
 
 	set map[string]bool // flags given on the command line
 }
@@ -77,7 +79,7 @@ Ctrl-C stops, tears everything down and keeps the finished passes.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.Engine, "engine", "builtin", "engine: builtin or external (a comma list runs several)")
+	f.StringVar(&o.Engine, "engine", "builtin", "engine: builtin, varnish, vinyl, nginx or external (a comma list runs several, one table)")
 	f.StringVar(&o.Workload, "workload", "all", "workload: hit-path, segment, miss-storm, origin-flap or all (comma list)")
 	f.IntVar(&o.Passes, "passes", 20, "measured passes per test")
 	f.IntVar(&o.Warmups, "warmups", 3, "unmeasured warm-up passes per test")
@@ -91,6 +93,7 @@ Ctrl-C stops, tears everything down and keeps the finished passes.`,
 	f.StringVar(&o.URL, "url", "", "with --engine external: the proxy's URL")
 	f.StringVar(&o.OriginListen, "origin-listen", "", "with --engine external: the address the origin listens on (the proxy fetches from it)")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
+	f.StringVar(&o.Binary, "binary", "", "the engine's binary when it is not on PATH (one process engine only), e.g. /opt/vinyl/sbin/vinyld")
 	return c
 }
 
@@ -183,6 +186,27 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	} else if o.URL != "" || o.OriginListen != "" {
 		return usagef("--url and --origin-listen go with --engine external")
 	}
+	binaries := map[string]string{}
+	if o.Binary != "" {
+		var procs []string
+		for _, e := range engineNames {
+			if _, ok := engines.Lookup(e); ok {
+				procs = append(procs, e)
+			}
+		}
+		if len(procs) != 1 {
+			return usagef("--binary names one engine's binary: give exactly one of %v in --engine", engines.ProcessEngines())
+		}
+		binaries[procs[0]] = o.Binary
+	}
+	// A process engine that is not installed is a clear error before anything starts.
+	for _, name := range engineNames {
+		if e, ok := engines.Lookup(name); ok {
+			if _, err := engines.FindBinary(e, binaries[name]); err != nil {
+				return err
+			}
+		}
+	}
 	out := ""
 	if !o.NoSave {
 		out = o.Out
@@ -217,7 +241,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		progress = stderr
 	}
 	run, rc, err := workloads.Execute(ctx, workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg,
-		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, OutDir: out, Self: self,
+		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, OutDir: out, Self: self,
 		Version: Version, Settings: settings}, progress)
 	if rc != nil && rc.Path() != "" {
 		fmt.Fprintf(stderr, "hlsbench: results saved to %s\n", rc.Path())
@@ -247,14 +271,16 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 
 func parseEngines(s string) ([]string, error) {
 	var out []string
+	known := append([]string{"builtin", "external"}, engines.ProcessEngines()...)
 	for _, e := range strings.Split(s, ",") {
 		e = strings.TrimSpace(e)
-		switch e {
-		case "builtin", "external":
-			out = append(out, e)
-		default:
-			return nil, usagef("--engine %q: want builtin or external (a comma list runs several)", e)
+		if !slices.Contains(known, e) {
+			return nil, usagef("--engine %q: want %s (a comma list runs several)", e, strings.Join(known, ", "))
 		}
+		if slices.Contains(out, e) {
+			return nil, usagef("--engine %q: given twice", e)
+		}
+		out = append(out, e)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("--engine: none given")

@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hlsbench/hlsbench/engines"
+)
+
+func newEnginesCmd(stdout, stderr io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "engines",
+		Short: "List the engines, the runtimes usable on this machine and the versions found",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return ListEngines(c.Context(), stdout)
+		},
+	}
+}
+
+// ListEngines is `hlsbench engines`.
+func ListEngines(ctx context.Context, w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "engine\truntimes here\tversion\tbinary / note")
+	fmt.Fprintf(tw, "builtin\tprocess, inproc\t%s\tpart of hlsbench\n", Version)
+	for _, name := range engines.ProcessEngines() {
+		e, _ := engines.Lookup(name)
+		bin, err := engines.FindBinary(e, "")
+		if err != nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t%s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
+			continue
+		}
+		version := "unknown"
+		if v, ok := e.(engines.Versioner); ok {
+			vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if s, err := v.Version(vctx, bin); err == nil {
+				version = s
+			} else {
+				version = "error: " + err.Error()
+			}
+			cancel()
+		}
+		fmt.Fprintf(tw, "%s\tprocess\t%s\t%s\n", name, version, bin)
+	}
+	fmt.Fprintln(tw, "external\texternal\t-\tany proxy already running: --engine external --url URL --origin-listen ADDR")
+	return tw.Flush()
+}
