@@ -29,8 +29,8 @@ type RunSpec struct {
 	// Binaries overrides where an engine's binary is, by engine name.
 	Binaries map[string]string
 	OutDir   string // "" writes no file
-	Self         string // the hlsbench binary, for child processes
-	Version      string
+	Self     string // the hlsbench binary, for child processes
+	Version  string
 	// Settings is recorded in the run file as its configuration.
 	Settings map[string]any
 }

@@ -23,12 +23,12 @@ type Result struct {
 	Connections int
 	Shards      int
 
-	Requests      int64 // requests with an outcome: answered, failed or timed out
-	OK            int64
-	Errors        int64
-	ErrorsByKind  map[string]int64
-	StatusCodes   map[int]int64
-	Cache         CacheCounts
+	Requests     int64 // requests with an outcome: answered, failed or timed out
+	OK           int64
+	Errors       int64
+	ErrorsByKind map[string]int64
+	StatusCodes  map[int]int64
+	Cache        CacheCounts
 	// SocketsOpened counts sockets opened since the previous pass ended:
 	// the pool's first connections in the first pass, then reconnects.
 	SocketsOpened int64
