@@ -1,7 +1,11 @@
 .PHONY: build run test bench-loadgen
 
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X github.com/hlsbench/hlsbench/cmd/cli.Version=$(VERSION) -X github.com/hlsbench/hlsbench/cmd/cli.Commit=$(COMMIT)
+
 build:
-	go build -o bin/hlsbench ./cmd/hlsbench
+	go build -ldflags "$(LDFLAGS)" -o bin/hlsbench ./cmd/hlsbench
 
 run: build
 	bin/hlsbench run

@@ -10,7 +10,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -167,9 +166,14 @@ func DecodeHistogram(s string) (*hdr.Histogram, error) {
 }
 
 // NewRun starts a run record with the tool's and the machine's facts.
-func NewRun(version string, config map[string]any) *Run {
+// commit may be empty: the build's VCS stamp is used when it has one.
+func NewRun(version, commit string, config map[string]any) *Run {
+	t := toolInfo(version)
+	if commit != "" {
+		t.Commit = commit
+	}
 	return &Run{SchemaVersion: SchemaVersion, ID: newID(), StartedAt: time.Now().UTC(),
-		Tool: toolInfo(version), Host: hostInfo(), Config: config}
+		Tool: t, Host: hostInfo(), Config: config}
 }
 
 func newID() string {
@@ -277,9 +281,6 @@ func Load(path string) (*Run, error) {
 	}
 	return &r, nil
 }
-
-// ErrNoResults is returned by Latest when a directory holds no run.
-var ErrNoResults = errors.New("no run files")
 
 // DefaultDir is where runs go without --out: $XDG_DATA_HOME/hlsbench/runs,
 // else ~/.local/share/hlsbench/runs.

@@ -31,6 +31,7 @@ type RunSpec struct {
 	OutDir   string // "" writes no file
 	Self     string // the hlsbench binary, for child processes
 	Version  string
+	Commit   string
 	// Settings is recorded in the run file as its configuration.
 	Settings map[string]any
 }
@@ -125,7 +126,7 @@ func Execute(ctx context.Context, spec RunSpec, progress io.Writer) (*results.Ru
 	if spec.Runtime == "" {
 		spec.Runtime = engines.RuntimeProcess
 	}
-	run := results.NewRun(spec.Version, spec.Settings)
+	run := results.NewRun(spec.Version, spec.Commit, spec.Settings)
 	rc := &Recorder{Run: run, Dir: spec.OutDir}
 	plan := CPUPlan{}
 	if spec.Runtime == engines.RuntimeProcess {

@@ -26,8 +26,12 @@ const (
 	ExitInterrupted = 130
 )
 
-// Version is set at build time with -ldflags "-X …/cmd/cli.Version=…".
-var Version = "dev"
+// Version and Commit are set at build time (see the Makefile):
+// -ldflags "-X github.com/hlsbench/hlsbench/cmd/cli.Version=… -X …Commit=…".
+var (
+	Version = "dev"
+	Commit  = ""
+)
 
 // usageError marks a mistake in flags, arguments or input files.
 type usageError struct{ err error }

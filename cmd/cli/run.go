@@ -242,7 +242,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	}
 	run, rc, err := workloads.Execute(ctx, workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg,
 		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, OutDir: out, Self: self,
-		Version: Version, Settings: settings}, progress)
+		Version: Version, Commit: Commit, Settings: settings}, progress)
 	if rc != nil && rc.Path() != "" {
 		fmt.Fprintf(stderr, "hlsbench: results saved to %s\n", rc.Path())
 	}
