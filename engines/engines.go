@@ -88,19 +88,9 @@ func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
 			return nil, err
 		}
 		args := []string{"serve-cache", "--listen", s.Listen, "--origin", s.OriginURL, "--policy", string(pol)}
-		if len(s.CPUs) > 0 {
-			args = append(args, "--cpus", CPUList(s.CPUs))
-		}
-		p, err := StartProcess(ProcessSpec{Name: "builtin cache", Path: s.Self, Args: args, StopTimeout: 5 * time.Second})
+		p, url, err := StartSelf(ctx, "builtin cache", s.Self, args, s.CPUs, "cache: ")
 		if err != nil {
 			return nil, err
-		}
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		url, err := p.WaitLine(wctx, "cache: ")
-		if err != nil {
-			p.Stop(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("start builtin cache: %w", err)
 		}
 		info.Pinning = map[string]string{"engine": CPUList(s.CPUs)}
 		return &processCache{p: p, url: url, info: info}, nil

@@ -85,6 +85,27 @@ func (p *Process) readLines(r io.Reader) {
 	}
 }
 
+// StartSelf runs a command of this hlsbench binary (self) as a child,
+// pinned with --cpus when given, and waits for the stdout line starting with
+// prefix that says where it listens; it returns the rest of that line.
+func StartSelf(ctx context.Context, name, self string, args []string, cpus []int, prefix string) (*Process, string, error) {
+	if len(cpus) > 0 {
+		args = append(args, "--cpus", CPUList(cpus))
+	}
+	p, err := StartProcess(ProcessSpec{Name: name, Path: self, Args: args, StopTimeout: 5 * time.Second})
+	if err != nil {
+		return nil, "", err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	line, err := p.WaitLine(wctx, prefix)
+	if err != nil {
+		p.Stop(context.WithoutCancel(ctx))
+		return nil, "", fmt.Errorf("start %s: %w", name, err)
+	}
+	return p, line, nil
+}
+
 // PID is the process id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 

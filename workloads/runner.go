@@ -88,20 +88,12 @@ func startOrigin(ctx context.Context, rt string, cfg origin.Config, listen strin
 		args := []string{"origin", "--listen", listen, "--control", "127.0.0.1:0",
 			"--cache-control-manifest", cfg.CacheControl.Manifest, "--cache-control-segment", cfg.CacheControl.Segment,
 			"--seed", fmt.Sprint(cfg.Seed)}
-		if len(cpus) > 0 {
-			args = append(args, "--cpus", engines.CPUList(cpus))
-		}
-		p, err := engines.StartProcess(engines.ProcessSpec{Name: "origin", Path: self, Args: args, StopTimeout: 5 * time.Second})
+		p, line, err := engines.StartSelf(ctx, "origin", self, args, cpus, "origin: ")
 		if err != nil {
 			return nil, err
 		}
 		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		line, err := p.WaitLine(wctx, "origin: ")
-		if err != nil {
-			p.Stop(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("start origin: %w", err)
-		}
 		// "data http://A control http://B"
 		f := strings.Fields(line)
 		if len(f) != 4 || f[0] != "data" || f[2] != "control" {
