@@ -11,7 +11,7 @@ run: build
 	bin/hlsbench run
 
 test:
-	go test -count=1 -timeout 40m ./...
+	go test -p 1 -count=1 -timeout 40m ./...
 
 # The load generator's figures from issue 2 (takes 2-3 minutes; BENCH_QUICK=1 for a smoke run).
 bench-loadgen:
