@@ -30,6 +30,17 @@ type Target struct {
 	Counters func(ctx context.Context) (map[string]float64, error)
 	// Nonce makes this run's objects cold (and distinct per engine).
 	Nonce string
+	// UpstreamKey names the engine counter of its requests to the origin
+	// (health probes excluded), compared with the origin's own count.
+	UpstreamKey string
+}
+
+// UpstreamKeys are the engines' counters of requests to the origin.
+var UpstreamKeys = map[string]string{
+	"builtin": "origin_fetches",
+	"varnish": "MAIN.backend_req",
+	"vinyl":   "MAIN.backend_req",
+	"nginx":   "upstream_requests",
 }
 
 // Recorder collects the results of a run and saves the file after every
@@ -192,12 +203,14 @@ func take(ctx context.Context, tgt *Target) snapshot {
 	return s
 }
 
-// delta is what happened between two snapshots: origin fetches (health
-// requests excluded) and the engine's counters.
-func delta(a, b snapshot) map[string]any {
-	ex := map[string]any{"origin_fetches": b.origin.Fetches - a.origin.Fetches,
-		"origin_failed": b.origin.Failed - a.origin.Failed}
-	if b.engine != nil {
+// delta is what happened between two snapshots: origin requests (health
+// excluded) and the engine's counters, and whether the engine's count of its
+// origin requests agrees with the origin's.
+func delta(tgt *Target, a, b snapshot) map[string]any {
+	fetches := b.origin.Fetches - a.origin.Fetches
+	failed := b.origin.Failed - a.origin.Failed
+	ex := map[string]any{"origin_fetches": fetches, "origin_failed": failed}
+	if b.engine != nil && a.engine != nil {
 		d := map[string]float64{}
 		for k, v := range b.engine {
 			if x := v - a.engine[k]; x != 0 {
@@ -205,11 +218,28 @@ func delta(a, b snapshot) map[string]any {
 			}
 		}
 		ex["engine_counters"] = d
+		if tgt.UpstreamKey != "" {
+			up := int64(d[tgt.UpstreamKey])
+			ex["engine_upstream_requests"] = up
+			// The origin counts answered and failed object requests.
+			ex["origin_minus_engine"] = fetches + failed - up
+		}
 	}
 	if errs := append(a.errs, b.errs...); len(errs) > 0 {
 		ex["counter_errors"] = errs
 	}
 	return ex
+}
+
+// agree notes in the run when the engine's count of origin requests and the
+// origin's own differ by more than one in a pass.
+func agree(rc *Recorder, spec *Spec, tgt *Target, p *passInfo) {
+	d, ok := p.extra["origin_minus_engine"].(int64)
+	if ok && (d > 1 || d < -1) {
+		rc.Run.Warnings = append(rc.Run.Warnings, fmt.Sprintf(
+			"%s on %s, pass %d: the origin counted %d requests, the engine %d (%s)", spec.Name, tgt.Engine.Name, p.index,
+			p.extra["origin_fetches"].(int64)+p.extra["origin_failed"].(int64), p.extra["engine_upstream_requests"], tgt.UpstreamKey))
+	}
 }
 
 func claims(r *loadgen.Result) map[string]int64 {

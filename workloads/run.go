@@ -58,7 +58,7 @@ func warm(ctx context.Context, g *loadgen.Generator, rc *Recorder, path string, 
 
 // ratePasses runs warm-ups and measured passes of one request at a rate and
 // feeds each pass's TTFB to the latency tests.
-func ratePasses(ctx context.Context, g *loadgen.Generator, tgt *Target, cfg *Config, rc *Recorder,
+func ratePasses(ctx context.Context, g *loadgen.Generator, spec *Spec, tgt *Target, cfg *Config, rc *Recorder,
 	pass loadgen.Pass, tests ...*latencyTest) error {
 	for i := 0; i < cfg.Warmups+cfg.Passes; i++ {
 		before := take(ctx, tgt)
@@ -70,10 +70,11 @@ func ratePasses(ctx context.Context, g *loadgen.Generator, tgt *Target, cfg *Con
 			return ctx.Err()
 		}
 		after := take(ctx, tgt)
-		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r), extra: delta(before, after)}
+		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r), extra: delta(tgt, before, after)}
 		if p.warmup {
 			p.index = i + 1
 		}
+		agree(rc, spec, tgt, p)
 		p.extra["cache_claims"] = claims(r)
 		p.extra["ttfb_uncorrected_p50_ms"] = round3(msq(r.TTFBUncorrected, 50))
 		p.extra["total_p50_ms"] = round3(msq(r.Total, 50))
@@ -103,7 +104,7 @@ func runHitPath(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *R
 	}
 	p50 := rc.latency(spec, tgt, "p50-ttfb", "p50 TTFB", 50)
 	p99 := rc.latency(spec, tgt, "p99-ttfb", "p99 TTFB", 99)
-	return ratePasses(ctx, g, tgt, cfg, rc, loadgen.Pass{Path: path, Rate: pick(cfg.Rate, spec.Rate), Duration: cfg.PassDuration}, p50, p99)
+	return ratePasses(ctx, g, spec, tgt, cfg, rc, loadgen.Pass{Path: path, Rate: pick(cfg.Rate, spec.Rate), Duration: cfg.PassDuration}, p50, p99)
 }
 
 func runSegment(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *Recorder) error {
@@ -121,13 +122,13 @@ func runSegment(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *R
 	rate := pick(cfg.Rate, spec.Rate)
 	full50 := rc.latency(spec, tgt, "full-p50-ttfb", "p50 TTFB, 4 MiB full GET", 50)
 	full99 := rc.latency(spec, tgt, "full-p99-ttfb", "p99 TTFB, 4 MiB full GET", 99)
-	if err := ratePasses(ctx, g, tgt, cfg, rc, loadgen.Pass{Path: path, Rate: rate, Duration: cfg.PassDuration}, full50, full99); err != nil {
+	if err := ratePasses(ctx, g, spec, tgt, cfg, rc, loadgen.Pass{Path: path, Rate: rate, Duration: cfg.PassDuration}, full50, full99); err != nil {
 		return err
 	}
 	rng := [][2]string{{"Range", "bytes=0-65535"}}
 	range50 := rc.latency(spec, tgt, "range-p50-ttfb", "p50 TTFB, 64 KiB Range GET", 50)
 	range99 := rc.latency(spec, tgt, "range-p99-ttfb", "p99 TTFB, 64 KiB Range GET", 99)
-	return ratePasses(ctx, g, tgt, cfg, rc, loadgen.Pass{Path: path, Header: rng, Rate: rate, Duration: cfg.PassDuration}, range50, range99)
+	return ratePasses(ctx, g, spec, tgt, cfg, rc, loadgen.Pass{Path: path, Header: rng, Rate: rate, Duration: cfg.PassDuration}, range50, range99)
 }
 
 func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *Recorder) error {
@@ -157,7 +158,7 @@ func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc 
 		}
 		after := take(ctx, tgt)
 		fetches := after.origin.Objects[path].Fetches
-		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r), extra: delta(before, after)}
+		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r), extra: delta(tgt, before, after)}
 		if p.warmup {
 			p.index = i + 1
 		}
@@ -167,6 +168,7 @@ func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc 
 		if fetches == 0 {
 			p.reasons = append(p.reasons, "no origin fetch for the burst's object: it was not cold, coalescing cannot be measured")
 		}
+		agree(rc, spec, tgt, p)
 		p.extra["object"] = path
 		p.extra["object_fetches"] = fetches
 		p.extra["clients"] = clients
@@ -300,7 +302,7 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 		}
 		after := take(ctx, tgt)
 
-		p := &passInfo{index: c, lr: r, reasons: append([]string{}, r.InvalidReasons...), extra: delta(before, after)}
+		p := &passInfo{index: c, lr: r, reasons: append([]string{}, r.InvalidReasons...), extra: delta(tgt, before, after)}
 		if f.err != nil {
 			p.reasons = append(p.reasons, "origin control: "+f.err.Error())
 		}
@@ -351,6 +353,7 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 		if n := window.Stale + window.Errors; n > 0 {
 			ratio = 100 * float64(window.Stale) / float64(n)
 		}
+		agree(rc, spec, tgt, p)
 		p.extra["healthy"] = healthy
 		p.extra["failing"] = failing
 		p.extra["expired_window"] = window

@@ -193,7 +193,7 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 		info.Pinning["origin"] = engines.CPUList(plan.Servers)
 		rc.Run.Engines = appendEngine(rc.Run.Engines, info)
 		tgt := &Target{URL: inst.URL(), Origin: orig.control, Seed: orig.seed, Engine: info,
-			Nonce: rc.Run.ID + "-" + info.Name}
+			Nonce: rc.Run.ID + "-" + info.Name, UpstreamKey: UpstreamKeys[info.Name]}
 		if c, ok := inst.(engines.Counters); ok {
 			tgt.Counters = c.Counters
 		}
