@@ -87,7 +87,11 @@ type Installer interface {
 }
 
 // registry lists the engines run as local processes: one explicit list.
-var registry = map[string]Engine{}
+var registry = map[string]Engine{
+	"varnish": Varnish{},
+	"vinyl":   Vinyl{},
+	"nginx":   NGINX{},
+}
 
 // Lookup finds a process engine by name.
 func Lookup(name string) (Engine, bool) {
