@@ -414,6 +414,13 @@ func (s *shard) run(sp *passSpec) shardResult {
 				continue
 			}
 			s.onEvent(s.conns[ev.Fd], ev.Events)
+			// Many large reads can take a while: a slot that fell due
+			// meanwhile goes out now, not after the whole batch.
+			if sp.mode == modeRate && i+1 < n {
+				if now := nanotime(); s.nextAt <= now {
+					s.dispatch(now)
+				}
+			}
 		}
 	}
 	s.m.sockets = s.opened - s.openedBefore
