@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hlsbench/hlsbench/engines/builtin"
 	"github.com/hlsbench/hlsbench/results"
@@ -168,6 +171,30 @@ func (e *External) Info() results.Engine {
 	return results.Engine{Name: "external", Version: "unknown", Runtime: "external", Topology: "plaintext"}
 }
 func (e *External) Stop(context.Context) error { return nil }
+
+// PinProcess confines every thread of this process to cpus: the threads it
+// has now, one by one, and through them every thread and child it starts
+// later (both inherit the affinity of the thread that creates them).
+func PinProcess(cpus []int) error {
+	var set unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	tasks, err := filepath.Glob("/proc/self/task/*")
+	if err != nil || len(tasks) == 0 {
+		return unix.SchedSetaffinity(0, &set)
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(filepath.Base(t))
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return err
+		}
+	}
+	return nil
+}
 
 // CPUList renders CPUs as "0,1".
 func CPUList(cpus []int) string {

@@ -126,6 +126,14 @@ func Execute(ctx context.Context, spec RunSpec, progress io.Writer) (*results.Ru
 	}
 	cfg := spec.Config
 	cfg.CPUs = plan.Generator
+	if len(plan.Generator) > 0 {
+		// The whole generator process, not only its event loops: the Go
+		// runtime hands a preempted loop back through another thread, and
+		// that thread must not wait for a core the engine keeps busy.
+		if err := engines.PinProcess(plan.Generator); err != nil {
+			run.Warnings = append(run.Warnings, "could not pin the generator: "+err.Error())
+		}
+	}
 	if len(plan.Generator) == 0 {
 		run.Warnings = append(run.Warnings, "one CPU: the generator shares it with the engine and the origin")
 	}

@@ -7,12 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/builtin"
@@ -72,8 +69,7 @@ func newServeCacheCmd(stdout, stderr io.Writer) *cobra.Command {
 	return c
 }
 
-// pinFlag pins the whole process (every thread it has now; later ones
-// inherit) to the CPUs of a --cpus flag.
+// pinFlag pins the whole process to the CPUs of a --cpus flag.
 func pinFlag(list string) error {
 	if list == "" {
 		return nil
@@ -82,22 +78,8 @@ func pinFlag(list string) error {
 	if err != nil || len(cpus) == 0 {
 		return usagef("--cpus %q: want a CPU list like 0 or 0-2", list)
 	}
-	var set unix.CPUSet
-	for _, c := range cpus {
-		set.Set(c)
-	}
-	tasks, err := filepath.Glob("/proc/self/task/*")
-	if err != nil || len(tasks) == 0 {
-		return unix.SchedSetaffinity(0, &set)
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(filepath.Base(t))
-		if err != nil {
-			continue
-		}
-		if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("--cpus %s: %w", list, err)
-		}
+	if err := engines.PinProcess(cpus); err != nil {
+		return fmt.Errorf("--cpus %s: %w", list, err)
 	}
 	return nil
 }
