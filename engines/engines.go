@@ -82,7 +82,7 @@ func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
 			c.Close()
 			return nil, fmt.Errorf("builtin cache: listen %s: %w", s.Listen, err)
 		}
-		srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: c, ReadHeaderTimeout: 60 * time.Second} // NGINX's client_header_timeout
 		go srv.Serve(ln)
 		return &inprocCache{c: c, srv: srv, url: "http://" + ln.Addr().String(), info: info}, nil
 	case RuntimeProcess:

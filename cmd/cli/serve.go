@@ -44,7 +44,7 @@ func newServeCacheCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return usagef("--listen %s: %v", listen, err)
 			}
-			srv := &http.Server{Handler: cache, ReadHeaderTimeout: 10 * time.Second}
+			srv := &http.Server{Handler: cache, ReadHeaderTimeout: 60 * time.Second} // NGINX's client_header_timeout
 			fmt.Fprintf(stdout, "cache: http://%s\n", ln.Addr())
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()

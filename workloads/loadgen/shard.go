@@ -94,7 +94,7 @@ type shard struct {
 	epfd   int
 	evfd   int
 	conns  []*conn
-	idle   []*conn
+	idle   idleRing
 	busy   int
 	queue  []pending
 	qhead  int
@@ -344,10 +344,10 @@ func (s *shard) run(sp *passSpec) shardResult {
 			}
 		}
 	}
-	s.idle = s.idle[:0]
-	for i := len(s.conns) - 1; i >= 0; i-- {
-		if c := s.conns[i]; c.state == connIdle {
-			s.idle = append(s.idle, c)
+	s.idle.reset(len(s.conns))
+	for _, c := range s.conns {
+		if c.state == connIdle {
+			s.idle.push(c)
 		}
 	}
 	s.busy = 0
@@ -497,9 +497,7 @@ func (s *shard) submit(p pending, now int64) {
 	if lag > int64(time.Millisecond) {
 		s.m.lagOverMs++
 	}
-	if n := len(s.idle); n > 0 {
-		c := s.idle[n-1]
-		s.idle = s.idle[:n-1]
+	if c := s.idle.pop(); c != nil {
 		s.send(c, p)
 		return
 	}
@@ -689,12 +687,7 @@ func (s *shard) lost(c *conn, now int64) {
 }
 
 func (s *shard) removeIdle(c *conn) {
-	for i, x := range s.idle {
-		if x == c {
-			s.idle = append(s.idle[:i], s.idle[i+1:]...)
-			return
-		}
-	}
+	s.idle.remove(c)
 }
 
 // fail ends a request with an error and drops its connection, whose state
@@ -800,7 +793,7 @@ func (s *shard) connIdle(c *conn, now int64) {
 		s.send(c, s.qpop())
 		return
 	}
-	s.idle = append(s.idle, c)
+	s.idle.push(c)
 }
 
 // expire ends requests that outlived the timeout, counted from their
@@ -866,4 +859,48 @@ func (s *shard) interrupt() {
 		}
 	}
 	s.queue, s.qhead = s.queue[:0], 0
+}
+
+// idleRing holds the free connections in the order they became free. Sends
+// take the one free longest, so every connection of the pool carries its
+// share, as a population of clients would, and none sits unused long enough
+// for a server's idle or header timeout to close it.
+type idleRing struct {
+	buf        []*conn
+	head, size int
+}
+
+func (r *idleRing) reset(n int) {
+	if cap(r.buf) < n {
+		r.buf = make([]*conn, n)
+	}
+	r.buf = r.buf[:n]
+	r.head, r.size = 0, 0
+}
+
+func (r *idleRing) push(c *conn) {
+	r.buf[(r.head+r.size)%len(r.buf)] = c
+	r.size++
+}
+
+func (r *idleRing) pop() *conn {
+	if r.size == 0 {
+		return nil
+	}
+	c := r.buf[r.head]
+	r.buf[r.head] = nil
+	r.head = (r.head + 1) % len(r.buf)
+	r.size--
+	return c
+}
+
+// remove takes out a connection that closed while free (rare).
+func (r *idleRing) remove(c *conn) {
+	n := r.size
+	for i := 0; i < n; i++ {
+		x := r.pop()
+		if x != c {
+			r.push(x)
+		}
+	}
 }
