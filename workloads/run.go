@@ -281,16 +281,13 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 			flipped <- f
 		})
 		r, runErr := g.Run(ctx, loadgen.Pass{Path: path, Rate: rate, Duration: cfg.HealthyPhase + cfg.FailPhase})
-		if !timer.Stop() {
-			// The failure started: always end it, whatever happened.
+		var f flip
+		if timer.Stop() {
+			f.err = fmt.Errorf("the origin never started failing")
+		} else {
+			f = <-flipped // the failure started (or is starting): wait for it, then end it
 		}
 		recoverErr := tgt.Origin.SetMode(context.WithoutCancel(ctx), origin.Healthy)
-		var f flip
-		select {
-		case f = <-flipped:
-		default:
-			f.err = fmt.Errorf("the origin never started failing")
-		}
 		if runErr != nil {
 			return runErr
 		}

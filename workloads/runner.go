@@ -140,6 +140,9 @@ func Execute(ctx context.Context, spec RunSpec, progress io.Writer) (*results.Ru
 
 	var runErr error
 	for _, w := range spec.Workloads {
+		if ctx.Err() != nil {
+			break
+		}
 		if err := runWorkload(ctx, spec, w, cfg, plan, rc); err != nil {
 			runErr = err
 			break
