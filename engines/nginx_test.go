@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -23,23 +22,6 @@ import (
 	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
-
-// The -update flag is shared with the other engines' golden tests; whichever
-// test file's init runs first defines it.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata/")
-	}
-}
-
-func nginxUpdate() bool {
-	g, ok := flag.Lookup("update").Value.(flag.Getter)
-	if !ok {
-		return false
-	}
-	b, _ := g.Get().(bool)
-	return b
-}
 
 // nginxCases are policies shaped like the workloads' (engines must not import
 // workloads): the default, a hit path and an origin flap.
@@ -86,47 +68,6 @@ func nginxLaunchText(ls LaunchSpec) []byte {
 	return b.Bytes()
 }
 
-// nginxGolden compares got with testdata/name; with -update it rewrites it.
-// On a mismatch got is written beside it as name.got.
-func nginxGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if nginxUpdate() {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		os.Remove(path + ".got")
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./engines/ -run NGINX -update to create it)", err)
-	}
-	if bytes.Equal(got, want) {
-		os.Remove(path + ".got")
-		return
-	}
-	if err := os.WriteFile(path+".got", got, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	line := 0
-	for line < len(gl) && line < len(wl) && gl[line] == wl[line] {
-		line++
-	}
-	at := func(l []string) string {
-		if line < len(l) {
-			return l[line]
-		}
-		return "(end of file)"
-	}
-	t.Errorf("%s differs from %s.got at line %d:\nwant: %s\n got: %s\n(diff the two files; -update accepts the new output)",
-		path, path, line+1, at(wl), at(gl))
-}
-
 func TestNGINXGolden(t *testing.T) {
 	for _, c := range nginxCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -138,8 +79,8 @@ func TestNGINXGolden(t *testing.T) {
 			if names := files.Names(); len(names) != 1 || names[0] != NGINXConf {
 				t.Fatalf("files %v: want only %s", names, NGINXConf)
 			}
-			nginxGolden(t, "nginx-"+c.name+".conf", files[NGINXConf])
-			nginxGolden(t, "nginx-"+c.name+".args", nginxLaunchText(NGINX{}.Launch(cfg, "nginx")))
+			golden(t, "nginx-"+c.name+".conf", files[NGINXConf])
+			golden(t, "nginx-"+c.name+".args", nginxLaunchText(NGINX{}.Launch(cfg, "nginx")))
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,57 +20,6 @@ import (
 	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
-
-// -update rewrites the golden files. Other engines' golden tests in this
-// package use the same flag: whichever file registers it first owns it, so
-// no file depends on another's declaration.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata/")
-	}
-}
-
-func varnishUpdate() bool {
-	f := flag.Lookup("update")
-	if f == nil {
-		return false
-	}
-	g, ok := f.Value.(flag.Getter)
-	if !ok {
-		return false
-	}
-	b, _ := g.Get().(bool)
-	return b
-}
-
-// varnishGolden compares got with testdata/name; on a mismatch it writes
-// got beside it as name.got.
-func varnishGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if varnishUpdate() {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		os.Remove(path + ".got")
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./engines/ -run %s -update creates it)", err, t.Name())
-	}
-	if bytes.Equal(got, want) {
-		os.Remove(path + ".got")
-		return
-	}
-	if err := os.WriteFile(path+".got", got, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Errorf("%s: output differs from the golden file; it is in %s.got (diff them; -update accepts it)", path, path)
-}
 
 // Policies shaped like the workloads' (workloads imports engines, so they
 // are rebuilt here).
@@ -128,13 +76,13 @@ func TestVarnishRenderGolden(t *testing.T) {
 			if got := files.Names(); len(got) != 1 || got[0] != "default.vcl" {
 				t.Fatalf("files %v, want [default.vcl]", got)
 			}
-			varnishGolden(t, "varnish-"+c.name+".vcl", files["default.vcl"])
+			golden(t, "varnish-"+c.name+".vcl", files["default.vcl"])
 
 			ls := Varnish{}.Launch(cfg, "varnishd")
 			if ls.StopTimeout != 10*time.Second {
 				t.Errorf("StopTimeout %v, want 10s", ls.StopTimeout)
 			}
-			varnishGolden(t, "varnish-"+c.name+".args", varnishArgsFile(ls))
+			golden(t, "varnish-"+c.name+".args", varnishArgsFile(ls))
 
 			// Vinyl runs the same VCL under its own binary and state directory.
 			vfiles, err := Vinyl{}.Render(cfg)
@@ -148,7 +96,7 @@ func TestVarnishRenderGolden(t *testing.T) {
 			if vls.StopTimeout != 10*time.Second {
 				t.Errorf("Vinyl StopTimeout %v, want 10s", vls.StopTimeout)
 			}
-			varnishGolden(t, "vinyl-"+c.name+".args", varnishArgsFile(vls))
+			golden(t, "vinyl-"+c.name+".args", varnishArgsFile(vls))
 		})
 	}
 }
