@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -221,28 +222,13 @@ func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error
 // name the flag.
 func flagErr(err error) error {
 	var ce *loadgen.ConfigError
-	if loadgen.IsConfigError(err) && asConfig(err, &ce) {
-		if ce.Field == "url" || ce.Field == "path" {
-			return usagef("URL: %s", ce.Msg)
-		}
-		return usagef("--%s: %s", ce.Field, ce.Msg)
+	if !errors.As(err, &ce) {
+		return err
 	}
-	return err
-}
-
-func asConfig(err error, ce **loadgen.ConfigError) bool {
-	for err != nil {
-		if c, ok := err.(*loadgen.ConfigError); ok {
-			*ce = c
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
+	if ce.Field == "url" || ce.Field == "path" {
+		return usagef("URL: %s", ce.Msg)
 	}
-	return false
+	return usagef("--%s: %s", ce.Field, ce.Msg)
 }
 
 func newNonce() string {
