@@ -24,7 +24,22 @@ import (
 )
 
 // SchemaVersion is bumped whenever a field changes meaning or disappears.
-const SchemaVersion = 1
+//
+// 2: a value with nothing measured behind it is null with a reason
+// (no_value), never 0; every result counts its requests and failed
+// requests; origin-flap's failed answers are grace_errors (errors was
+// theirs in 1); a run says how it ended (status, error).
+const SchemaVersion = 2
+
+// How a run ended. A file without finished_at is read as StatusKilled: the
+// process died before it could say (or is still running).
+const (
+	StatusRunning     = "running"
+	StatusComplete    = "complete"
+	StatusInterrupted = "interrupted"
+	StatusFailed      = "failed"
+	StatusKilled      = "killed"
+)
 
 // Run is one invocation of `hlsbench run`.
 type Run struct {
@@ -32,6 +47,10 @@ type Run struct {
 	ID            string    `json:"id"`
 	StartedAt     time.Time `json:"started_at"`
 	FinishedAt    time.Time `json:"finished_at,omitzero"`
+	// Status is how the run ended (StatusComplete, StatusInterrupted,
+	// StatusFailed with Error), StatusRunning while it runs.
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
 	// Interrupted runs keep every pass that finished.
 	Interrupted bool           `json:"interrupted"`
 	Tool        Tool           `json:"tool"`
@@ -74,23 +93,35 @@ type Engine struct {
 // Result is one test of one workload on one engine: the headline value and
 // everything needed to check it.
 type Result struct {
-	ID            string  `json:"id"` // stable: workload/test, e.g. "hit-path/p99-ttfb"
-	Workload      string  `json:"workload"`
-	Test          string  `json:"test"`
-	Title         string  `json:"title"`
-	Engine        string  `json:"engine"`
-	Runtime       string  `json:"runtime"`
-	Topology      string  `json:"topology"`
-	Value         float64 `json:"value"`
-	Unit          string  `json:"unit"`
-	LowerIsBetter bool    `json:"lower_is_better"`
-	Valid         bool    `json:"valid"`
+	ID       string `json:"id"` // stable: workload/test, e.g. "hit-path/p99-ttfb"
+	Workload string `json:"workload"`
+	Test     string `json:"test"`
+	Title    string `json:"title"`
+	Engine   string `json:"engine"`
+	Runtime  string `json:"runtime"`
+	Topology string `json:"topology"`
+	// Value comes from the valid measured passes only; nil (JSON null)
+	// when none has a value, with NoValue saying why.
+	Value         *float64 `json:"value"`
+	NoValue       string   `json:"no_value,omitempty"`
+	Unit          string   `json:"unit"`
+	LowerIsBetter bool     `json:"lower_is_better"`
+	// Valid is true when every measured pass was valid (and there was one).
+	Valid bool `json:"valid"`
 	// InvalidReasons explain a false Valid, with the pass they came from.
 	InvalidReasons []string `json:"invalid_reasons"`
 	// Aggregation says how Value was computed from the passes.
 	Aggregation string `json:"aggregation"`
-	Passes      []Pass `json:"passes"`
-	Spread      Spread `json:"spread"`
+	// MeasuredPasses ran; ValidPasses of them are behind Value.
+	MeasuredPasses int    `json:"measured_passes"`
+	ValidPasses    int    `json:"valid_passes"`
+	Passes         []Pass `json:"passes"`
+	Spread         Spread `json:"spread"`
+	// Requests and Errors add up every measured pass's requests and failed
+	// requests (every workload), by kind in ErrorsByKind.
+	Requests     int64            `json:"requests"`
+	Errors       int64            `json:"errors"`
+	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
 	// Histogram is the merged HDR histogram behind a latency Value
 	// (base64 of the compressed V2 encoding; nanoseconds).
 	Histogram string `json:"histogram,omitempty"`
@@ -100,19 +131,30 @@ type Result struct {
 	GraceRatio    *float64 `json:"grace_ratio,omitempty"`
 	Fresh         *int64   `json:"fresh,omitempty"`
 	Stale         *int64   `json:"stale,omitempty"`
-	Errors        *int64   `json:"errors,omitempty"`
+	// GraceErrors are origin-flap's failed answers while the origin failed
+	// and the object's TTL had expired.
+	GraceErrors *int64 `json:"grace_errors,omitempty"`
+}
+
+// ErrorSample is one distinct failure message and how often it was seen.
+type ErrorSample struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Count   int64  `json:"count"`
 }
 
 // Pass is one measured (or warm-up) pass's figures for a test.
 type Pass struct {
 	Index          int              `json:"index"`
 	Warmup         bool             `json:"warmup"`
-	Value          float64          `json:"value"`
+	Value          *float64         `json:"value"`
+	NoValue        string           `json:"no_value,omitempty"`
 	Valid          bool             `json:"valid"`
 	InvalidReasons []string         `json:"invalid_reasons,omitempty"`
 	Requests       int64            `json:"requests"`
 	Errors         int64            `json:"errors"`
 	ErrorsByKind   map[string]int64 `json:"errors_by_kind,omitempty"`
+	ErrorSamples   []ErrorSample    `json:"error_samples,omitempty"`
 	PoolLimited    bool             `json:"pool_limited,omitempty"`
 	AchievedRPS    float64          `json:"achieved_rps,omitempty"`
 	// Extra holds workload evidence: origin fetches, fresh/stale/error
@@ -128,12 +170,13 @@ type Spread struct {
 	Max    float64 `json:"max"`
 }
 
-// SpreadOf computes the spread of the measured (non-warm-up) passes.
+// SpreadOf computes the spread of the valid measured (non-warm-up) passes
+// that have a value.
 func SpreadOf(ps []Pass) Spread {
 	var v []float64
 	for _, p := range ps {
-		if !p.Warmup {
-			v = append(v, p.Value)
+		if !p.Warmup && p.Valid && p.Value != nil {
+			v = append(v, *p.Value)
 		}
 	}
 	if len(v) == 0 {
@@ -172,8 +215,8 @@ func NewRun(version, commit string, config map[string]any) *Run {
 	if commit != "" {
 		t.Commit = commit
 	}
-	return &Run{SchemaVersion: SchemaVersion, ID: newID(), StartedAt: time.Now().UTC(),
-		Tool: t, Host: hostInfo(), Config: config}
+	return &Run{SchemaVersion: SchemaVersion, ID: newID(), StartedAt: time.Now().UTC(), Status: StatusRunning,
+		Tool: t, Host: hostInfo(), Config: config, Results: []Result{}}
 }
 
 func newID() string {
@@ -279,8 +322,73 @@ func Load(path string) (*Run, error) {
 	if r.SchemaVersion > SchemaVersion {
 		return nil, fmt.Errorf("%s: schema_version %d is newer than this hlsbench reads (%d)", path, r.SchemaVersion, SchemaVersion)
 	}
+	if r.SchemaVersion == 1 {
+		if err := upgrade1(b, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if r.FinishedAt.IsZero() {
+		// The process never said how it ended: killed (or still running).
+		r.Status = StatusKilled
+	}
 	return &r, nil
 }
+
+// upgrade1 reads what schema 1 meant: "errors" on a result was origin-flap's
+// failed answers, a run had no status, and a value of 0 may stand for
+// nothing measured (a pass with no request behind it becomes null).
+func upgrade1(b []byte, r *Run) error {
+	var old struct {
+		Results []struct {
+			Errors *int64 `json:"errors"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(b, &old); err != nil {
+		return fmt.Errorf("not a run file: %w", err)
+	}
+	for i := range r.Results {
+		res := &r.Results[i]
+		if i < len(old.Results) {
+			res.GraceErrors = old.Results[i].Errors
+		}
+		res.Errors, res.ErrorsByKind, res.Requests = 0, map[string]int64{}, 0
+		for j := range res.Passes {
+			p := &res.Passes[j]
+			if p.Requests > 0 && p.Requests == p.Errors {
+				p.Value, p.NoValue = nil, "no successful request"
+			}
+			if p.Warmup {
+				continue
+			}
+			res.MeasuredPasses++
+			if p.Valid {
+				res.ValidPasses++
+			}
+			res.Requests += p.Requests
+			res.Errors += p.Errors
+			for k, n := range p.ErrorsByKind {
+				res.ErrorsByKind[k] += n
+			}
+		}
+		switch {
+		case res.MeasuredPasses == 0:
+			res.Value, res.NoValue = nil, "no measured pass"
+		case res.ValidPasses == 0:
+			res.Value, res.NoValue = nil, "no valid pass"
+		}
+	}
+	switch {
+	case r.Interrupted:
+		r.Status = StatusInterrupted
+	default:
+		r.Status = StatusComplete
+	}
+	r.SchemaVersion = SchemaVersion
+	return nil
+}
+
+// F returns a pointer to v, for the optional figures.
+func F(v float64) *float64 { return &v }
 
 // DefaultDir is where runs go without --out: $XDG_DATA_HOME/hlsbench/runs,
 // else ~/.local/share/hlsbench/runs.

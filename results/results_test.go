@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -20,8 +21,12 @@ func TestSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run.Results = []Result{{ID: "hit-path/p99-ttfb", Value: 0.99, Unit: "ms", Valid: true, Histogram: enc,
-		Passes: []Pass{{Index: 1, Value: 1}, {Index: 2, Value: 3}, {Index: 1, Warmup: true, Value: 100}}}}
+	run.Results = []Result{{ID: "hit-path/p99-ttfb", Value: F(0.99), Unit: "ms", Valid: true, Histogram: enc,
+		Passes: []Pass{{Index: 1, Value: F(1), Valid: true}, {Index: 2, Value: F(3), Valid: true},
+			{Index: 3, Value: F(50)}, {Index: 4, NoValue: "no successful request", Valid: true},
+			{Index: 1, Warmup: true, Value: F(100), Valid: true}}}}
+	run.Status = StatusComplete
+	run.FinishedAt = time.Now()
 	path, err := run.Save(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +46,52 @@ func TestSaveLoad(t *testing.T) {
 		t.Errorf("histogram round trip: %v", err)
 	}
 	if s := SpreadOf(run.Results[0].Passes); s.N != 2 || s.Min != 1 || s.Median != 2 || s.Max != 3 {
-		t.Errorf("spread %+v: warm-ups must not count", s)
+		t.Errorf("spread %+v: warm-ups, invalid passes and passes without a value must not count", s)
+	}
+	if back.Status != StatusComplete {
+		t.Errorf("status %q", back.Status)
+	}
+}
+
+// A file that never got finished_at was written by a run that died.
+func TestLoadKilled(t *testing.T) {
+	run := NewRun("v1", "abc", nil)
+	path, err := run.Save(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Status != StatusKilled {
+		t.Errorf("status %q, want %q for a file without finished_at", back.Status, StatusKilled)
+	}
+}
+
+// Files of schema 1 still load, with what their fields meant then.
+func TestLoadSchema1(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "run.json")
+	os.WriteFile(p, []byte(`{"schema_version": 1, "id": "x", "finished_at": "2026-11-30T04:45:04Z", "interrupted": false,
+	 "results": [
+	  {"id": "origin-flap/grace-ratio", "value": 100, "valid": true, "errors": 3, "stale": 97,
+	   "passes": [{"index": 1, "value": 97, "valid": true, "requests": 2000, "errors": 0}]},
+	  {"id": "segment/full-p50-ttfb", "value": 0, "valid": false,
+	   "passes": [{"index": 1, "value": 0, "requests": 2500, "errors": 2500, "errors_by_kind": {"short_body": 2500}}]}]}`), 0o644)
+	r, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SchemaVersion != SchemaVersion || r.Status != StatusComplete {
+		t.Errorf("schema %d status %q", r.SchemaVersion, r.Status)
+	}
+	g := r.Results[0]
+	if g.GraceErrors == nil || *g.GraceErrors != 3 || g.Errors != 0 || g.Requests != 2000 || g.ValidPasses != 1 {
+		t.Errorf("grace result %+v: schema 1 errors are grace_errors", g)
+	}
+	s := r.Results[1]
+	if s.Errors != 2500 || s.ErrorsByKind["short_body"] != 2500 || s.Value != nil || s.Passes[0].Value != nil || s.Passes[0].NoValue == "" {
+		t.Errorf("segment result %+v: a pass with only failures has no value", s)
 	}
 }
 

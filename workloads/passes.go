@@ -48,6 +48,8 @@ var UpstreamKeys = map[string]string{
 type Recorder struct {
 	Run  *results.Run
 	Dir  string
+	// Progress, when set, is told of every pass as it starts.
+	Progress *Progress
 	list []*results.Result
 	path string
 }
@@ -75,12 +77,14 @@ func (rc *Recorder) Results() []*results.Result { return rc.list }
 func (rc *Recorder) newResult(spec *Spec, tgt *Target, test, title, unit string, lower bool, agg string) *results.Result {
 	r := &results.Result{ID: spec.Name + "/" + test, Workload: spec.Name, Test: test, Title: title,
 		Engine: tgt.Engine.Name, Runtime: tgt.Engine.Runtime, Topology: tgt.Engine.Topology,
-		Unit: unit, LowerIsBetter: lower, Aggregation: agg, InvalidReasons: []string{}, Passes: []results.Pass{}}
+		Unit: unit, LowerIsBetter: lower, Aggregation: agg, InvalidReasons: []string{}, Passes: []results.Pass{},
+		ErrorsByKind: map[string]int64{}, NoValue: "no measured pass finished"}
 	rc.list = append(rc.list, r)
 	return r
 }
 
-// latencyTest is a percentile of a latency over every measured sample.
+// latencyTest is a percentile of a latency over every sample of the valid
+// measured passes.
 type latencyTest struct {
 	r    *results.Result
 	q    float64
@@ -88,81 +92,157 @@ type latencyTest struct {
 }
 
 func (rc *Recorder) latency(spec *Spec, tgt *Target, test, title string, q float64) *latencyTest {
-	agg := fmt.Sprintf("p%g of every measured request's sample, all measured passes merged (HDR histogram); per-pass values are each pass's own p%g", q, q)
-	return &latencyTest{r: rc.newResult(spec, tgt, test, title, "ms", true, agg), q: q,
-		hist: hdr.New(1000, int64(loadgen.MaxLatency), 3)}
+	agg := fmt.Sprintf("p%g of every request of the valid measured passes, merged (HDR histogram); per-pass values are each pass's own p%g", q, q)
+	return &latencyTest{r: rc.newResult(spec, tgt, test, title, "ms", true, agg), q: q, hist: loadgen.NewHistogram()}
 }
 
-func msq(h *hdr.Histogram, q float64) float64 {
-	if h.TotalCount() == 0 {
-		return 0
+// msq is a quantile in milliseconds; nil for an empty histogram.
+func msq(h *hdr.Histogram, q float64) *float64 {
+	if h == nil || h.TotalCount() == 0 {
+		return nil
 	}
-	return float64(h.ValueAtQuantile(q)) / 1e6
+	return results.F(round3(float64(h.ValueAtQuantile(q)) / 1e6))
 }
 
 // passInfo is what every test of one pass shares.
 type passInfo struct {
-	index   int
-	warmup  bool
-	lr      *loadgen.Result // nil for passes with no generator figures
+	index  int
+	warmup bool
+	lr     *loadgen.Result // nil for passes with no generator figures
+	// reasons make the pass invalid for every test of it.
 	reasons []string
 	extra   map[string]any
 }
 
-func (p *passInfo) base(value float64) results.Pass {
-	rp := results.Pass{Index: p.index, Warmup: p.warmup, Value: value, Valid: len(p.reasons) == 0,
-		InvalidReasons: p.reasons, Extra: p.extra}
+// latencyValue is a pass's latency quantile, or why it has none: a pass in
+// which no request succeeded measured nothing.
+func (p *passInfo) latencyValue(h *hdr.Histogram, q float64) (*float64, string) {
+	if p.lr != nil && p.lr.OK == 0 {
+		return nil, noSuccess(p.lr)
+	}
+	if v := msq(h, q); v != nil {
+		return v, ""
+	}
+	return nil, "no request was measured"
+}
+
+func noSuccess(r *loadgen.Result) string {
+	if r.Requests == 0 {
+		return "no request was sent"
+	}
+	return fmt.Sprintf("no successful request: %d of %d failed (%s)", r.Errors, r.Requests, kinds(r.ErrorsByKind))
+}
+
+func (t *latencyTest) add(p *passInfo, h *hdr.Histogram, more ...string) {
+	v, why := p.latencyValue(h, t.q)
+	rp := addPass(t.r, p, v, why, more...)
+	if rp.Warmup || !rp.Valid || rp.Value == nil {
+		setNoValue(t.r)
+		return
+	}
+	t.hist.Merge(h)
+	t.r.Value, t.r.NoValue = msq(t.hist, t.q), ""
+	if enc, err := results.EncodeHistogram(t.hist); err == nil {
+		t.r.Histogram = enc
+	}
+}
+
+// addPass appends a pass to a test and recomputes its counts, validity and
+// spread. more are reasons that make the pass invalid for this test only.
+func addPass(r *results.Result, p *passInfo, value *float64, noValue string, more ...string) *results.Pass {
+	reasons := append(append([]string{}, p.reasons...), more...)
+	if value == nil && noValue == "" {
+		noValue = "nothing was measured"
+	}
+	rp := results.Pass{Index: p.index, Warmup: p.warmup, Value: value, NoValue: noValue, Valid: len(reasons) == 0,
+		InvalidReasons: reasons, Extra: p.extra}
 	if p.lr != nil {
 		rp.Requests, rp.Errors, rp.PoolLimited = p.lr.Requests, p.lr.Errors, p.lr.PoolLimited
 		rp.AchievedRPS = math.Round(p.lr.AchievedRPS*10) / 10
 		if len(p.lr.ErrorsByKind) > 0 {
 			rp.ErrorsByKind = p.lr.ErrorsByKind
 		}
+		for _, e := range p.lr.ErrorSamples {
+			rp.ErrorSamples = append(rp.ErrorSamples, results.ErrorSample{Kind: e.Kind, Message: e.Message, Count: e.Count})
+		}
 	}
-	return rp
-}
-
-func (t *latencyTest) add(p *passInfo, h *hdr.Histogram) {
-	addPass(t.r, p, msq(h, t.q))
-	if p.warmup {
-		return
-	}
-	t.hist.Merge(h)
-	t.r.Value = round3(msq(t.hist, t.q))
-	if enc, err := results.EncodeHistogram(t.hist); err == nil {
-		t.r.Histogram = enc
-	}
-}
-
-// addPass appends a pass and recomputes validity and spread.
-func addPass(r *results.Result, p *passInfo, value float64) {
-	r.Passes = append(r.Passes, p.base(round3(value)))
+	r.Passes = append(r.Passes, rp)
 	if !p.warmup {
-		for _, why := range p.reasons {
+		for _, why := range reasons {
 			r.InvalidReasons = append(r.InvalidReasons, fmt.Sprintf("pass %d: %s", p.index, why))
 		}
-	}
-	measured := 0
-	for _, ps := range r.Passes {
-		if !ps.Warmup {
-			measured++
+		r.MeasuredPasses++
+		if rp.Valid && rp.Value != nil {
+			r.ValidPasses++
+		}
+		r.Requests += rp.Requests
+		r.Errors += rp.Errors
+		for k, n := range rp.ErrorsByKind {
+			r.ErrorsByKind[k] += n
 		}
 	}
-	r.Valid = measured > 0 && len(r.InvalidReasons) == 0
+	r.Valid = r.MeasuredPasses > 0 && r.ValidPasses == r.MeasuredPasses
 	r.Spread = results.SpreadOf(r.Passes)
+	return &r.Passes[len(r.Passes)-1]
+}
+
+// setNoValue says why a test has no value yet, when it has none.
+func setNoValue(r *results.Result) {
+	if r.Value != nil {
+		return
+	}
+	switch {
+	case r.MeasuredPasses == 0:
+		r.NoValue = "no measured pass finished"
+	case r.ValidPasses == 0:
+		r.NoValue = fmt.Sprintf("no valid pass of %d: %s", r.MeasuredPasses, firstCause(r))
+	}
+}
+
+// firstCause is the first reason a measured pass was invalid or had no value.
+func firstCause(r *results.Result) string {
+	for _, p := range r.Passes {
+		if p.Warmup {
+			continue
+		}
+		if len(p.InvalidReasons) > 0 {
+			return p.InvalidReasons[0]
+		}
+		if p.Value == nil {
+			return p.NoValue
+		}
+	}
+	return "unknown"
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 // generatorReasons turns a generator result into reasons a pass is invalid:
-// the generator's own verdict, and failed requests (a figure over the
-// survivors would hide them).
-func generatorReasons(r *loadgen.Result) []string {
-	reasons := append([]string{}, r.InvalidReasons...)
-	if r.Errors > 0 {
+// the generator's own verdict on the quantiles a test publishes, and failed
+// requests (a figure over the survivors would hide them).
+func generatorReasons(r *loadgen.Result, quantiles ...float64) []string {
+	_, reasons := r.Verdict(quantiles...)
+	reasons = append([]string{}, reasons...)
+	if r.Errors > 0 && r.OK > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d of %d requests failed (%s)", r.Errors, r.Requests, kinds(r.ErrorsByKind)))
 	}
 	return reasons
+}
+
+// lagEvidence is what the generator's lateness did to the figures a test
+// publishes: both numbers, for every quantile judged.
+func lagEvidence(r *loadgen.Result, quantiles ...float64) []map[string]any {
+	var out []map[string]any
+	for _, e := range r.LagEffects {
+		for _, q := range quantiles {
+			if e.Quantile == q {
+				out = append(out, map[string]any{"figure": e.Figure, "quantile": e.Quantile,
+					"corrected_ms": round3(float64(e.Corrected) / 1e6), "from_dispatch_ms": round3(float64(e.FromDispatch) / 1e6),
+					"exceeded": e.Exceeded})
+			}
+		}
+	}
+	return out
 }
 
 func kinds(m map[string]int64) string {

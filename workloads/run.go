@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
@@ -59,8 +58,9 @@ func warm(ctx context.Context, g *loadgen.Generator, rc *Recorder, path string, 
 // ratePasses runs warm-ups and measured passes of one request at a rate and
 // feeds each pass's TTFB to the latency tests.
 func ratePasses(ctx context.Context, g *loadgen.Generator, spec *Spec, tgt *Target, cfg *Config, rc *Recorder,
-	pass loadgen.Pass, tests ...*latencyTest) error {
+	what string, pass loadgen.Pass, tests ...*latencyTest) error {
 	for i := 0; i < cfg.Warmups+cfg.Passes; i++ {
+		rc.Progress.step(what+passLabel(i, cfg.Warmups, cfg.Passes, ""), pass.Duration)
 		before := take(ctx, tgt)
 		r, err := g.Run(ctx, pass)
 		if err != nil {
@@ -70,16 +70,17 @@ func ratePasses(ctx context.Context, g *loadgen.Generator, spec *Spec, tgt *Targ
 			return ctx.Err()
 		}
 		after := take(ctx, tgt)
-		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r), extra: delta(tgt, before, after)}
+		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r, 50, 99), extra: delta(tgt, before, after)}
 		if p.warmup {
 			p.index = i + 1
 		}
 		agree(rc, spec, tgt, p)
 		p.extra["cache_claims"] = claims(r)
-		p.extra["ttfb_uncorrected_p50_ms"] = round3(msq(r.TTFBUncorrected, 50))
-		p.extra["total_p50_ms"] = round3(msq(r.Total, 50))
-		p.extra["total_p99_ms"] = round3(msq(r.Total, 99))
-		p.extra["schedule_lag_p99_ms"] = round3(msq(r.ScheduleLag, 99))
+		p.extra["ttfb_uncorrected_p50_ms"] = msq(r.TTFBUncorrected, 50)
+		p.extra["total_p50_ms"] = msq(r.Total, 50)
+		p.extra["total_p99_ms"] = msq(r.Total, 99)
+		p.extra["schedule_lag_p99_ms"] = msq(r.ScheduleLag, 99)
+		p.extra["lag_effect"] = lagEvidence(r, 50, 99)
 		p.extra["generator_cpu_s"] = round3(r.CPUSeconds)
 		for _, t := range tests {
 			t.add(p, r.TTFB)
@@ -104,7 +105,7 @@ func runHitPath(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *R
 	}
 	p50 := rc.latency(spec, tgt, "p50-ttfb", "p50 TTFB", 50)
 	p99 := rc.latency(spec, tgt, "p99-ttfb", "p99 TTFB", 99)
-	return ratePasses(ctx, g, spec, tgt, cfg, rc, loadgen.Pass{Path: path, Rate: pick(cfg.Rate, spec.Rate), Duration: cfg.PassDuration}, p50, p99)
+	return ratePasses(ctx, g, spec, tgt, cfg, rc, "", loadgen.Pass{Path: path, Rate: pick(cfg.Rate, spec.Rate), Duration: cfg.PassDuration}, p50, p99)
 }
 
 func runSegment(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *Recorder) error {
@@ -122,13 +123,13 @@ func runSegment(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *R
 	rate := pick(cfg.Rate, spec.Rate)
 	full50 := rc.latency(spec, tgt, "full-p50-ttfb", "p50 TTFB, 4 MiB full GET", 50)
 	full99 := rc.latency(spec, tgt, "full-p99-ttfb", "p99 TTFB, 4 MiB full GET", 99)
-	if err := ratePasses(ctx, g, spec, tgt, cfg, rc, loadgen.Pass{Path: path, Rate: rate, Duration: cfg.PassDuration}, full50, full99); err != nil {
+	if err := ratePasses(ctx, g, spec, tgt, cfg, rc, "full GET ", loadgen.Pass{Path: path, Rate: rate, Duration: cfg.PassDuration}, full50, full99); err != nil {
 		return err
 	}
 	rng := [][2]string{{"Range", "bytes=0-65535"}}
 	range50 := rc.latency(spec, tgt, "range-p50-ttfb", "p50 TTFB, 64 KiB Range GET", 50)
 	range99 := rc.latency(spec, tgt, "range-p99-ttfb", "p99 TTFB, 64 KiB Range GET", 99)
-	return ratePasses(ctx, g, spec, tgt, cfg, rc, loadgen.Pass{Path: path, Header: rng, Rate: rate, Duration: cfg.PassDuration}, range50, range99)
+	return ratePasses(ctx, g, spec, tgt, cfg, rc, "Range GET ", loadgen.Pass{Path: path, Header: rng, Rate: rate, Duration: cfg.PassDuration}, range50, range99)
 }
 
 func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *Recorder) error {
@@ -142,9 +143,10 @@ func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc 
 	p50 := rc.latency(spec, tgt, "p50-ttfb", "p50 TTFB", 50)
 	p99 := rc.latency(spec, tgt, "p99-ttfb", "p99 TTFB", 99)
 	co := rc.newResult(spec, tgt, "coalescing", "Coalescing efficiency", "x", false,
-		"clients ÷ origin fetches of the burst's object, counted at the origin, over all measured bursts")
+		"clients ÷ origin fetches of the burst's object, counted at the origin, over the valid measured bursts")
 	var clientsTotal, fetchesTotal int64
 	for i := 0; i < cfg.Warmups+cfg.Passes; i++ {
+		rc.Progress.step(passLabel(i, cfg.Warmups, cfg.Passes, "burst"), burstEstimate)
 		n := int64(1_000_000 + i) // a segment no earlier burst asked for
 		ev.segN = n
 		path := fmt.Sprintf(SegmentPath, n) + "?run=" + tgt.Nonce
@@ -158,7 +160,7 @@ func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc 
 		}
 		after := take(ctx, tgt)
 		fetches := after.origin.Objects[path].Fetches
-		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r), extra: delta(tgt, before, after)}
+		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r, 50, 99), extra: delta(tgt, before, after)}
 		if p.warmup {
 			p.index = i + 1
 		}
@@ -173,24 +175,25 @@ func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc 
 		p.extra["object_fetches"] = fetches
 		p.extra["clients"] = clients
 		p.extra["cache_claims"] = claims(r)
-		p.extra["total_p50_ms"] = round3(msq(r.Total, 50))
+		p.extra["total_p50_ms"] = msq(r.Total, 50)
+		p.extra["lag_effect"] = lagEvidence(r, 50, 99)
 		p50.add(p, r.TTFB)
 		p99.add(p, r.TTFB)
-		x := 0.0
+		var x *float64
+		why := ""
 		if fetches > 0 {
-			x = float64(clients) / float64(fetches)
+			x = results.F(round3(float64(clients) / float64(fetches)))
+		} else {
+			why = "no origin fetch for the burst's object"
 		}
-		addPass(co, p, x)
-		if !p.warmup {
+		if rp := addPass(co, p, x, why); !rp.Warmup && rp.Valid && rp.Value != nil {
 			clientsTotal += int64(clients)
 			fetchesTotal += fetches
-			co.OriginFetches = &fetchesTotal
-			if fetchesTotal > 0 {
-				v := round3(float64(clientsTotal) / float64(fetchesTotal))
-				co.Value = v
-				co.CoalescingX = &v
-			}
+			co.OriginFetches = ptr(fetchesTotal)
+			v := round3(float64(clientsTotal) / float64(fetchesTotal))
+			co.Value, co.CoalescingX, co.NoValue = ptr(v), ptr(v), ""
 		}
+		setNoValue(co)
 		if err := rc.Save(); err != nil {
 			return err
 		}
@@ -202,6 +205,7 @@ func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc 
 type flapRec struct {
 	intended time.Time
 	ttfb     time.Duration
+	total    time.Duration
 	status   int
 	err      string
 	claim    loadgen.CacheClaim
@@ -212,7 +216,7 @@ type flapRec struct {
 type flapLog struct{ shards [][]flapRec }
 
 func (l *flapLog) record(shard int, rec *loadgen.Record, check loadgen.BodyCheck) {
-	fr := flapRec{intended: rec.Intended, ttfb: rec.TTFB, status: rec.Status, err: rec.Err, claim: rec.Cache}
+	fr := flapRec{intended: rec.Intended, ttfb: rec.TTFB, total: rec.Total, status: rec.Status, err: rec.Err, claim: rec.Cache}
 	if e, ok := check.(*evidence); ok && rec.Status != 0 {
 		fr.stamp = e.stamp
 	}
@@ -251,10 +255,11 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 
 	ttfb := rc.latency(spec, tgt, "p50-ttfb-failing", "p50 TTFB while the origin fails", 50)
 	gr := rc.newResult(spec, tgt, "grace-ratio", "Grace hit ratio", "%", false,
-		"stale ÷ (stale + errors) over requests sent while the origin failed and the object's TTL had expired; stale and fresh proven from the origin's X-Origin-Generated stamp, all measured cycles")
-	var stale, errs, fresh int64
+		"stale ÷ (stale + errors + unproven) over requests sent while the origin failed and the object's TTL had expired; stale and fresh proven from the origin's X-Origin-Generated stamp; the valid measured cycles")
+	var stale, errs, fresh, unproven int64
 
 	// One warm-up: a healthy phase, not counted.
+	rc.Progress.step("warm-up (healthy origin)", cfg.HealthyPhase)
 	if r, err := g.Run(ctx, loadgen.Pass{Path: path, Rate: rate, Duration: cfg.HealthyPhase}); err != nil {
 		return err
 	} else if r.Interrupted {
@@ -262,6 +267,7 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 	}
 
 	for c := 1; c <= cfg.Cycles; c++ {
+		rc.Progress.step(fmt.Sprintf("cycle %d/%d (origin fails after %s)", c, cfg.Cycles, cfg.HealthyPhase), cfg.HealthyPhase+cfg.FailPhase)
 		log.reset()
 		before := take(ctx, tgt)
 		type flip struct {
@@ -299,7 +305,8 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 		}
 		after := take(ctx, tgt)
 
-		p := &passInfo{index: c, lr: r, reasons: append([]string{}, r.InvalidReasons...), extra: delta(tgt, before, after)}
+		_, verdict := r.Verdict(50, 99)
+		p := &passInfo{index: c, lr: r, reasons: append([]string{}, verdict...), extra: delta(tgt, before, after)}
 		if f.err != nil {
 			p.reasons = append(p.reasons, "origin control: "+f.err.Error())
 		}
@@ -307,7 +314,11 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 		var healthy, failing, window phaseCounts
 		claimed := map[string]int64{}
 		var disagree int64
-		failHist := hdr.New(1000, int64(loadgen.MaxLatency), 3)
+		// Every request of the failing phase counts in its latency: an
+		// answer at its TTFB, a timeout at the timeout. Other failures have
+		// no latency worth publishing and make the figure invalid.
+		failHist := loadgen.NewHistogram()
+		failErrs := map[string]int64{}
 		for _, recs := range log.shards {
 			for i := range recs {
 				fr := &recs[i]
@@ -335,20 +346,40 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 						disagree++
 					}
 				}
-				if failingPhase && class != "error" && fr.err == "" {
-					_ = failHist.RecordValue(max(int64(fr.ttfb), 0))
+				if failingPhase {
+					switch {
+					case class != "error":
+						_ = failHist.RecordValue(max(int64(fr.ttfb), 0))
+					case fr.err == "timeout":
+						_ = failHist.RecordValue(int64(fr.total))
+						failErrs[fr.err]++
+					case fr.err != "":
+						failErrs[fr.err]++
+					default:
+						failErrs[fmt.Sprintf("status %d", fr.status)]++
+					}
 				}
 			}
 		}
 		if f.lastGen == 0 {
 			p.reasons = append(p.reasons, "the origin never generated the object before failing")
 		}
-		if window.Stale+window.Errors == 0 {
+		var ratio *float64
+		noRatio := ""
+		if n := window.Stale + window.Errors + window.Unproven; n > 0 {
+			ratio = ptr(round3(100 * float64(window.Stale) / float64(n)))
+		} else {
 			p.reasons = append(p.reasons, "no request was sent after the TTL expired inside the failure phase: grace was not exercised")
+			noRatio = "no request in the failure window"
 		}
-		ratio := 0.0
-		if n := window.Stale + window.Errors; n > 0 {
-			ratio = 100 * float64(window.Stale) / float64(n)
+		var graceWhy, ttfbWhy []string
+		if window.Unproven > 0 {
+			graceWhy = append(graceWhy, fmt.Sprintf("%d answers in the failure window carried no origin stamp (%s): neither fresh nor stale can be proven; counted against grace",
+				window.Unproven, origin.GeneratedHeader))
+		}
+		if n := sum(failErrs); n > 0 {
+			ttfbWhy = append(ttfbWhy, fmt.Sprintf("%d of %d requests while the origin failed got no good answer (%s); timeouts count at the timeout, other failures have no latency",
+				n, failing.Fresh+failing.Stale+failing.Errors+failing.Unproven, kinds(failErrs)))
 		}
 		agree(rc, spec, tgt, p)
 		p.extra["healthy"] = healthy
@@ -359,18 +390,19 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 		p.extra["fail_mode"] = cfg.FailMode.String()
 		p.extra["cache_claims"] = claimed
 		p.extra["claim_disagreements"] = disagree
-		p.extra["grace_ratio"] = round3(ratio)
+		p.extra["grace_ratio"] = ratio
 
-		ttfb.add(p, failHist)
-		addPass(gr, p, ratio)
-		stale += window.Stale
-		errs += window.Errors
-		fresh += window.Fresh
-		if n := stale + errs; n > 0 {
-			v := round3(100 * float64(stale) / float64(n))
-			gr.Value, gr.GraceRatio = v, &v
+		ttfb.add(p, failHist, ttfbWhy...)
+		if rp := addPass(gr, p, ratio, noRatio, graceWhy...); !rp.Warmup && rp.Valid && rp.Value != nil {
+			stale += window.Stale
+			errs += window.Errors
+			fresh += window.Fresh
+			unproven += window.Unproven
+			v := round3(100 * float64(stale) / float64(stale+errs+unproven))
+			gr.Value, gr.GraceRatio, gr.NoValue = ptr(v), ptr(v), ""
+			gr.Stale, gr.GraceErrors, gr.Fresh = ptr(stale), ptr(errs), ptr(fresh)
 		}
-		gr.Stale, gr.Errors, gr.Fresh = ptr(stale), ptr(errs), ptr(fresh)
+		setNoValue(gr)
 		if err := rc.Save(); err != nil {
 			return err
 		}
@@ -392,6 +424,14 @@ func classify(fr *flapRec, ttl time.Duration) string {
 		return "fresh"
 	}
 	return "stale"
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 func ternary[T any](c bool, a, b T) T {

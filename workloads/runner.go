@@ -34,25 +34,35 @@ type RunSpec struct {
 	Commit   string
 	// Settings is recorded in the run file as its configuration.
 	Settings map[string]any
+	// Progress, when set, is told what the run is doing as it goes.
+	Progress *Progress
 }
 
-// CPUPlan splits the machine: the generator gets the last CPU, the engine and
-// the origin the rest. With one CPU nothing is pinned.
+// CPUPlan splits the machine: the generator gets the last CPUs (one event
+// loop on each), the engine and the origin the rest. With one CPU nothing is
+// pinned.
 type CPUPlan struct {
 	Generator, Servers []int
 }
 
-// PlanCPUs pins apart where the machine allows.
-func PlanCPUs() CPUPlan {
-	n := runtime.NumCPU()
+// PlanCPUs pins apart where the machine allows: a quarter of the CPUs (at
+// least one) for the generator, the rest for what it measures.
+func PlanCPUs() CPUPlan { return planCPUs(runtime.NumCPU()) }
+
+func planCPUs(n int) CPUPlan {
 	if n < 2 {
 		return CPUPlan{}
 	}
-	var servers []int
-	for i := 0; i < n-1; i++ {
-		servers = append(servers, i)
+	gen := max(1, n/4)
+	var p CPUPlan
+	for i := 0; i < n; i++ {
+		if i < n-gen {
+			p.Servers = append(p.Servers, i)
+		} else {
+			p.Generator = append(p.Generator, i)
+		}
 	}
-	return CPUPlan{Generator: []int{n - 1}, Servers: servers}
+	return p
 }
 
 // originHandle is our origin, in-process or a child process.
@@ -110,16 +120,25 @@ func startOrigin(ctx context.Context, rt string, cfg origin.Config, listen strin
 	return nil, fmt.Errorf("runtime %q: want %s or %s", rt, engines.RuntimeProcess, engines.RuntimeInproc)
 }
 
-// Execute runs every workload on every engine, saving the run file after
-// each pass. progress receives a table per workload as it completes. A
-// cancelled ctx stops the run; what finished is kept and the run is marked
-// interrupted.
-func Execute(ctx context.Context, spec RunSpec, progress io.Writer) (*results.Run, *Recorder, error) {
+// Execute runs every workload on every engine, saving the run file at the
+// start and after each pass. tables receives a table per workload as it
+// completes. A cancelled ctx stops the run; what finished is kept and the
+// run is marked interrupted. The file always says how the run ended.
+func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run, *Recorder, error) {
 	if spec.Runtime == "" {
 		spec.Runtime = engines.RuntimeProcess
 	}
 	run := results.NewRun(spec.Version, spec.Commit, spec.Settings)
-	rc := &Recorder{Run: run, Dir: spec.OutDir}
+	rc := &Recorder{Run: run, Dir: spec.OutDir, Progress: spec.Progress}
+	planned := EstimateRun(spec.Workloads, len(spec.Engines), spec.Config)
+	spec.Progress.begin(planned)
+	if err := rc.Save(); err != nil {
+		return run, rc, fmt.Errorf("save results: %w", err)
+	}
+	spec.Progress.Note("run %s: %s on %s, about %s", run.ID, names(spec.Workloads), strings.Join(spec.Engines, ", "), clock(planned))
+	if rc.Path() != "" {
+		spec.Progress.Note("results: %s (rewritten after every pass)", rc.Path())
+	}
 	plan := CPUPlan{}
 	if spec.Runtime == engines.RuntimeProcess {
 		plan = PlanCPUs()
@@ -143,16 +162,24 @@ func Execute(ctx context.Context, spec RunSpec, progress io.Writer) (*results.Ru
 		if ctx.Err() != nil {
 			break
 		}
-		if err := runWorkload(ctx, spec, w, cfg, plan, rc); err != nil {
+		err := runWorkload(ctx, spec, w, cfg, plan, rc)
+		spec.Progress.Clear()
+		WriteTable(tables, w, rc.Results())
+		if err != nil {
 			runErr = err
 			break
 		}
-		WriteTable(progress, w, rc.Results())
 	}
 	run.FinishedAt = time.Now().UTC()
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		run.Interrupted = true
+		run.Status = results.StatusInterrupted
 		runErr = nil
+	case runErr != nil:
+		run.Status, run.Error = results.StatusFailed, runErr.Error()
+	default:
+		run.Status = results.StatusComplete
 	}
 	if err := rc.Save(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("save results: %w", err)
@@ -178,6 +205,7 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 		if ctx.Err() != nil {
 			return nil
 		}
+		rc.Progress.at("[" + name + "] " + w.Name)
 		var inst engines.Instance
 		switch name {
 		case "builtin":

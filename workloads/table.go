@@ -3,116 +3,234 @@ package workloads
 import (
 	"fmt"
 	"io"
+	"math"
+	"regexp"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/hlsbench/hlsbench/results"
 )
 
-// WriteTable prints one workload's results as a table, one row per engine,
-// one column per test, like the reference page's sections.
+// TableWidth is what the tables are laid out for.
+const TableWidth = 100
+
+// maxCauses bounds the reasons printed under a table; the rest are counted.
+const maxCauses = 8
+
+// WriteTable prints one workload's results, one row per engine and test, and
+// under it a legend and the reasons any pass was invalid, each cause once.
 func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
-	var tests []string
-	rows := map[string]map[string]*results.Result{}
-	var engines []string
+	var rs []*results.Result
 	for _, r := range all {
-		if r.Workload != spec.Name {
-			continue
+		if r.Workload == spec.Name {
+			rs = append(rs, r)
 		}
-		key := r.Engine + " (" + r.Runtime + ", " + r.Topology + ")"
-		if rows[key] == nil {
-			rows[key] = map[string]*results.Result{}
-			engines = append(engines, key)
-		}
-		if !contains(tests, r.Test) {
-			tests = append(tests, r.Test)
-		}
-		rows[key][r.Test] = r
 	}
-	if len(engines) == 0 {
+	if len(rs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%s — %s\n", spec.Title, spec.Description)
+	fmt.Fprintf(w, "\n%s\n", wrap(spec.Title+" — "+spec.Description, TableWidth, "", "  "))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := []string{"engine"}
-	for _, t := range tests {
-		head = append(head, titleOf(rows, engines, t))
+	fmt.Fprintln(tw, "  engine\ttest\tvalue [min–max]\tbetter\tvalid passes")
+	last := ""
+	causes := newCauses()
+	for _, r := range rs {
+		causes.tests[EngineLabel(r)]++
 	}
-	head = append(head, "passes", "valid")
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	var notes []string
-	for _, e := range engines {
-		cells := []string{e}
-		valid := true
-		n := 0
-		for _, t := range tests {
-			r := rows[e][t]
-			if r == nil {
-				cells = append(cells, "-")
-				continue
-			}
-			cells = append(cells, formatValue(r))
-			n = max(n, r.Spread.N)
-			if !r.Valid {
-				valid = false
-				for _, why := range r.InvalidReasons {
-					note := fmt.Sprintf("  %s %s: %s", e, r.Test, why)
-					if len(notes) < 6 && !contains(notes, note) {
-						notes = append(notes, note)
-					}
-				}
-			}
+	for _, r := range rs {
+		eng := EngineLabel(r)
+		name := eng
+		if eng == last {
+			name = ""
 		}
-		cells = append(cells, fmt.Sprint(n), map[bool]string{true: "yes", false: "NO"}[valid])
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		last = eng
+		better := "higher"
+		if r.LowerIsBetter {
+			better = "lower"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d/%d\n", name, r.Title, FormatValue(r), better, r.ValidPasses, r.MeasuredPasses)
+		causes.add(eng, r)
 	}
 	tw.Flush()
-	for _, n := range notes {
-		fmt.Fprintln(w, n)
-	}
+	fmt.Fprintln(w, "  value: the test's figure over its valid measured passes; [min–max]: the valid passes' own values")
+	causes.write(w)
 }
 
-func titleOf(rows map[string]map[string]*results.Result, engines []string, test string) string {
-	for _, e := range engines {
-		if r := rows[e][test]; r != nil {
-			return r.Title
-		}
+// EngineLabel names an engine as it ran: name, version, runtime, topology.
+func EngineLabel(r *results.Result) string {
+	s := r.Engine
+	if r.Runtime != "" && r.Runtime != "process" && r.Runtime != r.Engine {
+		s += " (" + r.Runtime + ")"
 	}
-	return test
-}
-
-func formatValue(r *results.Result) string {
-	s := ""
-	switch r.Unit {
-	case "ms":
-		if r.Value >= 1000 {
-			s = fmt.Sprintf("%.3f s", r.Value/1000)
-		} else {
-			s = fmt.Sprintf("%.3f ms", r.Value)
-		}
-	case "%":
-		s = fmt.Sprintf("%.1f %%", r.Value)
-	case "x":
-		s = fmt.Sprintf("%.1f x", r.Value)
-	default:
-		s = fmt.Sprintf("%g %s", r.Value, r.Unit)
-	}
-	if r.Spread.N > 1 {
-		s += fmt.Sprintf(" [%s–%s]", short(r.Spread.Min, r.Unit), short(r.Spread.Max, r.Unit))
+	if r.Topology != "" && r.Topology != "plaintext" {
+		s += " " + r.Topology
 	}
 	return s
 }
 
-func short(v float64, unit string) string {
-	if unit == "ms" && v >= 1000 {
-		return fmt.Sprintf("%.2fs", v/1000)
+// FormatValue is a value with its unit and the spread of the passes behind
+// it, all in one unit: "0.295 ms [0.251–0.410 ms]", "7.16 s [5.20–8.43 s]",
+// "—" when nothing was measured.
+func FormatValue(r *results.Result) string {
+	if r.Value == nil {
+		return "—"
 	}
-	return fmt.Sprintf("%.3g", v)
+	v := *r.Value
+	hi := v
+	if r.Spread.N > 1 {
+		hi = max(hi, r.Spread.Max)
+	}
+	unit, scale := r.Unit, 1.0
+	if r.Unit == "ms" && hi >= 1000 {
+		unit, scale = "s", 1000
+	}
+	s := sig3(v/scale) + " " + unit
+	if r.Spread.N > 1 {
+		s += fmt.Sprintf(" [%s–%s %s]", sig3(r.Spread.Min/scale), sig3(r.Spread.Max/scale), unit)
+	}
+	return s
+}
+
+// sig3 prints three significant figures without exponents.
+func sig3(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0:
+		return "0"
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	d := 2 - int(math.Floor(math.Log10(a)))
+	return fmt.Sprintf("%.*f", d, v)
+}
+
+// causes groups invalid reasons by engine and cause: the same cause in
+// several passes and tests (p50 and p99 of one pass) is printed once.
+type causes struct {
+	order []string
+	by    map[string]*cause
+	tests map[string]int // tests per engine in the table
+}
+
+type cause struct {
+	engine, text string
+	tests        []string
+	passes       []int
+}
+
+func newCauses() *causes { return &causes{by: map[string]*cause{}, tests: map[string]int{}} }
+
+var digits = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
+
+func (c *causes) add(engine string, r *results.Result) {
+	note := func(text string, pass int) {
+		key := engine + "\x00" + digits.ReplaceAllString(text, "#")
+		x := c.by[key]
+		if x == nil {
+			x = &cause{engine: engine, text: text}
+			c.by[key] = x
+			c.order = append(c.order, key)
+		}
+		if !contains(x.tests, r.Test) {
+			x.tests = append(x.tests, r.Test)
+		}
+		if pass > 0 && !containsInt(x.passes, pass) {
+			x.passes = append(x.passes, pass)
+		}
+	}
+	for _, p := range r.Passes {
+		if p.Warmup {
+			continue
+		}
+		for _, why := range p.InvalidReasons {
+			note(why, p.Index)
+		}
+		if len(p.InvalidReasons) == 0 && p.Value == nil {
+			note(p.NoValue, p.Index)
+		}
+	}
+	if r.MeasuredPasses == 0 && r.NoValue != "" {
+		note(r.NoValue, 0)
+	}
+}
+
+func (c *causes) write(w io.Writer) {
+	if len(c.order) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  why passes are invalid or have no value:")
+	for i, key := range c.order {
+		if i == maxCauses {
+			fmt.Fprintf(w, "    and %d more causes (the results file has every pass's reasons)\n", len(c.order)-maxCauses)
+			break
+		}
+		x := c.by[key]
+		tests := strings.Join(x.tests, ", ")
+		if len(x.tests) > 1 && len(x.tests) == c.tests[x.engine] {
+			tests = "every test"
+		}
+		where := x.engine + ", " + tests
+		if len(x.passes) > 0 {
+			sort.Ints(x.passes)
+			where += ", " + passList(x.passes)
+		}
+		fmt.Fprintln(w, wrap("- "+where+": "+x.text, TableWidth, "    ", "      "))
+	}
+}
+
+// passList is "pass 3" or "5 passes (1, 2, 4, 7, 9)", shortened past eight.
+func passList(ps []int) string {
+	if len(ps) == 1 {
+		return fmt.Sprintf("pass %d", ps[0])
+	}
+	var s []string
+	for i, p := range ps {
+		if i == 8 {
+			s = append(s, "…")
+			break
+		}
+		s = append(s, fmt.Sprint(p))
+	}
+	return fmt.Sprintf("%d passes (%s)", len(ps), strings.Join(s, ", "))
+}
+
+// wrap folds text at width: the first line starts with first, the others
+// with indent.
+func wrap(text string, width int, first, indent string) string {
+	var b strings.Builder
+	b.WriteString(first)
+	line := len(first)
+	for i, word := range strings.Fields(text) {
+		if i > 0 && line+1+len([]rune(word)) > width {
+			b.WriteString("\n" + indent)
+			line = len(indent)
+		} else if i > 0 {
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(word)
+		line += len([]rune(word))
+	}
+	return b.String()
 }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsInt(list []int, n int) bool {
+	for _, x := range list {
+		if x == n {
 			return true
 		}
 	}

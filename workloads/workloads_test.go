@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,8 +85,11 @@ func TestBuiltinAllWorkloads(t *testing.T) {
 
 	for _, id := range []string{"hit-path/p50-ttfb", "hit-path/p99-ttfb", "segment/full-p50-ttfb", "segment/range-p99-ttfb"} {
 		r := find(t, run, "builtin", id)
-		if r.Spread.N != 2 || r.Value <= 0 || r.Histogram == "" {
-			t.Errorf("%s: %d passes value %v", id, r.Spread.N, r.Value)
+		if r.MeasuredPasses != 2 || r.Histogram == "" || (r.Value == nil) != (r.ValidPasses == 0) {
+			t.Errorf("%s: %d passes, %d valid, value %v (%s)", id, r.MeasuredPasses, r.ValidPasses, r.Value, r.NoValue)
+		}
+		if r.Value != nil && *r.Value <= 0 {
+			t.Errorf("%s: value %v", id, *r.Value)
 		}
 		for _, p := range r.Passes {
 			if p.Errors != 0 {
@@ -98,18 +102,18 @@ func TestBuiltinAllWorkloads(t *testing.T) {
 	}
 	co := find(t, run, "builtin", "miss-storm/coalescing")
 	for _, p := range co.Passes {
-		if p.Value != 200 {
-			t.Errorf("miss-storm pass %d: coalescing %vx, want 200x (%v)", p.Index, p.Value, p.Extra["object_fetches"])
+		if p.Value == nil || *p.Value != 200 {
+			t.Errorf("miss-storm pass %d: coalescing %v, want 200x (%v)", p.Index, val(p.Value), p.Extra["object_fetches"])
 		}
 	}
-	if co.Value != 200 {
-		t.Errorf("coalescing %v valid %v %v", co.Value, co.Valid, co.InvalidReasons)
+	if val(co.Value) != 200 {
+		t.Errorf("coalescing %v valid %v %v", val(co.Value), co.Valid, co.InvalidReasons)
 	}
 	gr := find(t, run, "builtin", "origin-flap/grace-ratio")
 	// In-process the generator shares a Go runtime with the cache, so its
 	// passes may be invalid for lag; the grace figures stand regardless.
-	if gr.Value < 99 {
-		t.Errorf("grace ratio %v%%, want ≥ 99%%", gr.Value)
+	if gr.GraceRatio == nil || *gr.GraceRatio < 99 {
+		t.Errorf("grace ratio %v%%, want ≥ 99%% (%s)", val(gr.GraceRatio), gr.NoValue)
 	}
 	for _, p := range gr.Passes {
 		w := p.Extra["expired_window"].(phaseCounts)
@@ -154,8 +158,8 @@ func TestExternalNeverCoalesces(t *testing.T) {
 		return proxy(t, a, func(rp *httputil.ReverseProxy) http.Handler { return rp })
 	})
 	co := find(t, run, "external", "miss-storm/coalescing")
-	if co.Value < 0.99 || co.Value > 1.01 {
-		t.Errorf("coalescing %vx, want 1x for a proxy that fetches every request", co.Value)
+	if v := val(co.Value); v < 0.99 || v > 1.01 {
+		t.Errorf("coalescing %vx, want 1x for a proxy that fetches every request", v)
 	}
 }
 
@@ -205,12 +209,24 @@ func TestExternalNoGrace(t *testing.T) {
 		})
 	})
 	gr := find(t, run, "external", "origin-flap/grace-ratio")
-	if gr.Value > 1 {
-		t.Errorf("grace ratio %v%%, want about 0 for a proxy that answers 503", gr.Value)
+	if gr.Value == nil || *gr.Value > 1 {
+		t.Errorf("grace ratio %v%% (%s), want about 0 for a proxy that answers 503", val(gr.Value), gr.NoValue)
 	}
-	if gr.Errors == nil || *gr.Errors == 0 {
+	if gr.GraceErrors == nil || *gr.GraceErrors == 0 {
 		t.Errorf("no errors counted while the origin failed")
 	}
+	// Its fast 503s are not a latency: the TTFB while failing is invalid.
+	tt := find(t, run, "external", "origin-flap/p50-ttfb-failing")
+	if tt.Valid || tt.Value != nil {
+		t.Errorf("TTFB while failing: value %v valid %v, want no value from passes full of errors", val(tt.Value), tt.Valid)
+	}
+}
+
+func val(v *float64) float64 {
+	if v == nil {
+		return -1
+	}
+	return *v
 }
 
 // bodyFilter rewrites segment bodies on their way through the proxy.
@@ -271,6 +287,12 @@ func TestExternalBadBodies(t *testing.T) {
 				if p.ErrorsByKind[kind] == 0 || p.ErrorsByKind[kind] != p.Errors || r.Valid {
 					t.Errorf("%s: errors %v valid %v, want every request failing as %s and the result invalid", id, p.ErrorsByKind, r.Valid, kind)
 				}
+				// Nothing succeeded: no number, and the reason says so.
+				if r.Value != nil || p.Value != nil || !strings.Contains(r.NoValue, "no successful request") ||
+					r.Errors != p.Errors || r.Requests != p.Requests || r.ErrorsByKind[kind] != p.Errors {
+					t.Errorf("%s: value %v (pass %v), no_value %q, errors %d of %d: want null with the reason", id,
+						val(r.Value), val(p.Value), r.NoValue, r.Errors, r.Requests)
+				}
 			}
 		})
 	}
@@ -288,4 +310,106 @@ func runExpectingWarmFailure(t *testing.T, cfg Config, proxyFor func(string) str
 		t.Fatal(err)
 	}
 	return run
+}
+
+// failingCache caches for the TTL; once the copy expired and the origin
+// fails, onFail answers instead (the i-th such request).
+type failingCache struct {
+	noGraceCache
+	n      atomic.Int64
+	onFail func(i int64, w http.ResponseWriter, r *http.Request, stale *cached)
+}
+
+func (c *failingCache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	o := c.obj[r.RequestURI]
+	c.mu.Unlock()
+	if o == nil || time.Since(o.at) >= c.ttl {
+		rec := httptest.NewRecorder()
+		c.rp.ServeHTTP(rec, r)
+		if rec.Code != 200 {
+			if o == nil {
+				w.WriteHeader(503)
+				return
+			}
+			c.onFail(c.n.Add(1), w, r, o)
+			return
+		}
+		o = &cached{at: time.Now(), hdr: rec.Header(), body: rec.Body.Bytes()}
+		c.mu.Lock()
+		c.obj[r.RequestURI] = o
+		c.mu.Unlock()
+	}
+	serve(w, o)
+}
+
+func serve(w http.ResponseWriter, o *cached) {
+	for k, v := range o.hdr {
+		w.Header()[k] = v
+	}
+	w.Write(o.body)
+}
+
+func flapThrough(t *testing.T, cfg Config, onFail func(i int64, w http.ResponseWriter, r *http.Request, stale *cached)) *results.Run {
+	ttl := specOf(OriginFlap).Policy.ManifestTTL
+	return external(t, OriginFlap, cfg, func(a string) string {
+		return proxy(t, a, func(rp *httputil.ReverseProxy) http.Handler {
+			return &failingCache{noGraceCache: noGraceCache{rp: rp, ttl: ttl, obj: map[string]*cached{}}, onFail: onFail}
+		})
+	})
+}
+
+// A proxy that holds 60 % of requests past the timeout while the origin
+// fails and serves the rest stale at once must not publish the fast 40 % as
+// its TTFB while failing.
+func TestExternalHoldsWhileFailing(t *testing.T) {
+	cfg := testConfig()
+	cfg.Timeout = 1500 * time.Millisecond
+	cfg.Rate = 50
+	run := flapThrough(t, cfg, func(i int64, w http.ResponseWriter, r *http.Request, stale *cached) {
+		if i%5 < 3 {
+			select { // held until the client gives up (bounded)
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+			return
+		}
+		serve(w, stale)
+	})
+	tt := find(t, run, "external", "origin-flap/p50-ttfb-failing")
+	if tt.Valid || (tt.Value != nil && *tt.Value < 1000) {
+		t.Errorf("TTFB while failing %v ms, valid %v: want the timeouts in the figure and the figure invalid (%v)",
+			val(tt.Value), tt.Valid, tt.InvalidReasons)
+	}
+	found := false
+	for _, p := range tt.Passes {
+		for _, why := range p.InvalidReasons {
+			found = found || strings.Contains(why, "timeout")
+		}
+	}
+	if !found {
+		t.Errorf("no pass names the timeouts: %v", tt.InvalidReasons)
+	}
+}
+
+// A proxy that answers a 200 of its own (no origin stamp) for half the
+// failure window and stale for the rest has not proven 100 % grace.
+func TestExternalUnprovenAnswers(t *testing.T) {
+	cfg := testConfig()
+	cfg.Rate = 50
+	run := flapThrough(t, cfg, func(i int64, w http.ResponseWriter, r *http.Request, stale *cached) {
+		if i%2 == 0 {
+			w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
+			w.Write([]byte("#EXTM3U\n"))
+			return
+		}
+		serve(w, stale)
+	})
+	gr := find(t, run, "external", "origin-flap/grace-ratio")
+	if gr.Valid || (gr.Value != nil && *gr.Value > 60) {
+		t.Errorf("grace %v%% valid %v: want unproven answers counted against grace and the figure invalid", val(gr.Value), gr.Valid)
+	}
+	if !strings.Contains(strings.Join(gr.InvalidReasons, " "), "no origin stamp") {
+		t.Errorf("reasons %v: want the unproven answers named", gr.InvalidReasons)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
@@ -23,6 +24,7 @@ const (
 	ExitOK          = 0
 	ExitFailure     = 1
 	ExitUsage       = 2
+	ExitInvalid     = 3 // finished, but some result is invalid or has no value
 	ExitInterrupted = 130
 )
 
@@ -46,6 +48,12 @@ func usagef(format string, args ...any) error {
 // errInterrupted reports a run stopped by a signal after its output was written.
 var errInterrupted = errors.New("interrupted")
 
+// invalidError reports a measurement that finished with some result invalid
+// or without a value (exit 3), after its output was written.
+type invalidError struct{ msg string }
+
+func (e invalidError) Error() string { return e.msg }
+
 // Main runs hlsbench with args and returns the exit code. SIGINT and SIGTERM
 // cancel the context: commands stop, clean up and report what they finished.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -65,6 +73,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errInterrupted):
 		fmt.Fprintln(stderr, "hlsbench: interrupted; what finished is above")
 		return ExitInterrupted
+	}
+	var inv invalidError
+	if errors.As(err, &inv) {
+		fmt.Fprintln(stderr, "hlsbench: finished, but "+inv.msg)
+		return ExitInvalid
 	}
 	fmt.Fprintln(stderr, "hlsbench:", err)
 	var ue usageError
@@ -103,4 +116,14 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// isTerminal reports whether w is a terminal (for a live progress line).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

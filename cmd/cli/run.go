@@ -39,6 +39,7 @@ type RunOptions struct {
 	OriginListen string
 	FailMode     string
 	Binary       string
+	Quiet        bool
 
 	set map[string]bool // flags given on the command line
 }
@@ -67,7 +68,15 @@ headline percentiles come from all measured samples merged.
 proxy that is already running and fetches from --origin-listen (hlsbench starts
 only its origin there). Results are saved as JSON under --out (default
 ` + "$XDG_DATA_HOME/hlsbench/runs or ~/.local/share/hlsbench/runs" + `) after every pass;
-Ctrl-C stops, tears everything down and keeps the finished passes.`,
+Ctrl-C stops, tears everything down and keeps the finished passes.
+
+Progress (engine, workload, pass, time left) goes to stderr: a live line on a
+terminal, a line per pass otherwise; --quiet silences it.
+
+Exit codes: 0 every result valid; 3 the run finished but some result is
+invalid or has no value (the reasons are under each table and in the file);
+1 failure (the file says status "failed" and why); 2 bad flags or input;
+130 interrupted (finished passes kept).`,
 		Example: `  hlsbench run --quick
   hlsbench run --engine builtin --workload miss-storm
   hlsbench run --engine external --url http://127.0.0.1:6081 --origin-listen 127.0.0.1:8081 --workload all`,
@@ -94,6 +103,7 @@ Ctrl-C stops, tears everything down and keeps the finished passes.`,
 	f.StringVar(&o.OriginListen, "origin-listen", "", "with --engine external: the address the origin listens on (the proxy fetches from it)")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
 	f.StringVar(&o.Binary, "binary", "", "the engine's binary when it is not on PATH (one process engine only), e.g. /opt/vinyl/sbin/vinyld")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines (tables, results and errors are still printed)")
 	return c
 }
 
@@ -101,27 +111,38 @@ Ctrl-C stops, tears everything down and keeps the finished passes.`,
 type runJSON struct {
 	RunID       string          `json:"run_id"`
 	File        string          `json:"file,omitempty"`
+	Status      string          `json:"status"`
+	Error       string          `json:"error,omitempty"`
 	Interrupted bool            `json:"interrupted"`
 	Results     []runJSONResult `json:"results"`
 }
 
+// runJSONResult is one test. Value is null when nothing valid was measured,
+// with NoValue saying why; passes counts the measured passes, valid_passes
+// those behind the value.
 type runJSONResult struct {
-	ID            string   `json:"id"`
-	Workload      string   `json:"workload"`
-	Test          string   `json:"test"`
-	Engine        string   `json:"engine"`
-	Runtime       string   `json:"runtime"`
-	Topology      string   `json:"topology"`
-	Value         float64  `json:"value"`
-	Unit          string   `json:"unit"`
-	Valid         bool     `json:"valid"`
-	Passes        int      `json:"passes"`
-	OriginFetches *int64   `json:"origin_fetches,omitempty"`
-	CoalescingX   *float64 `json:"coalescing_x,omitempty"`
-	GraceRatio    *float64 `json:"grace_ratio,omitempty"`
-	Fresh         *int64   `json:"fresh,omitempty"`
-	Stale         *int64   `json:"stale,omitempty"`
-	Errors        *int64   `json:"errors,omitempty"`
+	ID            string           `json:"id"`
+	Workload      string           `json:"workload"`
+	Test          string           `json:"test"`
+	Engine        string           `json:"engine"`
+	Runtime       string           `json:"runtime"`
+	Topology      string           `json:"topology"`
+	Value         *float64         `json:"value"`
+	NoValue       string           `json:"no_value,omitempty"`
+	Unit          string           `json:"unit"`
+	LowerIsBetter bool             `json:"lower_is_better"`
+	Valid         bool             `json:"valid"`
+	Passes        int              `json:"passes"`
+	ValidPasses   int              `json:"valid_passes"`
+	Requests      int64            `json:"requests"`
+	Errors        int64            `json:"errors"`
+	ErrorsByKind  map[string]int64 `json:"errors_by_kind"`
+	OriginFetches *int64           `json:"origin_fetches,omitempty"`
+	CoalescingX   *float64         `json:"coalescing_x,omitempty"`
+	GraceRatio    *float64         `json:"grace_ratio,omitempty"`
+	GraceErrors   *int64           `json:"grace_errors,omitempty"`
+	Fresh         *int64           `json:"fresh,omitempty"`
+	Stale         *int64           `json:"stale,omitempty"`
 }
 
 // RunBench is `hlsbench run`.
@@ -203,6 +224,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	for _, name := range engineNames {
 		if e, ok := engines.Lookup(name); ok {
 			if _, err := engines.FindBinary(e, binaries[name]); err != nil {
+				if binaries[name] != "" {
+					return usagef("--binary %s: %v (want the path of %s's %s, or a name on PATH)", binaries[name], errors.Unwrap(err), name, e.Binary())
+				}
 				return err
 			}
 		}
@@ -236,37 +260,69 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		settings["external_url"], settings["origin_listen"] = o.URL, o.OriginListen
 	}
 
-	progress := stdout
+	tables := stdout
 	if o.JSON {
-		progress = stderr
+		tables = stderr
+	}
+	var progress *workloads.Progress
+	if !o.Quiet {
+		progress = workloads.NewProgress(stderr, isTerminal(stderr))
 	}
 	run, rc, err := workloads.Execute(ctx, workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg,
 		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, OutDir: out, Self: self,
-		Version: Version, Commit: Commit, Settings: settings}, progress)
+		Version: Version, Commit: Commit, Settings: settings, Progress: progress}, tables)
 	if rc != nil && rc.Path() != "" {
-		fmt.Fprintf(stderr, "hlsbench: results saved to %s\n", rc.Path())
+		fmt.Fprintf(stderr, "hlsbench: results saved to %s (status %s)\n", rc.Path(), run.Status)
 	}
-	if err != nil {
+	if o.JSON && run != nil {
+		if jerr := writeRunJSON(stdout, run, rc.Path()); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	switch {
+	case err != nil:
 		return err
-	}
-	if o.JSON {
-		rep := runJSON{RunID: run.ID, File: rc.Path(), Interrupted: run.Interrupted, Results: []runJSONResult{}}
-		for _, r := range run.Results {
-			rep.Results = append(rep.Results, runJSONResult{ID: r.ID, Workload: r.Workload, Test: r.Test, Engine: r.Engine,
-				Runtime: r.Runtime, Topology: r.Topology, Value: r.Value, Unit: r.Unit, Valid: r.Valid, Passes: r.Spread.N,
-				OriginFetches: r.OriginFetches, CoalescingX: r.CoalescingX, GraceRatio: r.GraceRatio,
-				Fresh: r.Fresh, Stale: r.Stale, Errors: r.Errors})
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	}
-	if run.Interrupted {
+	case run.Interrupted:
 		return errInterrupted
 	}
-	return nil
+	return verdict(run)
+}
+
+func writeRunJSON(w io.Writer, run *results.Run, file string) error {
+	rep := runJSON{RunID: run.ID, File: file, Status: run.Status, Error: run.Error, Interrupted: run.Interrupted,
+		Results: []runJSONResult{}}
+	for _, r := range run.Results {
+		rep.Results = append(rep.Results, runJSONResult{ID: r.ID, Workload: r.Workload, Test: r.Test, Engine: r.Engine,
+			Runtime: r.Runtime, Topology: r.Topology, Value: r.Value, NoValue: r.NoValue, Unit: r.Unit,
+			LowerIsBetter: r.LowerIsBetter, Valid: r.Valid, Passes: r.MeasuredPasses, ValidPasses: r.ValidPasses,
+			Requests: r.Requests, Errors: r.Errors, ErrorsByKind: r.ErrorsByKind,
+			OriginFetches: r.OriginFetches, CoalescingX: r.CoalescingX, GraceRatio: r.GraceRatio,
+			GraceErrors: r.GraceErrors, Fresh: r.Fresh, Stale: r.Stale})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// verdict is nil when every result is valid and has a value, else an
+// invalidError (exit 3) that counts them and says what to do.
+func verdict(run *results.Run) error {
+	var bad []string
+	for _, r := range run.Results {
+		if !r.Valid || r.Value == nil {
+			bad = append(bad, r.ID+" on "+workloads.EngineLabel(&r))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	shown := bad
+	if len(shown) > 4 {
+		shown = append(shown[:4:4], fmt.Sprintf("and %d more", len(bad)-4))
+	}
+	return invalidError{fmt.Sprintf("%d of %d results are invalid or have no value (%s); the reasons are under each table and in the results file. "+
+		"If the generator was late or busy: lower --rate, quiet the machine (see the busy CPUs in the reasons), or run fewer engines at once",
+		len(bad), len(run.Results), strings.Join(shown, ", "))}
 }
 
 func parseEngines(s string) ([]string, error) {

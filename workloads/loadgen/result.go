@@ -39,6 +39,9 @@ type Result struct {
 	// ShardCPU is each event-loop thread's CPU as a share of the pass's wall time.
 	ShardCPU []float64
 
+	ErrorSamples []ErrorSample // TEMPORARY shim field
+	LagEffects   []LagEffect   // TEMPORARY shim field
+
 	Valid          bool
 	InvalidReasons []string
 	PoolLimited    bool

@@ -1,0 +1,177 @@
+package workloads
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Progress tells a person what a run is doing: the engine, the workload, the
+// pass and an estimate of the time left. On a terminal it keeps one live
+// line; elsewhere (a CI log) it prints a plain line per step. A nil
+// *Progress prints nothing.
+type Progress struct {
+	w    io.Writer
+	live bool
+	now  func() time.Time
+
+	mu      sync.Mutex
+	start   time.Time
+	planned time.Duration // the whole run, estimated from its protocol
+	done    time.Duration // planned time of the steps finished
+	pending time.Duration // planned time of the step under way
+	shown   bool          // a live line is on the screen
+	where   string
+}
+
+// NewProgress writes to w; live is true when w is a terminal.
+func NewProgress(w io.Writer, live bool) *Progress {
+	return &Progress{w: w, live: live, now: time.Now}
+}
+
+// begin starts the clock for a run planned to take about planned.
+func (p *Progress) begin(planned time.Duration) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.start, p.planned = p.now(), planned
+}
+
+// Note prints a line that stays (a start, a saved file).
+func (p *Progress) Note(format string, args ...any) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLocked()
+	fmt.Fprintf(p.w, "hlsbench: "+format+"\n", args...)
+}
+
+// at says where the run is now: "[builtin] hit-path".
+func (p *Progress) at(where string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.where = where
+	p.mu.Unlock()
+	p.step("starting the origin and the engine", startEstimate)
+}
+
+// step shows what starts now, planned to take planned; the step before it
+// is done.
+func (p *Progress) step(what string, planned time.Duration) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += p.pending
+	p.pending = planned
+	elapsed := p.now().Sub(p.start)
+	line := fmt.Sprintf("%s: %s · %s elapsed · %s", p.where, what, clock(elapsed), p.etaLocked(elapsed))
+	if p.live {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		p.shown = true
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// etaLocked scales what is left of the plan by how fast the plan has gone
+// so far (engine starts and slow bursts make it run over).
+func (p *Progress) etaLocked(elapsed time.Duration) string {
+	left := p.planned - p.done
+	if left <= 0 {
+		return "finishing"
+	}
+	if p.done > 0 && elapsed > p.done {
+		left = time.Duration(float64(left) * float64(elapsed) / float64(p.done))
+	}
+	return "about " + clock(left) + " left"
+}
+
+// Clear removes the live line before other output.
+func (p *Progress) Clear() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLocked()
+}
+
+func (p *Progress) clearLocked() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+}
+
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d >= time.Hour {
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// passLabel is "warm-up 2/3" or "pass 4/20".
+func passLabel(i, warmups, passes int, unit string) string {
+	if unit == "" {
+		unit = "pass"
+	}
+	if i < warmups {
+		return fmt.Sprintf("warm-up %d/%d", i+1, warmups)
+	}
+	return fmt.Sprintf("%s %d/%d", unit, i+1-warmups, passes)
+}
+
+// burstEstimate is what one miss-storm burst is planned to take: a cold
+// 4 MiB fetch from the origin (≈ 210 ms) and the 200 answers, with margin.
+const burstEstimate = 500 * time.Millisecond
+
+// startEstimate is the planned cost of starting an origin and an engine and
+// warming the cache.
+const startEstimate = 2 * time.Second
+
+// Estimate is how long a workload's protocol is planned to take on one
+// engine.
+func Estimate(spec Spec, cfg Config) time.Duration {
+	cfg = cfg.withDefaults()
+	n := time.Duration(max(cfg.Warmups, 0) + cfg.Passes)
+	switch spec.Name {
+	case HitPath:
+		return startEstimate + n*cfg.PassDuration
+	case Segment:
+		return startEstimate + 2*n*cfg.PassDuration
+	case MissStorm:
+		return startEstimate + n*burstEstimate
+	case OriginFlap:
+		return startEstimate + cfg.HealthyPhase + time.Duration(cfg.Cycles)*(cfg.HealthyPhase+cfg.FailPhase)
+	}
+	return startEstimate
+}
+
+// EstimateRun adds up Estimate over every workload and engine.
+func EstimateRun(specs []Spec, engines int, cfg Config) time.Duration {
+	var d time.Duration
+	for _, s := range specs {
+		d += Estimate(s, cfg)
+	}
+	return d * time.Duration(engines)
+}
+
+// names lists the workloads' names.
+func names(specs []Spec) string {
+	var n []string
+	for _, s := range specs {
+		n = append(n, s.Name)
+	}
+	return strings.Join(n, ", ")
+}
