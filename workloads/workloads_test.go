@@ -85,7 +85,7 @@ func TestBuiltinAllWorkloads(t *testing.T) {
 
 	for _, id := range []string{"hit-path/p50-ttfb", "hit-path/p99-ttfb", "segment/full-p50-ttfb", "segment/range-p99-ttfb"} {
 		r := find(t, run, "builtin", id)
-		if r.MeasuredPasses != 2 || r.Histogram == "" || (r.Value == nil) != (r.ValidPasses == 0) {
+		if r.MeasuredPasses != 2 || (r.Histogram == "") != (r.Value == nil) || (r.Value == nil) != (r.ValidPasses == 0) {
 			t.Errorf("%s: %d passes, %d valid, value %v (%s)", id, r.MeasuredPasses, r.ValidPasses, r.Value, r.NoValue)
 		}
 		if r.Value != nil && *r.Value <= 0 {
