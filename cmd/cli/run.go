@@ -39,6 +39,7 @@ type RunOptions struct {
 	OriginListen string
 	FailMode     string
 	Binary       string
+	Lock         string // wait, fail or none: see runstate.go
 
 	set map[string]bool // flags given on the command line
 }
@@ -93,6 +94,7 @@ Ctrl-C stops, tears everything down and keeps the finished passes.`,
 	f.StringVar(&o.URL, "url", "", "with --engine external: the proxy's URL")
 	f.StringVar(&o.OriginListen, "origin-listen", "", "with --engine external: the address the origin listens on (the proxy fetches from it)")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
+	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
 	f.StringVar(&o.Binary, "binary", "", "the engine's binary when it is not on PATH (one process engine only), e.g. /opt/vinyl/sbin/vinyld")
 	return c
 }
@@ -126,6 +128,11 @@ type runJSONResult struct {
 
 // RunBench is `hlsbench run`.
 func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error {
+	ctx, endRun, err := beginRun(ctx, stderr, o.Lock) // runstate.go: state file, bench lock, sweep
+	if err != nil {
+		return err
+	}
+	defer endRun()
 	specs, err := workloads.Specs(o.Workload)
 	if err != nil {
 		return usageError{err}
@@ -232,6 +239,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		pols[s.Name] = map[string]any{"rate": s.Rate, "connections": s.Connections, "policy": s.Policy}
 	}
 	settings["workload_settings"] = pols
+	settings["lock"] = o.Lock
 	if hasExternal {
 		settings["external_url"], settings["origin_listen"] = o.URL, o.OriginListen
 	}
