@@ -24,7 +24,11 @@ func init() {
 	// tests start record themselves, and wait for each other, in one of
 	// their own. Tests of the state itself each use a private one.
 	if os.Getenv(runstate.DirEnv) == "" {
-		os.Setenv(runstate.DirEnv, filepath.Join(os.TempDir(), "hlsbench-tests.run"))
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		os.Setenv(runstate.DirEnv, filepath.Join(dir, "hlsbench", "test-run"))
 	}
 }
 

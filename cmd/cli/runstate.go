@@ -67,10 +67,10 @@ func beginRun(ctx context.Context, stderr io.Writer, lock string) (_ context.Con
 // printSwept says in a line per dead run what it left and what became of it.
 func printSwept(w io.Writer, sw runstate.Swept, dryRun bool) {
 	for _, d := range sw.Dead {
-		verb := "removed what a killed run left"
 		if dryRun {
-			verb = "a killed run left (--dry-run: nothing removed)"
+			fmt.Fprintf(w, "hlsbench: a killed run left (run %s, pid %d): %s (--dry-run: nothing removed)\n", d.Run, d.PID, d.What())
+			continue
 		}
-		fmt.Fprintf(w, "hlsbench: %s (run %s, pid %d): %s\n", verb, d.Run, d.PID, d.What())
+		fmt.Fprintf(w, "hlsbench: removed what a killed run left (run %s, pid %d): %s\n", d.Run, d.PID, d.What())
 	}
 }
