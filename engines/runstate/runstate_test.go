@@ -84,7 +84,7 @@ func stats(t *testing.T, pids []int) []procfs.Stat {
 	return out
 }
 
-func alive(ss []procfs.Stat) []int {
+func stillRunning(ss []procfs.Stat) []int {
 	var out []int
 	for _, s := range ss {
 		if same(s) {
@@ -185,7 +185,7 @@ func TestCloseEndsLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left := alive(ss); len(left) > 0 {
+	if left := stillRunning(ss); len(left) > 0 {
 		t.Errorf("still running: %v", left)
 	}
 	if _, err := os.Stat(work); !errors.Is(err, os.ErrNotExist) {
@@ -233,7 +233,7 @@ func TestSweepDeadRun(t *testing.T) {
 	if len(sw.Dead) != 1 || len(sw.Dead[0].Killed) != 2 || len(sw.Dead[0].Dirs) != 1 || !sw.Dead[0].DryRun {
 		t.Fatalf("dry run: %+v", sw)
 	}
-	if left := alive(ss); len(left) != 2 {
+	if left := stillRunning(ss); len(left) != 2 {
 		t.Fatalf("a dry run killed: %v alive", left)
 	}
 	if _, err := os.Stat(r.StateFile()); err != nil {
@@ -254,7 +254,7 @@ func TestSweepDeadRun(t *testing.T) {
 	if w := rep.What(); !strings.Contains(w, "sh pid ") || !strings.Contains(w, "sleep pid ") || !strings.Contains(w, work) {
 		t.Errorf("What: %q", w)
 	}
-	if left := alive(ss); len(left) > 0 {
+	if left := stillRunning(ss); len(left) > 0 {
 		t.Errorf("still running: %v", left)
 	}
 	if _, err := os.Stat(work); !errors.Is(err, os.ErrNotExist) {
@@ -286,7 +286,7 @@ func TestSweepLeavesLiveRun(t *testing.T) {
 	if len(sw.Dead) != 0 || len(sw.Live) != 1 || sw.Live[0].Run != r.ID() {
 		t.Errorf("sweep: %+v", sw)
 	}
-	if len(alive(ss)) != 2 {
+	if len(stillRunning(ss)) != 2 {
 		t.Error("killed a live run's processes")
 	}
 	if _, err := os.Stat(work); err != nil {
@@ -296,7 +296,7 @@ func TestSweepLeavesLiveRun(t *testing.T) {
 	// start time say so.
 	os.Remove(lockPath(dir, r.ID()))
 	sw, err = Sweep(dir, false)
-	if err != nil || len(sw.Live) != 1 || len(alive(ss)) != 2 {
+	if err != nil || len(sw.Live) != 1 || len(stillRunning(ss)) != 2 {
 		t.Errorf("without its lock file: %+v, %v", sw, err)
 	}
 }
@@ -313,7 +313,7 @@ func TestSweepProvesOwnership(t *testing.T) {
 	os.Mkdir(mine, 0o755)
 	// The leader as recorded started a tick before the live one: another
 	// process that had the PID earlier.
-	st := State{Version: StateVersion, Run: "dead0001", PID: 1, BootID: procfs.BootID(),
+	st := State{Version: StateVersion, Run: "dead0001", PID: 0, BootID: procfs.BootID(),
 		Procs: []Proc{{Name: "old", PID: cmd.Process.Pid, PGID: cmd.Process.Pid, SID: ss[0].SID, Start: ss[0].Start - 1}},
 		Dirs:  []string{keep, "/", mine}}
 	writeState(t, dir, st)
@@ -322,7 +322,7 @@ func TestSweepProvesOwnership(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not a scratch directory") {
 		t.Errorf("sweep error: %v", err)
 	}
-	if len(alive(ss)) != 2 {
+	if len(stillRunning(ss)) != 2 {
 		t.Error("killed a process whose start time does not match")
 	}
 	if _, err := os.Stat(keep); err != nil {
@@ -340,7 +340,7 @@ func TestSweepProvesOwnership(t *testing.T) {
 	st.Dirs = nil
 	st.Procs[0].Start = ss[0].Start
 	writeState(t, dir, st)
-	if sw, err := Sweep(dir, false); err != nil || len(sw.Dead) != 1 || len(sw.Dead[0].Killed) != 0 || len(alive(ss)) != 2 {
+	if sw, err := Sweep(dir, false); err != nil || len(sw.Dead) != 1 || len(sw.Dead[0].Killed) != 0 || len(stillRunning(ss)) != 2 {
 		t.Errorf("another boot: %+v, %v", sw, err)
 	}
 }

@@ -18,9 +18,9 @@ import (
 
 // How long a sweep gives SIGTERM before SIGKILL, and SIGKILL before it gives
 // up. Short: nothing of a dead run has a reason to shut down gracefully.
-var (
-	TermWait = 2 * time.Second
-	KillWait = 3 * time.Second
+const (
+	DefaultTermWait = 2 * time.Second
+	DefaultKillWait = 3 * time.Second
 )
 
 // Killed is a process a sweep ended (or, dry, would end).
@@ -131,6 +131,9 @@ func sweepOne(dir, id string, dryRun bool) (*Report, *State, error) {
 			if st.Run == "" {
 				st.Run = id
 			}
+			if !alive(st) {
+				return nil, nil, nil // dead, and another sweep is at it
+			}
 			return nil, &st, nil
 		}
 		return nil, nil, fmt.Errorf("lock %s: %w", lockPath(dir, id), err)
@@ -153,10 +156,8 @@ func sweepOne(dir, id string, dryRun bool) (*Report, *State, error) {
 	}
 	// The lock is free, yet hlsbench is still there (the lock file was
 	// deleted under it?): alive after all.
-	if st.BootID == procfs.BootID() {
-		if s, err := procfs.ReadStat(st.PID); err == nil && s.Start == st.Start && !s.Zombie() {
-			return nil, &st, nil
-		}
+	if alive(st) {
+		return nil, &st, nil
 	}
 	rep := cleanup(st, dryRun)
 	if !dryRun && rep.Err == nil {
@@ -164,6 +165,15 @@ func sweepOne(dir, id string, dryRun bool) (*Report, *State, error) {
 			removeMissing(lockPath(dir, id)))
 	}
 	return &rep, nil, nil
+}
+
+// alive says whether the run's hlsbench process is still there.
+func alive(st State) bool {
+	if st.BootID != procfs.BootID() || st.PID == 0 {
+		return false
+	}
+	s, err := procfs.ReadStat(st.PID)
+	return err == nil && s.Start == st.Start && !s.Zombie()
 }
 
 // ReadState reads a state file.
@@ -269,7 +279,7 @@ func endGroups(procs []Proc, dryRun bool) ([]Killed, error) {
 	for _, sig := range []struct {
 		sig  syscall.Signal
 		wait time.Duration
-	}{{syscall.SIGTERM, TermWait}, {syscall.SIGKILL, KillWait}} {
+	}{{syscall.SIGTERM, DefaultTermWait}, {syscall.SIGKILL, DefaultKillWait}} {
 		for _, s := range targets {
 			if err := signal(s, sig.sig); err != nil {
 				errs = append(errs, err)
