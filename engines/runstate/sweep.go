@@ -219,22 +219,10 @@ func cleanup(st State, dryRun bool) Report {
 	return rep
 }
 
-// Members lists the live processes of p's group that are provably p's: in
+// members lists the live processes of p's group that are provably p's: in
 // its group and session, started no earlier than its leader, and only while
 // the leader's PID is free or still the leader (a PID in use by another
 // process means the number may have been given to a new group).
-func Members(p Proc) ([]int, error) {
-	all, err := procfs.All()
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, s := range members(p, all) {
-		pids = append(pids, s.PID)
-	}
-	return pids, nil
-}
-
 func members(p Proc, all []procfs.Stat) []procfs.Stat {
 	if p.PGID <= 1 || p.Start == 0 {
 		return nil
