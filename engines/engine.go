@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/results"
 )
 
@@ -175,20 +176,23 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	if err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp("", "hlsbench-"+e.Name()+"-")
+	// Made through the run in ctx, which records them before they exist:
+	// a killed run's directories are removed by the next.
+	run := runstate.From(ctx)
+	work, err := run.MkdirTemp(os.TempDir(), e.Name())
 	if err != nil {
 		return nil, err
 	}
-	cache, err := os.MkdirTemp(ramDir(), "hlsbench-"+e.Name()+"-cache-")
+	cache, err := run.MkdirTemp(ramDir(), e.Name()+"-cache")
 	if err != nil {
-		os.RemoveAll(work)
+		run.RemoveAll(work)
 		return nil, err
 	}
 	// Engines that drop privileges need to reach their files.
 	for _, d := range []string{work, cache} {
 		os.Chmod(d, 0o755)
 	}
-	li := &localInstance{e: e, bin: bin, work: work, cache: cache}
+	li := &localInstance{e: e, bin: bin, work: work, cache: cache, run: run}
 	defer func() {
 		if err != nil {
 			li.Stop(context.WithoutCancel(ctx))
@@ -230,7 +234,7 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 			path, args = ts, append([]string{"-c", CPUList(s.CPUs), ls.Binary}, ls.Args...)
 		}
 	}
-	li.p, err = StartProcess(ProcessSpec{Name: e.Name(), Path: path, Args: args, Env: ls.Env, Dir: work, StopTimeout: ls.StopTimeout})
+	li.p, err = StartProcess(ctx, ProcessSpec{Name: e.Name(), Path: path, Args: args, Env: ls.Env, Dir: work, StopTimeout: ls.StopTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +277,7 @@ type localInstance struct {
 	p     *Process
 	url   string
 	info  results.Engine
+	run   *runstate.Run
 }
 
 func (l *localInstance) URL() string          { return l.url }
@@ -284,7 +289,7 @@ func (l *localInstance) Stop(ctx context.Context) error {
 	if l.p != nil {
 		err = l.p.Stop(ctx)
 	}
-	return errors.Join(err, os.RemoveAll(l.work), os.RemoveAll(l.cache))
+	return errors.Join(err, l.run.RemoveAll(l.work), l.run.RemoveAll(l.cache))
 }
 
 func (l *localInstance) Counters(ctx context.Context) (map[string]float64, error) {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
 // DefaultStopTimeout is how long Stop waits after SIGTERM before SIGKILL.
@@ -42,11 +44,16 @@ type Process struct {
 	done    chan struct{}
 	waitErr error
 	stopped bool
+
+	tracked *runstate.Tracked
 }
 
-// StartProcess starts spec. The process dies with us (PR_SET_PDEATHSIG) if
-// hlsbench is killed before it can stop it.
-func StartProcess(spec ProcessSpec) (*Process, error) {
+// StartProcess starts spec in a process group of its own and records the
+// group in the run in ctx (runstate.From) as soon as it has started, so
+// that if hlsbench is killed the next run ends it. PR_SET_PDEATHSIG also
+// ends the direct child with us, but not its own children, nor a daemon
+// that changes its credentials (varnishd), which clears that setting.
+func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 	if spec.StopTimeout == 0 {
 		spec.StopTimeout = DefaultStopTimeout
 	}
@@ -61,6 +68,14 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 	}
 	cmd.Stderr = p.tail
 	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
+	}
+	// Recorded before the output readers and the waiter start: the process
+	// cannot yet be reaped, so its /proc entry is there to read.
+	p.tracked, err = runstate.From(ctx).Track(spec.Name, cmd.Process.Pid, cmd.Args)
+	if err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
 	go p.readLines(stdout)
@@ -92,7 +107,7 @@ func StartSelf(ctx context.Context, name, self string, args []string, cpus []int
 	if len(cpus) > 0 {
 		args = append(args, "--cpus", CPUList(cpus))
 	}
-	p, err := StartProcess(ProcessSpec{Name: name, Path: self, Args: args, StopTimeout: 5 * time.Second})
+	p, err := StartProcess(ctx, ProcessSpec{Name: name, Path: self, Args: args, StopTimeout: 5 * time.Second})
 	if err != nil {
 		return nil, "", err
 	}
@@ -156,7 +171,8 @@ func (p *Process) Err(err error) error {
 }
 
 // Stop sends SIGTERM to the process group, then SIGKILL after the stop
-// timeout. It is idempotent; a process already gone counts as stopped.
+// timeout. It is idempotent; a process already gone counts as stopped. A
+// stopped group leaves the run's state file.
 func (p *Process) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	already := p.stopped
@@ -166,6 +182,16 @@ func (p *Process) Stop(ctx context.Context) error {
 		<-p.done
 		return nil
 	}
+	err := p.stop(ctx)
+	if err == nil {
+		// Kept while any process of the group still runs: the run's Close,
+		// or the next sweep, ends it.
+		_ = p.tracked.Forget()
+	}
+	return err
+}
+
+func (p *Process) stop(ctx context.Context) error {
 	select {
 	case <-p.done:
 		return nil

@@ -101,6 +101,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
 	root.AddCommand(newLoadCmd(stdout, stderr), newRunCmd(stdout, stderr), newServeCacheCmd(stdout, stderr), newOriginCmd(stdout, stderr), newEnginesCmd(stdout, stderr))
+	root.AddCommand(newCleanCmd(stdout, stderr))
 	return root
 }
 

@@ -40,6 +40,7 @@ type RunOptions struct {
 	FailMode     string
 	Binary       string
 	Quiet        bool
+	Lock         string // wait, fail or none: see runstate.go
 
 	set map[string]bool // flags given on the command line
 }
@@ -102,6 +103,7 @@ invalid or has no value (the reasons are under each table and in the file);
 	f.StringVar(&o.URL, "url", "", "with --engine external: the proxy's URL")
 	f.StringVar(&o.OriginListen, "origin-listen", "", "with --engine external: the address the origin listens on (the proxy fetches from it)")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
+	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
 	f.StringVar(&o.Binary, "binary", "", "the engine's binary when it is not on PATH (one process engine only), e.g. /opt/vinyl/sbin/vinyld")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines (tables, results and errors are still printed)")
 	return c
@@ -256,6 +258,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		pols[s.Name] = map[string]any{"rate": s.Rate, "connections": s.Connections, "policy": s.Policy}
 	}
 	settings["workload_settings"] = pols
+	settings["lock"] = o.Lock
 	if hasExternal {
 		settings["external_url"], settings["origin_listen"] = o.URL, o.OriginListen
 	}
@@ -264,6 +267,11 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if o.JSON {
 		tables = stderr
 	}
+	ctx, endRun, err := beginRun(ctx, stderr, o.Lock) // runstate.go: state file, bench lock, sweep
+	if err != nil {
+		return err
+	}
+	defer endRun()
 	var progress *workloads.Progress
 	if !o.Quiet {
 		progress = workloads.NewProgress(stderr, isTerminal(stderr))

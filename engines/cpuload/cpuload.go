@@ -1,0 +1,296 @@
+// Package cpuload measures how much CPU time processes other than ours took
+// on the CPUs a benchmark pass ran on. Two benchmarks on one machine pin to
+// the same cores and each reports valid-looking figures several times its
+// solo ones; a pass that knows another process took a third of its cores can
+// say so.
+//
+//	ours := cpuload.Self(runstate.From(ctx).PGIDs())
+//	s0 := cpuload.Take(cpus, ours)
+//	… the pass …
+//	d := cpuload.Between(s0, cpuload.Take(cpus, ours))
+//	if d.OtherShare > 0.05 { warn(d.OtherSeconds, d.Busiest) }
+//
+// Busy time comes from /proc/stat per CPU; our share from /proc/PID/stat
+// (utime+stime) of every process in our process groups and of every thread
+// of our own PIDs. Whatever is busy on the CPUs and not ours is other.
+package cpuload
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hlsbench/hlsbench/engines/internal/procfs"
+)
+
+// TicksPerSecond is USER_HZ, the unit of /proc/stat and /proc/PID/stat: 100
+// on every Linux architecture's user ABI.
+const TicksPerSecond = 100
+
+// DefaultBusiest is how many other processes Between names.
+const DefaultBusiest = 5
+
+// Ours names our processes.
+type Ours struct {
+	// PIDs are processes counted thread by thread (hlsbench itself: its
+	// threads may be pinned apart, the generator's on its own CPU).
+	PIDs []int
+	// PGIDs are process groups counted whole: the engines and the origin
+	// hlsbench started, with every process they forked.
+	PGIDs []int
+}
+
+// Self is this process and the process groups given (a run's PGIDs).
+func Self(pgids []int) Ours {
+	return Ours{PIDs: []int{os.Getpid()}, PGIDs: pgids}
+}
+
+// Sample is one reading. Take two with the same Ours and compare them with
+// Between.
+type Sample struct {
+	At   time.Time
+	CPUs []int // as asked; empty is every CPU
+	Err  error // the reading failed; Between passes it on
+
+	cpu   map[int]cpuTimes
+	procs map[procKey]procTime
+}
+
+type procKey struct {
+	pid    int // a TID for threads
+	start  uint64
+	thread bool
+}
+
+type procTime struct {
+	pid    int // the process's, for threads too
+	comm   string
+	ticks  uint64  // utime+stime
+	weight float64 // the share of its allowed CPUs that are measured ones
+	ours   bool
+}
+
+// Take reads the CPUs' busy time and every process's CPU time now. Empty
+// cpus measures every CPU.
+func Take(cpus []int, ours Ours) Sample {
+	s := Sample{At: time.Now(), CPUs: slices.Clone(cpus)}
+	b, err := os.ReadFile(filepath.Join(procfs.Root, "stat"))
+	if err != nil {
+		s.Err = err
+		return s
+	}
+	if s.cpu, err = parseCPUStat(b); err != nil {
+		s.Err = err
+		return s
+	}
+	if len(cpus) == 0 {
+		for c := range s.cpu {
+			s.CPUs = append(s.CPUs, c)
+		}
+		sort.Ints(s.CPUs)
+	}
+	for _, c := range s.CPUs {
+		if _, ok := s.cpu[c]; !ok {
+			s.Err = fmt.Errorf("cpu %d: not in /proc/stat", c)
+			return s
+		}
+	}
+	all, err := procfs.All()
+	if err != nil {
+		s.Err = err
+		return s
+	}
+	s.procs = make(map[procKey]procTime, len(all))
+	for _, p := range all {
+		if slices.Contains(ours.PIDs, p.PID) {
+			continue // thread by thread below
+		}
+		s.procs[procKey{pid: p.PID, start: p.Start}] = procTime{pid: p.PID, comm: p.Comm, ticks: p.UTime + p.STime,
+			weight: weight(p.PID, s.CPUs), ours: slices.Contains(ours.PGIDs, p.PGID)}
+	}
+	for _, pid := range ours.PIDs {
+		threads, err := procfs.ReadTaskStats(pid)
+		if err != nil {
+			continue // gone
+		}
+		for _, t := range threads {
+			s.procs[procKey{pid: t.PID, start: t.Start, thread: true}] = procTime{pid: pid, comm: t.Comm,
+				ticks: t.UTime + t.STime, weight: weight(t.PID, s.CPUs), ours: true}
+		}
+	}
+	return s
+}
+
+// weight is the share of a task's allowed CPUs that are measured: 1 when it
+// is pinned inside them, 0 when pinned elsewhere. In between it is a guess
+// (the kernel does not say where a task's time was spent), which assumes
+// the task spread evenly.
+func weight(tid int, cpus []int) float64 {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(tid, &set); err != nil {
+		return 1
+	}
+	return affinityWeight(set, cpus)
+}
+
+func affinityWeight(set unix.CPUSet, cpus []int) float64 {
+	n := set.Count()
+	if n == 0 {
+		return 1
+	}
+	in := 0
+	for _, c := range cpus {
+		if set.IsSet(c) {
+			in++
+		}
+	}
+	return float64(in) / float64(n)
+}
+
+// Proc is another process that used CPU time in the interval.
+type Proc struct {
+	PID  int
+	Name string // its command name (comm)
+	// Seconds is all its CPU time in the interval, on any CPU it may use:
+	// for a process not pinned to the measured CPUs, more than it took there.
+	Seconds float64
+}
+
+// Delta is what happened on the CPUs between two samples.
+type Delta struct {
+	Interval time.Duration
+	CPUs     []int
+	// CapacitySeconds is the core-seconds the CPUs had (about Interval ×
+	// len(CPUs), as the kernel counted it).
+	CapacitySeconds float64
+	// BusySeconds is the core-seconds they were busy (steal included).
+	BusySeconds float64
+	// OursSeconds is the part of it our processes took.
+	OursSeconds float64
+	// OtherSeconds is the rest, and OtherShare its share of the capacity:
+	// 0.5 on two CPUs is one core's worth taken from us.
+	OtherSeconds float64
+	OtherShare   float64
+	// StealSeconds is the part of the busy time the hypervisor gave to
+	// other machines (counted in BusySeconds and OtherSeconds).
+	StealSeconds float64
+	// Busiest are the other processes allowed on the CPUs that used the
+	// most CPU time, most first, at most DefaultBusiest.
+	Busiest []Proc
+	Err     error
+}
+
+// Between compares two samples, a before b.
+func Between(a, b Sample) Delta {
+	d := Delta{Interval: b.At.Sub(a.At), CPUs: b.CPUs}
+	if d.Err = errors.Join(a.Err, b.Err); d.Err != nil {
+		return d
+	}
+	if !slices.Equal(a.CPUs, b.CPUs) {
+		d.Err = fmt.Errorf("samples of different CPUs: %v and %v", a.CPUs, b.CPUs)
+		return d
+	}
+	var busy, total, steal uint64
+	for _, c := range b.CPUs {
+		ca, cb := a.cpu[c], b.cpu[c]
+		busy += sub(cb.busy(), ca.busy())
+		total += sub(cb.total(), ca.total())
+		steal += sub(cb.steal, ca.steal)
+	}
+	var ours float64
+	var others []Proc
+	for k, pb := range b.procs {
+		pa, seen := a.procs[k]
+		ticks := pb.ticks // new since a: all of it is in the interval
+		if seen {
+			ticks = sub(pb.ticks, pa.ticks)
+		}
+		switch {
+		case ticks == 0:
+		case pb.ours || (seen && pa.ours):
+			ours += float64(ticks) * pb.weight
+		case pb.weight > 0 && !k.thread:
+			others = append(others, Proc{PID: k.pid, Name: pb.comm, Seconds: seconds(ticks)})
+		}
+	}
+	d.CapacitySeconds = seconds(total)
+	d.BusySeconds = seconds(busy)
+	d.StealSeconds = seconds(steal)
+	d.OursSeconds = ours / TicksPerSecond
+	// Our time is counted per process, the CPUs' per tick of each CPU: the
+	// two can disagree by a tick or so, never in other's favour.
+	d.OtherSeconds = max(d.BusySeconds-d.OursSeconds, 0)
+	if d.CapacitySeconds > 0 {
+		d.OtherShare = d.OtherSeconds / d.CapacitySeconds
+	}
+	sort.Slice(others, func(i, j int) bool {
+		if others[i].Seconds != others[j].Seconds {
+			return others[i].Seconds > others[j].Seconds
+		}
+		return others[i].PID < others[j].PID
+	})
+	d.Busiest = others[:min(len(others), DefaultBusiest)]
+	return d
+}
+
+func sub(b, a uint64) uint64 {
+	if b < a {
+		return 0
+	}
+	return b - a
+}
+
+func seconds(ticks uint64) float64 { return float64(ticks) / TicksPerSecond }
+
+// cpuTimes is one "cpuN" line of /proc/stat, in ticks.
+type cpuTimes struct {
+	user, nice, system, idle, iowait, irq, softirq, steal uint64
+}
+
+// busy leaves out idle and iowait (a CPU waiting for I/O runs nothing);
+// guest time is already in user.
+func (c cpuTimes) busy() uint64 {
+	return c.user + c.nice + c.system + c.irq + c.softirq + c.steal
+}
+
+func (c cpuTimes) total() uint64 { return c.busy() + c.idle + c.iowait }
+
+// parseCPUStat reads the per-CPU lines of /proc/stat:
+// "cpu3 user nice system idle iowait irq softirq steal guest guest_nice".
+// Kernels before 2.6.11 had fewer columns; missing ones count as zero.
+func parseCPUStat(b []byte) (map[int]cpuTimes, error) {
+	out := map[int]cpuTimes{}
+	for line := range bytes.Lines(b) {
+		f := strings.Fields(string(line))
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		n, err := strconv.Atoi(f[0][3:])
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("/proc/stat: %q", f[0])
+		}
+		if len(f) < 5 {
+			return nil, fmt.Errorf("/proc/stat: %s: %d columns, want 4 or more", f[0], len(f)-1)
+		}
+		var v [8]uint64
+		for i := 0; i < len(v) && i+1 < len(f); i++ {
+			if v[i], err = strconv.ParseUint(f[i+1], 10, 64); err != nil {
+				return nil, fmt.Errorf("/proc/stat: %s: %w", f[0], err)
+			}
+		}
+		out[n] = cpuTimes{user: v[0], nice: v[1], system: v[2], idle: v[3], iowait: v[4], irq: v[5], softirq: v[6], steal: v[7]}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("/proc/stat: no cpuN lines")
+	}
+	return out, nil
+}

@@ -1,0 +1,174 @@
+package cpuload
+
+import (
+	"context"
+	"math"
+	"os/exec"
+	"runtime"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const statFixture = `cpu  10132153 290696 3084719 46828483 16683 0 25195 0 175628 0
+cpu0 1393280 32966 572056 13343292 6130 0 17875 0 23933 0
+cpu1 1335131 23347 507767 11677634 2543 0 1963 7 1 0
+intr 199292 0 0 0
+ctxt 1990473
+btime 1062191376
+`
+
+func TestParseCPUStat(t *testing.T) {
+	got, err := parseCPUStat([]byte(statFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]cpuTimes{
+		0: {user: 1393280, nice: 32966, system: 572056, idle: 13343292, iowait: 6130, softirq: 17875},
+		1: {user: 1335131, nice: 23347, system: 507767, idle: 11677634, iowait: 2543, softirq: 1963, steal: 7},
+	}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if b := got[1].busy(); b != 1335131+23347+507767+1963+7 {
+		t.Errorf("busy %d", b)
+	}
+	// An old kernel's four columns.
+	old, err := parseCPUStat([]byte("cpu 1 2 3 4\ncpu0 1 2 3 4\n"))
+	if err != nil || old[0] != (cpuTimes{user: 1, nice: 2, system: 3, idle: 4}) {
+		t.Errorf("old kernel: %+v %v", old, err)
+	}
+	for _, bad := range []string{"", "intr 1 2\n", "cpuX 1 2 3 4\n", "cpu0 1 2\n", "cpu0 1 2 x 4\n", "cpu-1 1 2 3 4\n"} {
+		if c, err := parseCPUStat([]byte(bad)); err == nil {
+			t.Errorf("%q: %+v, want an error", bad, c)
+		}
+	}
+}
+
+func FuzzParseCPUStat(f *testing.F) {
+	f.Add([]byte(statFixture))
+	f.Add([]byte("cpu0 1 2 3 4\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := parseCPUStat(b)
+		if err == nil && len(m) == 0 {
+			t.Error("no CPUs and no error")
+		}
+	})
+}
+
+func TestAffinityWeight(t *testing.T) {
+	set := func(cpus ...int) unix.CPUSet {
+		var s unix.CPUSet
+		for _, c := range cpus {
+			s.Set(c)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		set  unix.CPUSet
+		cpus []int
+		want float64
+	}{
+		{set(0), []int{0}, 1},
+		{set(1), []int{0}, 0},
+		{set(0, 1), []int{0}, 0.5},
+		{set(0, 1, 2, 3), []int{0, 1, 2, 3}, 1},
+		{set(), []int{0}, 1},
+	} {
+		if got := affinityWeight(tc.set, tc.cpus); got != tc.want {
+			t.Errorf("set %v cpus %v: %v, want %v", tc.set, tc.cpus, got, tc.want)
+		}
+	}
+}
+
+// Between on made-up samples: two CPUs busy 150 of 200 ticks; ours took
+// 40 ticks pinned there and 100 pinned elsewhere; a stranger took 60.
+func TestBetween(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a := Sample{At: t0, CPUs: []int{0, 1},
+		cpu: map[int]cpuTimes{0: {user: 100, idle: 100}, 1: {user: 100, idle: 100}, 2: {user: 5}},
+		procs: map[procKey]procTime{
+			{pid: 10, start: 1}:               {pid: 10, comm: "varnishd", ticks: 500, weight: 1, ours: true},
+			{pid: 11, start: 1, thread: true}: {pid: 11, comm: "hlsbench", ticks: 50, weight: 0, ours: true},
+			{pid: 20, start: 1}:               {pid: 20, comm: "stranger", ticks: 1000, weight: 1},
+			{pid: 21, start: 1}:               {pid: 21, comm: "elsewhere", ticks: 0, weight: 0},
+		}}
+	b := Sample{At: t0.Add(time.Second), CPUs: []int{0, 1},
+		cpu: map[int]cpuTimes{0: {user: 180, system: 10, idle: 110}, 1: {user: 150, steal: 10, idle: 140}, 2: {user: 500}},
+		procs: map[procKey]procTime{
+			{pid: 10, start: 1}:               {pid: 10, comm: "varnishd", ticks: 530, weight: 1, ours: true},
+			{pid: 12, start: 5}:               {pid: 12, comm: "cache-main", ticks: 10, weight: 1, ours: true},
+			{pid: 11, start: 1, thread: true}: {pid: 11, comm: "hlsbench", ticks: 150, weight: 0, ours: true},
+			{pid: 20, start: 1}:               {pid: 20, comm: "stranger", ticks: 1050, weight: 1},
+			{pid: 22, start: 9}:               {pid: 22, comm: "newcomer", ticks: 10, weight: 0.5},
+			{pid: 21, start: 1}:               {pid: 21, comm: "elsewhere", ticks: 400, weight: 0},
+		}}
+	d := Between(a, b)
+	if d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
+	if !near(d.CapacitySeconds, 2) || !near(d.BusySeconds, 1.5) || !near(d.OursSeconds, 0.4) ||
+		!near(d.OtherSeconds, 1.1) || !near(d.OtherShare, 0.55) || !near(d.StealSeconds, 0.1) || d.Interval != time.Second {
+		t.Errorf("delta %+v", d)
+	}
+	want := []Proc{{20, "stranger", 0.5}, {22, "newcomer", 0.1}}
+	if !slices.Equal(d.Busiest, want) {
+		t.Errorf("busiest %+v, want %+v", d.Busiest, want)
+	}
+	if d := Between(a, Sample{CPUs: []int{0}}); d.Err == nil {
+		t.Error("compared samples of different CPUs")
+	}
+}
+
+// A busy loop pinned to a CPU shows up as other; counted as ours (its
+// process group given), it does not.
+func TestTakeSeesBusyLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("burns a CPU for a second")
+	}
+	cpu := runtime.NumCPU() - 1
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	burn := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+	burn.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := burn.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		burn.Process.Kill() // by its PID, which Wait below has not yet released
+		burn.Wait()
+	}()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(burn.Process.Pid, &set); err != nil {
+		t.Fatal(err)
+	}
+	cpus := []int{cpu}
+	self, withBurner := Self(nil), Self([]int{burn.Process.Pid})
+	a0, b0 := Take(cpus, self), Take(cpus, withBurner)
+	time.Sleep(time.Second)
+	a1, b1 := Take(cpus, self), Take(cpus, withBurner)
+	other, ours := Between(a0, a1), Between(b0, b1)
+	if other.Err != nil || ours.Err != nil {
+		t.Fatal(other.Err, ours.Err)
+	}
+	t.Logf("not ours: %+v", other)
+	t.Logf("ours: %+v", ours)
+	// The machine is shared: the loop gets most of its CPU, not all.
+	if other.OtherSeconds < 0.3 || other.OtherShare < 0.3 {
+		t.Errorf("a busy loop on cpu %d: other %.2f s (%.0f %%)", cpu, other.OtherSeconds, 100*other.OtherShare)
+	}
+	if len(other.Busiest) == 0 || other.Busiest[0].PID != burn.Process.Pid || other.Busiest[0].Seconds < 0.3 {
+		t.Errorf("busiest %+v, want the loop (pid %d) first", other.Busiest, burn.Process.Pid)
+	}
+	if ours.OursSeconds < 0.3 || slices.ContainsFunc(ours.Busiest, func(p Proc) bool { return p.PID == burn.Process.Pid }) {
+		t.Errorf("counted as ours: ours %.2f s, busiest %+v", ours.OursSeconds, ours.Busiest)
+	}
+	if ours.OtherSeconds > other.OtherSeconds-0.3 {
+		t.Errorf("other %.2f s with the loop ours, %.2f s without", ours.OtherSeconds, other.OtherSeconds)
+	}
+}

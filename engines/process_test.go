@@ -1,0 +1,93 @@
+package engines
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hlsbench/hlsbench/engines/runstate"
+	"github.com/hlsbench/hlsbench/origin"
+)
+
+// A process started with a run in ctx is in its state file from the start
+// until it has stopped.
+func TestStartProcessRecordsInRun(t *testing.T) {
+	r, err := runstate.Begin(runstate.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := runstate.With(context.Background(), r)
+	p, err := StartProcess(ctx, ProcessSpec{Name: "sleeper", Path: "sleep", Args: []string{"60"}, StopTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := r.State()
+	if len(st.Procs) != 1 || st.Procs[0].PID != p.PID() || st.Procs[0].PGID != p.PID() || st.Procs[0].Name != "sleeper" ||
+		st.Procs[0].Start == 0 || strings.Join(st.Procs[0].Command, " ") != "sleep 60" {
+		t.Errorf("state %+v", st.Procs)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.State(); len(st.Procs) != 0 {
+		t.Errorf("stopped, still recorded: %+v", st.Procs)
+	}
+	// Without a run nothing is recorded, and nothing fails.
+	p, err = StartProcess(context.Background(), ProcessSpec{Name: "sleeper", Path: "sleep", Args: []string{"60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stop(context.Background())
+}
+
+// StartLocal makes its directories through the run and records the engine;
+// Stop removes both from the record.
+func TestStartLocalRecordsInRun(t *testing.T) {
+	needNGINX(t)
+	r, err := runstate.Begin(runstate.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	o, err := origin.New(origin.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := origin.Start(o, "127.0.0.1:0", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(runstate.With(context.Background(), r), 60*time.Second)
+	defer cancel()
+	inst, err := StartLocal(ctx, NGINX{}, LocalSpec{Policy: DefaultPolicy(), OriginURL: "http://" + srv.DataAddr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := r.State()
+	if len(st.Procs) != 1 || st.Procs[0].Name != "nginx" || len(st.Dirs) != 2 {
+		t.Fatalf("state %+v", st)
+	}
+	for i, parent := range []string{os.TempDir(), ramDir()} {
+		d := st.Dirs[i]
+		if filepath.Dir(d) != parent || !strings.HasPrefix(filepath.Base(d), runstate.DirPrefix(r.ID())+"nginx-") {
+			t.Errorf("scratch directory %s, want %s/%snginx-…", d, parent, runstate.DirPrefix(r.ID()))
+		}
+	}
+	if err := inst.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.State(); len(st.Procs) != 0 || len(st.Dirs) != 0 {
+		t.Errorf("stopped, still recorded: %+v", st)
+	}
+	for _, d := range st.Dirs {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+}
