@@ -59,6 +59,22 @@ type Run struct {
 	Engines     []Engine       `json:"engines"`
 	Results     []Result       `json:"results"`
 	Warnings    []string       `json:"warnings,omitempty"`
+	// Interference says whether processes other than the run's own were
+	// busy on the measured CPUs during its measured passes.
+	Interference *Interference `json:"interference,omitempty"`
+}
+
+// Interference is other processes' CPU time on the measured CPUs, from
+// /proc/stat, over the measured passes.
+type Interference struct {
+	CPUs string `json:"cpus"`
+	// Passes were sampled; BusyPasses of them had other processes take
+	// more than Threshold of the CPUs' capacity (steal included).
+	Passes        int      `json:"passes"`
+	BusyPasses    int      `json:"busy_passes"`
+	Threshold     float64  `json:"threshold"`
+	MaxOtherShare float64  `json:"max_other_share"`
+	Busiest       []string `json:"busiest,omitempty"`
 }
 
 // Tool identifies the hlsbench build.

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/cpuload"
 	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
@@ -33,6 +36,11 @@ type Target struct {
 	// UpstreamKey names the engine counter of its requests to the origin
 	// (health probes excluded), compared with the origin's own count.
 	UpstreamKey string
+	// CPUs are the measured CPUs (generator, engine, origin; empty: all),
+	// and Ours names our processes on them, to tell how much CPU time other
+	// processes took during each pass. Nil Ours measures nothing.
+	CPUs []int
+	Ours func() cpuload.Ours
 }
 
 // UpstreamKeys are the engines' counters of requests to the origin.
@@ -46,12 +54,12 @@ var UpstreamKeys = map[string]string{
 // Recorder collects the results of a run and saves the file after every
 // pass, so an interrupted run keeps what finished.
 type Recorder struct {
-	Run  *results.Run
-	Dir  string
+	Run *results.Run
+	Dir string
 	// Progress, when set, is told of every pass as it starts.
 	Progress *Progress
-	list []*results.Result
-	path string
+	list     []*results.Result
+	path     string
 }
 
 // Save writes the run file atomically; it is called after every pass.
@@ -261,16 +269,22 @@ func kinds(m map[string]int64) string {
 	return s
 }
 
-// snapshot reads the origin's and the engine's counters around a pass.
+// snapshot reads the origin's and the engine's counters, and the measured
+// CPUs' busy time, around a pass.
 type snapshot struct {
 	origin  origin.Stats
 	engine  map[string]float64
+	cpu     *cpuload.Sample
 	errs    []string
 	takenAt time.Time
 }
 
 func take(ctx context.Context, tgt *Target) snapshot {
 	s := snapshot{takenAt: time.Now()}
+	if tgt.Ours != nil {
+		cs := cpuload.Take(tgt.CPUs, tgt.Ours())
+		s.cpu = &cs
+	}
 	var err error
 	if s.origin, err = tgt.Origin.Stats(ctx); err != nil {
 		s.errs = append(s.errs, "origin stats: "+err.Error())
@@ -305,10 +319,67 @@ func delta(tgt *Target, a, b snapshot) map[string]any {
 			ex["origin_minus_engine"] = fetches + failed - up
 		}
 	}
+	if a.cpu != nil && b.cpu != nil {
+		d := cpuload.Between(*a.cpu, *b.cpu)
+		if d.Err != nil {
+			ex["other_cpu_error"] = d.Err.Error()
+		} else {
+			oc := OtherCPU{CPUs: engines.CPUList(d.CPUs), Share: round3(d.OtherShare), Seconds: round3(d.OtherSeconds),
+				StealSeconds: round3(d.StealSeconds)}
+			for _, p := range d.Busiest {
+				oc.Busiest = append(oc.Busiest, fmt.Sprintf("%s (pid %d) %.2fs", p.Name, p.PID, p.Seconds))
+			}
+			ex["other_cpu"] = oc
+		}
+	}
 	if errs := append(a.errs, b.errs...); len(errs) > 0 {
 		ex["counter_errors"] = errs
 	}
 	return ex
+}
+
+// OtherCPU is what processes other than ours took of the measured CPUs
+// during a pass: Share of their capacity (0.5 on two CPUs is one core),
+// Seconds in core-seconds, steal included.
+type OtherCPU struct {
+	CPUs         string   `json:"cpus"`
+	Share        float64  `json:"share"`
+	Seconds      float64  `json:"seconds"`
+	StealSeconds float64  `json:"steal_seconds"`
+	Busiest      []string `json:"busiest,omitempty"`
+}
+
+// BusyShare is the share of the measured CPUs other processes may take in a
+// pass before the run warns that its figures may include them.
+const BusyShare = 0.05
+
+// noteBusy records in the run how busy the measured CPUs were with other
+// processes, and warns when a pass shared them.
+func noteBusy(rc *Recorder, spec *Spec, tgt *Target, p *passInfo) {
+	oc, ok := p.extra["other_cpu"].(OtherCPU)
+	if !ok || p.warmup {
+		return
+	}
+	in := rc.Run.Interference
+	if in == nil {
+		in = &results.Interference{CPUs: oc.CPUs, Threshold: BusyShare}
+		rc.Run.Interference = in
+	}
+	in.Passes++
+	in.MaxOtherShare = max(in.MaxOtherShare, oc.Share)
+	if oc.Share <= BusyShare {
+		return
+	}
+	in.BusyPasses++
+	for _, b := range oc.Busiest {
+		name, _, _ := strings.Cut(b, " (pid")
+		if !contains(in.Busiest, name) && len(in.Busiest) < 8 {
+			in.Busiest = append(in.Busiest, name)
+		}
+	}
+	rc.Run.Warnings = append(rc.Run.Warnings, fmt.Sprintf(
+		"%s on %s, pass %d: other processes took %.0f%% of the measured CPUs %s (%.2f core-seconds, steal %.2f): %s; its figures may include them",
+		spec.Name, tgt.Engine.Name, p.index, 100*oc.Share, oc.CPUs, oc.Seconds, oc.StealSeconds, strings.Join(oc.Busiest, ", ")))
 }
 
 // agree notes in the run when the engine's count of origin requests and the

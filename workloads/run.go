@@ -75,6 +75,7 @@ func ratePasses(ctx context.Context, g *loadgen.Generator, spec *Spec, tgt *Targ
 			p.index = i + 1
 		}
 		agree(rc, spec, tgt, p)
+		noteBusy(rc, spec, tgt, p)
 		p.extra["cache_claims"] = claims(r)
 		p.extra["ttfb_uncorrected_p50_ms"] = msq(r.TTFBUncorrected, 50)
 		p.extra["total_p50_ms"] = msq(r.Total, 50)
@@ -171,6 +172,7 @@ func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc 
 			p.reasons = append(p.reasons, "no origin fetch for the burst's object: it was not cold, coalescing cannot be measured")
 		}
 		agree(rc, spec, tgt, p)
+		noteBusy(rc, spec, tgt, p)
 		p.extra["object"] = path
 		p.extra["object_fetches"] = fetches
 		p.extra["clients"] = clients
@@ -382,6 +384,7 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 				n, failing.Fresh+failing.Stale+failing.Errors+failing.Unproven, kinds(failErrs)))
 		}
 		agree(rc, spec, tgt, p)
+		noteBusy(rc, spec, tgt, p)
 		p.extra["healthy"] = healthy
 		p.extra["failing"] = failing
 		p.extra["expired_window"] = window

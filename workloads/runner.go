@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/cpuload"
+	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/results"
 )
@@ -232,7 +234,9 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 		info.Pinning["origin"] = engines.CPUList(plan.Servers)
 		rc.Run.Engines = appendEngine(rc.Run.Engines, info)
 		tgt := &Target{URL: inst.URL(), Origin: orig.control, Seed: orig.seed, Engine: info,
-			Nonce: rc.Run.ID + "-" + info.Name, UpstreamKey: UpstreamKeys[info.Name]}
+			Nonce: rc.Run.ID + "-" + info.Name, UpstreamKey: UpstreamKeys[info.Name],
+			CPUs: append(append([]int{}, plan.Generator...), plan.Servers...),
+			Ours: func() cpuload.Ours { return cpuload.Self(runstate.From(ctx).PGIDs()) }}
 		if c, ok := inst.(engines.Counters); ok {
 			tgt.Counters = c.Counters
 		}

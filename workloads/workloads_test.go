@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -411,5 +412,30 @@ func TestExternalUnprovenAnswers(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(gr.InvalidReasons, " "), "no origin stamp") {
 		t.Errorf("reasons %v: want the unproven answers named", gr.InvalidReasons)
+	}
+}
+
+// Another process busy on the measured CPUs during the passes is recorded
+// and warned about.
+func TestBusyCPUsAreRecorded(t *testing.T) {
+	burn := exec.Command("sh", "-c", "while :; do :; done")
+	if err := burn.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { burn.Process.Kill(); burn.Wait() }()
+	time.AfterFunc(30*time.Second, func() { burn.Process.Kill() }) // bounded
+	cfg := testConfig()
+	cfg.Warmups, cfg.Passes, cfg.Rate = 0, 2, 100
+	run := execute(t, RunSpec{Engines: []string{"builtin"}, Workloads: mustSpecs(t, HitPath), Config: cfg})
+	in := run.Interference
+	if in == nil || in.Passes != 2 || in.BusyPasses == 0 || in.MaxOtherShare < 0.2 || !contains(in.Busiest, "sh") {
+		t.Fatalf("interference %+v: want the busy loop seen in the passes", in)
+	}
+	if !strings.Contains(strings.Join(run.Warnings, "\n"), "other processes took") {
+		t.Errorf("warnings %v: want the busy CPUs named", run.Warnings)
+	}
+	p := find(t, run, "builtin", "hit-path/p50-ttfb").Passes[0]
+	if oc, ok := p.Extra["other_cpu"].(OtherCPU); !ok || oc.Share < 0.2 {
+		t.Errorf("pass extra other_cpu %+v", p.Extra["other_cpu"])
 	}
 }

@@ -279,6 +279,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	run, rc, err := workloads.Execute(ctx, workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg,
 		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, OutDir: out, Self: self,
 		Version: Version, Commit: Commit, Settings: settings, Progress: progress}, tables)
+	writeWarnings(stderr, run)
 	if rc != nil && rc.Path() != "" {
 		fmt.Fprintf(stderr, "hlsbench: results saved to %s (status %s)\n", rc.Path(), run.Status)
 	}
@@ -294,6 +295,25 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		return errInterrupted
 	}
 	return verdict(run)
+}
+
+// maxWarnings bounds the run's warnings printed at its end; the file has all.
+const maxWarnings = 5
+
+// writeWarnings prints the run's warnings and whether other processes were
+// busy on the measured CPUs.
+func writeWarnings(w io.Writer, run *results.Run) {
+	if in := run.Interference; in != nil && in.BusyPasses > 0 {
+		fmt.Fprintf(w, "hlsbench: other processes took over %.0f%% of the measured CPUs (%s) in %d of %d passes, up to %.0f%% (busiest: %s); figures may include them: quiet the machine and run again\n",
+			100*in.Threshold, in.CPUs, in.BusyPasses, in.Passes, 100*in.MaxOtherShare, strings.Join(in.Busiest, ", "))
+	}
+	for i, warn := range run.Warnings {
+		if i == maxWarnings {
+			fmt.Fprintf(w, "hlsbench: and %d more warnings in the results file\n", len(run.Warnings)-maxWarnings)
+			break
+		}
+		fmt.Fprintln(w, "hlsbench: warning:", warn)
+	}
 }
 
 func writeRunJSON(w io.Writer, run *results.Run, file string) error {
@@ -329,7 +349,7 @@ func verdict(run *results.Run) error {
 		shown = append(shown[:4:4], fmt.Sprintf("and %d more", len(bad)-4))
 	}
 	return invalidError{fmt.Sprintf("%d of %d results are invalid or have no value (%s); the reasons are under each table and in the results file. "+
-		"If the generator was late or busy: lower --rate, quiet the machine (see the busy CPUs in the reasons), or run fewer engines at once",
+		"If the generator was late or busy: lower --rate, quiet the machine (other processes busy on its CPUs are named above), or run fewer engines at once",
 		len(bad), len(run.Results), strings.Join(shown, ", "))}
 }
 
