@@ -10,8 +10,11 @@ build:
 run: build
 	bin/hlsbench run
 
+# The suite, then again under the race detector (timing assertions relax
+# there, and say so). Packages one at a time: timing tests need a quiet machine.
 test:
 	go test -p 1 -count=1 -timeout 40m ./...
+	go test -race -p 1 -count=1 -timeout 40m ./...
 
 # The load generator's figures from issue 2 (takes 2-3 minutes; BENCH_QUICK=1 for a smoke run).
 bench-loadgen:
