@@ -327,7 +327,9 @@ func delta(tgt *Target, a, b snapshot) map[string]any {
 			oc := OtherCPU{CPUs: engines.CPUList(d.CPUs), Share: round3(d.OtherShare), Seconds: round3(d.OtherSeconds),
 				StealSeconds: round3(d.StealSeconds)}
 			for _, p := range d.Busiest {
-				oc.Busiest = append(oc.Busiest, fmt.Sprintf("%s (pid %d) %.2fs", p.Name, p.PID, p.Seconds))
+				if p.Seconds >= minBusiest {
+					oc.Busiest = append(oc.Busiest, fmt.Sprintf("%s (pid %d) %.2fs", p.Name, p.PID, p.Seconds))
+				}
 			}
 			ex["other_cpu"] = oc
 		}
@@ -348,6 +350,10 @@ type OtherCPU struct {
 	StealSeconds float64  `json:"steal_seconds"`
 	Busiest      []string `json:"busiest,omitempty"`
 }
+
+// minBusiest is the CPU time a process must have taken in a pass to be
+// named: below it, names are noise (kernel threads, a tick's rounding).
+const minBusiest = 0.05
 
 // BusyShare is the share of the measured CPUs other processes may take in a
 // pass before the run warns that its figures may include them.
@@ -377,9 +383,13 @@ func noteBusy(rc *Recorder, spec *Spec, tgt *Target, p *passInfo) {
 			in.Busiest = append(in.Busiest, name)
 		}
 	}
+	who := strings.Join(oc.Busiest, ", ")
+	if who == "" {
+		who = "no single process stands out"
+	}
 	rc.Run.Warnings = append(rc.Run.Warnings, fmt.Sprintf(
 		"%s on %s, pass %d: other processes took %.0f%% of the measured CPUs %s (%.2f core-seconds, steal %.2f): %s; its figures may include them",
-		spec.Name, tgt.Engine.Name, p.index, 100*oc.Share, oc.CPUs, oc.Seconds, oc.StealSeconds, strings.Join(oc.Busiest, ", ")))
+		spec.Name, tgt.Engine.Name, p.index, 100*oc.Share, oc.CPUs, oc.Seconds, oc.StealSeconds, who))
 }
 
 // agree notes in the run when the engine's count of origin requests and the

@@ -33,8 +33,11 @@ func TestParseCPUStat(t *testing.T) {
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
-	if b := got[1].busy(); b != 1335131+23347+507767+1963+7 {
-		t.Errorf("busy %d", b)
+	if b := got[1].busy(); b != 1335131+23347+507767+7 {
+		t.Errorf("busy %d: want user, nice, system and steal", b)
+	}
+	if i := got[1].interrupts(); i != 1963 {
+		t.Errorf("interrupts %d", i)
 	}
 	// An old kernel's four columns.
 	old, err := parseCPUStat([]byte("cpu 1 2 3 4\ncpu0 1 2 3 4\n"))
@@ -97,7 +100,7 @@ func TestBetween(t *testing.T) {
 			{pid: 21, start: 1}:               {pid: 21, comm: "elsewhere", ticks: 0, weight: 0},
 		}}
 	b := Sample{At: t0.Add(time.Second), CPUs: []int{0, 1},
-		cpu: map[int]cpuTimes{0: {user: 180, system: 10, idle: 110}, 1: {user: 150, steal: 10, idle: 140}, 2: {user: 500}},
+		cpu: map[int]cpuTimes{0: {user: 180, system: 10, softirq: 10, idle: 100}, 1: {user: 150, steal: 10, idle: 140}, 2: {user: 500}},
 		procs: map[procKey]procTime{
 			{pid: 10, start: 1}:               {pid: 10, comm: "varnishd", ticks: 530, weight: 1, ours: true},
 			{pid: 12, start: 5}:               {pid: 12, comm: "cache-main", ticks: 10, weight: 1, ours: true},
@@ -112,7 +115,7 @@ func TestBetween(t *testing.T) {
 	}
 	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
 	if !near(d.CapacitySeconds, 2) || !near(d.BusySeconds, 1.5) || !near(d.OursSeconds, 0.4) ||
-		!near(d.OtherSeconds, 1.1) || !near(d.OtherShare, 0.55) || !near(d.StealSeconds, 0.1) || d.Interval != time.Second {
+		!near(d.OtherSeconds, 1.1) || !near(d.OtherShare, 0.55) || !near(d.StealSeconds, 0.1) || !near(d.InterruptSeconds, 0.1) || d.Interval != time.Second {
 		t.Errorf("delta %+v", d)
 	}
 	want := []Proc{{20, "stranger", 0.5}, {22, "newcomer", 0.1}}
