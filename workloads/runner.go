@@ -161,6 +161,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 
 	var runErr error
 	for _, w := range spec.Workloads {
+		w = w.WithRate(cfg.Rate)
 		if ctx.Err() != nil {
 			break
 		}

@@ -200,9 +200,20 @@ func specOf(name string) Spec {
 		p.ProbeWindow, p.ProbeThreshold = 3, 2
 		p.FirstByteTimeout, p.BetweenBytesTimeout, p.ConnectTimeout = time.Second, time.Second, 500*time.Millisecond
 		return Spec{Name: name, Title: "Origin-flap grace", Rate: 200, Connections: 10, Policy: p,
-			Description: "steady load on the media playlist while the origin fails; answers proven fresh or stale from the origin's stamps"}
+			Description: "200 rps on the media playlist while the origin fails; answers proven fresh or stale from the origin's stamps"}
 	}
 	panic("unknown workload " + name)
+}
+
+// WithRate is the workload at another rate (--rate), its description saying
+// so: the tables state the conditions as run.
+func (s Spec) WithRate(rate float64) Spec {
+	if rate <= 0 || s.Rate <= 0 {
+		return s
+	}
+	s.Description = strings.Replace(s.Description, fmt.Sprintf("%g rps", s.Rate), fmt.Sprintf("%g rps", rate), 1)
+	s.Rate = rate
+	return s
 }
 
 // OriginConfig is the origin for a workload: its Cache-Control follows the
