@@ -39,6 +39,8 @@ const (
 	StatusInterrupted = "interrupted"
 	StatusFailed      = "failed"
 	StatusKilled      = "killed"
+	// StatusUnknown is a schema 1 file's: it did not record how it ended.
+	StatusUnknown = "unknown"
 )
 
 // Run is one invocation of `hlsbench run`.
@@ -184,6 +186,57 @@ type Spread struct {
 	Min    float64 `json:"min"`
 	Median float64 `json:"median"`
 	Max    float64 `json:"max"`
+}
+
+// Recount derives a result's counts from its passes: the reasons of its
+// invalid measured passes, how many were measured and valid (a valid pass
+// has a value), requests and failed requests by kind, validity and spread.
+// A result without a value says why in NoValue.
+func (r *Result) Recount() {
+	r.InvalidReasons = []string{}
+	r.MeasuredPasses, r.ValidPasses, r.Requests, r.Errors = 0, 0, 0, 0
+	r.ErrorsByKind = map[string]int64{}
+	for _, p := range r.Passes {
+		if p.Warmup {
+			continue
+		}
+		r.MeasuredPasses++
+		if p.Valid && p.Value != nil {
+			r.ValidPasses++
+		}
+		for _, why := range p.InvalidReasons {
+			r.InvalidReasons = append(r.InvalidReasons, fmt.Sprintf("pass %d: %s", p.Index, why))
+		}
+		r.Requests += p.Requests
+		r.Errors += p.Errors
+		for k, n := range p.ErrorsByKind {
+			r.ErrorsByKind[k] += n
+		}
+	}
+	r.Valid = r.MeasuredPasses > 0 && r.ValidPasses == r.MeasuredPasses
+	r.Spread = SpreadOf(r.Passes)
+	if r.Value != nil {
+		r.NoValue = ""
+		return
+	}
+	switch {
+	case r.MeasuredPasses == 0:
+		r.NoValue = "no measured pass finished"
+	case r.ValidPasses == 0:
+		r.NoValue = fmt.Sprintf("no valid pass of %d: %s", r.MeasuredPasses, r.firstCause())
+	case r.NoValue == "":
+		r.NoValue = "nothing was measured"
+	}
+}
+
+// firstCause is the first reason a measured pass was invalid.
+func (r *Result) firstCause() string {
+	for _, p := range r.Passes {
+		if !p.Warmup && len(p.InvalidReasons) > 0 {
+			return p.InvalidReasons[0]
+		}
+	}
+	return "no reason recorded"
 }
 
 // SpreadOf computes the spread of the valid measured (non-warm-up) passes
@@ -351,8 +404,8 @@ func Load(path string) (*Run, error) {
 }
 
 // upgrade1 reads what schema 1 meant: "errors" on a result was origin-flap's
-// failed answers, a run had no status, and a value of 0 may stand for
-// nothing measured (a pass with no request behind it becomes null).
+// failed answers; a run had no status (and a failed run looked finished); a
+// 0 could stand for nothing measured; a value merged invalid passes too.
 func upgrade1(b []byte, r *Run) error {
 	var old struct {
 		Results []struct {
@@ -367,40 +420,52 @@ func upgrade1(b []byte, r *Run) error {
 		if i < len(old.Results) {
 			res.GraceErrors = old.Results[i].Errors
 		}
-		res.Errors, res.ErrorsByKind, res.Requests = 0, map[string]int64{}, 0
 		for j := range res.Passes {
 			p := &res.Passes[j]
-			if p.Requests > 0 && p.Requests == p.Errors {
-				p.Value, p.NoValue = nil, "no successful request"
-			}
-			if p.Warmup {
-				continue
-			}
-			res.MeasuredPasses++
-			if p.Valid {
-				res.ValidPasses++
-			}
-			res.Requests += p.Requests
-			res.Errors += p.Errors
-			for k, n := range p.ErrorsByKind {
-				res.ErrorsByKind[k] += n
+			if why := nothingMeasured1(res.Test, p); why != "" {
+				p.Value, p.NoValue, p.Valid = nil, why, false
+				p.InvalidReasons = append(p.InvalidReasons, why)
 			}
 		}
-		switch {
-		case res.MeasuredPasses == 0:
-			res.Value, res.NoValue = nil, "no measured pass"
-		case res.ValidPasses == 0:
-			res.Value, res.NoValue = nil, "no valid pass"
+		res.Recount()
+		if res.Value != nil && res.ValidPasses < res.MeasuredPasses {
+			res.Value, res.NoValue = nil, fmt.Sprintf(
+				"schema 1 merged %d invalid of %d measured passes into this value; it cannot be recomputed from the file",
+				res.MeasuredPasses-res.ValidPasses, res.MeasuredPasses)
 		}
 	}
-	switch {
-	case r.Interrupted:
+	r.Status = StatusUnknown
+	if r.Interrupted {
 		r.Status = StatusInterrupted
-	default:
-		r.Status = StatusComplete
 	}
 	r.SchemaVersion = SchemaVersion
 	return nil
+}
+
+// nothingMeasured1 says why a schema 1 pass's 0 was no measurement: no
+// successful request, no origin fetch for a burst, no request in the grace
+// window.
+func nothingMeasured1(test string, p *Pass) string {
+	if p.Value == nil || *p.Value != 0 {
+		return ""
+	}
+	switch {
+	case p.Requests == 0 || p.Requests == p.Errors:
+		return "no successful request (read from schema 1)"
+	case test == "coalescing":
+		return "no origin fetch for the burst's object (read from schema 1)"
+	case test == "grace-ratio":
+		if w, ok := p.Extra["expired_window"].(map[string]any); ok {
+			if n, _ := w["stale"].(float64); n > 0 {
+				return ""
+			}
+			if n, _ := w["errors"].(float64); n > 0 {
+				return ""
+			}
+		}
+		return "no request in the failure window (read from schema 1)"
+	}
+	return ""
 }
 
 // F returns a pointer to v, for the optional figures.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -109,7 +110,28 @@ func msq(h *hdr.Histogram, q float64) *float64 {
 	if h == nil || h.TotalCount() == 0 {
 		return nil
 	}
-	return results.F(round3(float64(h.ValueAtQuantile(q)) / 1e6))
+	return ptr(round3(float64(h.ValueAtQuantile(q)) / 1e6))
+}
+
+// newPass is the i-th pass of a protocol that runs its warm-ups first:
+// warm-ups are numbered from 1 apart from the measured passes.
+func newPass(i, warmups int, r *loadgen.Result, reasons []string) *passInfo {
+	p := &passInfo{index: i + 1 - warmups, warmup: i < warmups, lr: r, reasons: reasons}
+	if p.warmup {
+		p.index = i + 1
+	}
+	return p
+}
+
+// observe records what happened around a pass (origin and engine counters,
+// other processes' CPU, from before to now) and tells the run what it must
+// know of it. It returns the snapshot taken after the pass.
+func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *passInfo, before snapshot) snapshot {
+	after := take(ctx, tgt)
+	p.extra = delta(tgt, before, after)
+	agree(rc, spec, tgt, p)
+	noteBusy(rc, p)
+	return after
 }
 
 // passInfo is what every test of one pass shares.
@@ -143,24 +165,34 @@ func noSuccess(r *loadgen.Result) string {
 
 func (t *latencyTest) add(p *passInfo, h *hdr.Histogram, more ...string) {
 	v, why := p.latencyValue(h, t.q)
-	rp := addPass(t.r, p, v, why, more...)
-	if rp.Warmup || !rp.Valid || rp.Value == nil {
-		setNoValue(t.r)
-		return
-	}
-	t.hist.Merge(h)
-	t.r.Value, t.r.NoValue = msq(t.hist, t.q), ""
-	if enc, err := results.EncodeHistogram(t.hist); err == nil {
-		t.r.Histogram = enc
-	}
+	t.addValue(p, h, v, why, more...)
 }
 
-// addPass appends a pass to a test and recomputes its counts, validity and
-// spread. more are reasons that make the pass invalid for this test only.
+// addValue adds a pass whose value (from h) was decided by the caller.
+func (t *latencyTest) addValue(p *passInfo, h *hdr.Histogram, v *float64, why string, more ...string) {
+	if rp := addPass(t.r, p, v, why, more...); !rp.Warmup && rp.Valid {
+		t.hist.Merge(h)
+		t.r.Value = msq(t.hist, t.q)
+		if enc, err := results.EncodeHistogram(t.hist); err == nil {
+			t.r.Histogram = enc
+		}
+	}
+	t.r.Recount()
+}
+
+// addPass appends a pass to a test and recounts the test. more are reasons
+// that make the pass invalid for this test only. A pass without a value is
+// invalid: noValue is its reason when it has no other. The caller updates
+// the test's value from the pass if it is valid, then calls Recount.
 func addPass(r *results.Result, p *passInfo, value *float64, noValue string, more ...string) *results.Pass {
 	reasons := append(append([]string{}, p.reasons...), more...)
-	if value == nil && noValue == "" {
-		noValue = "nothing was measured"
+	if value == nil {
+		if noValue == "" {
+			noValue = "nothing was measured"
+		}
+		if len(reasons) == 0 {
+			reasons = []string{noValue}
+		}
 	}
 	rp := results.Pass{Index: p.index, Warmup: p.warmup, Value: value, NoValue: noValue, Valid: len(reasons) == 0,
 		InvalidReasons: reasons, Extra: p.extra}
@@ -175,52 +207,8 @@ func addPass(r *results.Result, p *passInfo, value *float64, noValue string, mor
 		}
 	}
 	r.Passes = append(r.Passes, rp)
-	if !p.warmup {
-		for _, why := range reasons {
-			r.InvalidReasons = append(r.InvalidReasons, fmt.Sprintf("pass %d: %s", p.index, why))
-		}
-		r.MeasuredPasses++
-		if rp.Valid && rp.Value != nil {
-			r.ValidPasses++
-		}
-		r.Requests += rp.Requests
-		r.Errors += rp.Errors
-		for k, n := range rp.ErrorsByKind {
-			r.ErrorsByKind[k] += n
-		}
-	}
-	r.Valid = r.MeasuredPasses > 0 && r.ValidPasses == r.MeasuredPasses
-	r.Spread = results.SpreadOf(r.Passes)
+	r.Recount()
 	return &r.Passes[len(r.Passes)-1]
-}
-
-// setNoValue says why a test has no value yet, when it has none.
-func setNoValue(r *results.Result) {
-	if r.Value != nil {
-		return
-	}
-	switch {
-	case r.MeasuredPasses == 0:
-		r.NoValue = "no measured pass finished"
-	case r.ValidPasses == 0:
-		r.NoValue = fmt.Sprintf("no valid pass of %d: %s", r.MeasuredPasses, firstCause(r))
-	}
-}
-
-// firstCause is the first reason a measured pass was invalid or had no value.
-func firstCause(r *results.Result) string {
-	for _, p := range r.Passes {
-		if p.Warmup {
-			continue
-		}
-		if len(p.InvalidReasons) > 0 {
-			return p.InvalidReasons[0]
-		}
-		if p.Value == nil {
-			return p.NoValue
-		}
-	}
-	return "unknown"
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
@@ -360,8 +348,8 @@ const minBusiest = 0.05
 const BusyShare = 0.05
 
 // noteBusy records in the run how busy the measured CPUs were with other
-// processes, and warns when a pass shared them.
-func noteBusy(rc *Recorder, spec *Spec, tgt *Target, p *passInfo) {
+// processes (each pass's own figures are in its extra).
+func noteBusy(rc *Recorder, p *passInfo) {
 	oc, ok := p.extra["other_cpu"].(OtherCPU)
 	if !ok || p.warmup {
 		return
@@ -379,17 +367,10 @@ func noteBusy(rc *Recorder, spec *Spec, tgt *Target, p *passInfo) {
 	in.BusyPasses++
 	for _, b := range oc.Busiest {
 		name, _, _ := strings.Cut(b, " (pid")
-		if !contains(in.Busiest, name) && len(in.Busiest) < 8 {
+		if !slices.Contains(in.Busiest, name) && len(in.Busiest) < 8 {
 			in.Busiest = append(in.Busiest, name)
 		}
 	}
-	who := strings.Join(oc.Busiest, ", ")
-	if who == "" {
-		who = "no single process stands out"
-	}
-	rc.Run.Warnings = append(rc.Run.Warnings, fmt.Sprintf(
-		"%s on %s, pass %d: other processes took %.0f%% of the measured CPUs %s (%.2f core-seconds, steal %.2f): %s; its figures may include them",
-		spec.Name, tgt.Engine.Name, p.index, 100*oc.Share, oc.CPUs, oc.Seconds, oc.StealSeconds, who))
 }
 
 // agree notes in the run when the engine's count of origin requests and the

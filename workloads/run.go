@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/origin"
-	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
@@ -69,13 +68,8 @@ func ratePasses(ctx context.Context, g *loadgen.Generator, spec *Spec, tgt *Targ
 		if r.Interrupted {
 			return ctx.Err()
 		}
-		after := take(ctx, tgt)
-		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r, 50, 99), extra: delta(tgt, before, after)}
-		if p.warmup {
-			p.index = i + 1
-		}
-		agree(rc, spec, tgt, p)
-		noteBusy(rc, spec, tgt, p)
+		p := newPass(i, cfg.Warmups, r, generatorReasons(r, 50, 99))
+		rc.observe(ctx, spec, tgt, p, before)
 		p.extra["cache_claims"] = claims(r)
 		p.extra["ttfb_uncorrected_p50_ms"] = msq(r.TTFBUncorrected, 50)
 		p.extra["total_p50_ms"] = msq(r.Total, 50)
@@ -159,20 +153,14 @@ func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc 
 		if r.Interrupted {
 			return ctx.Err()
 		}
-		after := take(ctx, tgt)
-		fetches := after.origin.Objects[path].Fetches
-		p := &passInfo{index: i + 1 - cfg.Warmups, warmup: i < cfg.Warmups, lr: r, reasons: generatorReasons(r, 50, 99), extra: delta(tgt, before, after)}
-		if p.warmup {
-			p.index = i + 1
-		}
+		p := newPass(i, cfg.Warmups, r, generatorReasons(r, 50, 99))
+		fetches := rc.observe(ctx, spec, tgt, p, before).origin.Objects[path].Fetches
 		if before.origin.Objects[path].Fetches != 0 {
 			p.reasons = append(p.reasons, "the object was fetched before the burst: not cold")
 		}
 		if fetches == 0 {
 			p.reasons = append(p.reasons, "no origin fetch for the burst's object: it was not cold, coalescing cannot be measured")
 		}
-		agree(rc, spec, tgt, p)
-		noteBusy(rc, spec, tgt, p)
 		p.extra["object"] = path
 		p.extra["object_fetches"] = fetches
 		p.extra["clients"] = clients
@@ -184,18 +172,18 @@ func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc 
 		var x *float64
 		why := ""
 		if fetches > 0 {
-			x = results.F(round3(float64(clients) / float64(fetches)))
+			x = ptr(round3(float64(clients) / float64(fetches)))
 		} else {
 			why = "no origin fetch for the burst's object"
 		}
-		if rp := addPass(co, p, x, why); !rp.Warmup && rp.Valid && rp.Value != nil {
+		if rp := addPass(co, p, x, why); !rp.Warmup && rp.Valid {
 			clientsTotal += int64(clients)
 			fetchesTotal += fetches
 			co.OriginFetches = ptr(fetchesTotal)
 			v := round3(float64(clientsTotal) / float64(fetchesTotal))
-			co.Value, co.CoalescingX, co.NoValue = ptr(v), ptr(v), ""
+			co.Value, co.CoalescingX = ptr(v), ptr(v)
+			co.Recount()
 		}
-		setNoValue(co)
 		if err := rc.Save(); err != nil {
 			return err
 		}
@@ -239,6 +227,19 @@ type phaseCounts struct {
 	Unproven int64 `json:"unproven"` // answered without the origin's stamp
 }
 
+func (pc *phaseCounts) count(class string) {
+	switch class {
+	case "fresh":
+		pc.Fresh++
+	case "stale":
+		pc.Stale++
+	case "error":
+		pc.Errors++
+	default:
+		pc.Unproven++
+	}
+}
+
 func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc *Recorder) error {
 	ttl := spec.Policy.ManifestTTL
 	log := &flapLog{}
@@ -256,6 +257,7 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 	}
 
 	ttfb := rc.latency(spec, tgt, "p50-ttfb-failing", "p50 TTFB while the origin fails", 50)
+	ttfb.r.Aggregation = "p50 of every request sent while the origin failed, of the valid measured cycles merged: answers at their first byte, timeouts at the timeout; a cycle with any other failure is invalid"
 	gr := rc.newResult(spec, tgt, "grace-ratio", "Grace hit ratio", "%", false,
 		"stale ÷ (stale + errors + unproven) over requests sent while the origin failed and the object's TTL had expired; stale and fresh proven from the origin's X-Origin-Generated stamp; the valid measured cycles")
 	var stale, errs, fresh, unproven int64
@@ -305,10 +307,9 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 		if recoverErr != nil {
 			return fmt.Errorf("origin recover: %w", recoverErr)
 		}
-		after := take(ctx, tgt)
-
 		_, verdict := r.Verdict(50, 99)
-		p := &passInfo{index: c, lr: r, reasons: append([]string{}, verdict...), extra: delta(tgt, before, after)}
+		p := &passInfo{index: c, lr: r, reasons: verdict}
+		rc.observe(ctx, spec, tgt, p, before)
 		if f.err != nil {
 			p.reasons = append(p.reasons, "origin control: "+f.err.Error())
 		}
@@ -324,67 +325,34 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 		for _, recs := range log.shards {
 			for i := range recs {
 				fr := &recs[i]
-				failingPhase := !fr.intended.Before(f.at)
-				inWindow := failingPhase && f.lastGen > 0 && !fr.intended.Before(expiry)
 				class := classify(fr, ttl)
-				for _, pc := range []*phaseCounts{ternary(failingPhase, &failing, &healthy), ternary(inWindow, &window, nil)} {
-					if pc == nil {
-						continue
-					}
-					switch class {
-					case "fresh":
-						pc.Fresh++
-					case "stale":
-						pc.Stale++
-					case "error":
-						pc.Errors++
-					default:
-						pc.Unproven++
-					}
-				}
 				if class == "fresh" || class == "stale" {
 					claimed[fr.claim.String()]++
 					if (class == "stale") != (fr.claim == loadgen.CacheStale) {
 						disagree++
 					}
 				}
-				if failingPhase {
-					switch {
-					case class != "error":
-						_ = failHist.RecordValue(max(int64(fr.ttfb), 0))
-					case fr.err == "timeout":
-						_ = failHist.RecordValue(int64(fr.total))
-						failErrs[fr.err]++
-					case fr.err != "":
-						failErrs[fr.err]++
-					default:
-						failErrs[fmt.Sprintf("status %d", fr.status)]++
-					}
+				if fr.intended.Before(f.at) {
+					healthy.count(class)
+					continue
+				}
+				failing.count(class)
+				if f.lastGen > 0 && !fr.intended.Before(expiry) {
+					window.count(class)
+				}
+				switch {
+				case class != "error":
+					_ = failHist.RecordValue(max(int64(fr.ttfb), 0))
+				case fr.err == "timeout":
+					_ = failHist.RecordValue(int64(fr.total))
+					failErrs[fr.err]++
+				case fr.err != "":
+					failErrs[fr.err]++
+				default:
+					failErrs[fmt.Sprintf("status %d", fr.status)]++
 				}
 			}
 		}
-		if f.lastGen == 0 {
-			p.reasons = append(p.reasons, "the origin never generated the object before failing")
-		}
-		var ratio *float64
-		noRatio := ""
-		if n := window.Stale + window.Errors + window.Unproven; n > 0 {
-			ratio = ptr(round3(100 * float64(window.Stale) / float64(n)))
-		} else {
-			p.reasons = append(p.reasons, "no request was sent after the TTL expired inside the failure phase: grace was not exercised")
-			noRatio = "no request in the failure window"
-		}
-		var graceWhy, ttfbWhy []string
-		if window.Unproven > 0 {
-			graceWhy = append(graceWhy, fmt.Sprintf("%d answers in the failure window carried no origin stamp (%s): neither fresh nor stale can be proven; counted against grace",
-				window.Unproven, origin.GeneratedHeader))
-		}
-		if n := sum(failErrs); n > 0 {
-			ttfbWhy = append(ttfbWhy, fmt.Sprintf("%d of %d requests while the origin failed got no good answer (%s); timeouts count at the timeout, other failures have no latency",
-				n, failing.Fresh+failing.Stale+failing.Errors+failing.Unproven, kinds(failErrs)))
-		}
-		agree(rc, spec, tgt, p)
-		noteBusy(rc, spec, tgt, p)
 		p.extra["healthy"] = healthy
 		p.extra["failing"] = failing
 		p.extra["expired_window"] = window
@@ -393,19 +361,52 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 		p.extra["fail_mode"] = cfg.FailMode.String()
 		p.extra["cache_claims"] = claimed
 		p.extra["claim_disagreements"] = disagree
-		p.extra["grace_ratio"] = ratio
 
-		ttfb.add(p, failHist, ttfbWhy...)
-		if rp := addPass(gr, p, ratio, noRatio, graceWhy...); !rp.Warmup && rp.Valid && rp.Value != nil {
+		// TTFB while failing: a value only with good answers behind it.
+		var tv *float64
+		var ttfbWhy []string
+		sent := failing.Fresh + failing.Stale + failing.Errors + failing.Unproven
+		n := sum(failErrs)
+		switch {
+		case sent == 0:
+			ttfbWhy = append(ttfbWhy, "no request was sent while the origin failed")
+		case n == sent:
+			ttfbWhy = append(ttfbWhy, fmt.Sprintf("no good answer while the origin failed: %d of %d failed (%s)", n, sent, kinds(failErrs)))
+		default:
+			tv = msq(failHist, 50)
+			if n > 0 {
+				ttfbWhy = append(ttfbWhy, fmt.Sprintf("%d of %d requests while the origin failed got no good answer (%s); timeouts count at the timeout, other failures have no latency",
+					n, sent, kinds(failErrs)))
+			}
+		}
+		ttfb.addValue(p, failHist, tv, "", ttfbWhy...)
+
+		// Grace: only what was proven stale counts for it.
+		var ratio *float64
+		var graceWhy []string
+		if f.lastGen == 0 {
+			graceWhy = append(graceWhy, "the origin never generated the object before failing")
+		}
+		if n := window.Stale + window.Errors + window.Unproven; n > 0 {
+			ratio = ptr(round3(100 * float64(window.Stale) / float64(n)))
+		} else {
+			graceWhy = append(graceWhy, "no request was sent after the TTL expired inside the failure phase: grace was not exercised")
+		}
+		if window.Unproven > 0 {
+			graceWhy = append(graceWhy, fmt.Sprintf("%d answers in the failure window carried no origin stamp (%s): neither fresh nor stale can be proven; counted against grace",
+				window.Unproven, origin.GeneratedHeader))
+		}
+		p.extra["grace_ratio"] = ratio
+		if rp := addPass(gr, p, ratio, "no request in the failure window", graceWhy...); !rp.Warmup && rp.Valid {
 			stale += window.Stale
 			errs += window.Errors
 			fresh += window.Fresh
 			unproven += window.Unproven
 			v := round3(100 * float64(stale) / float64(stale+errs+unproven))
-			gr.Value, gr.GraceRatio, gr.NoValue = ptr(v), ptr(v), ""
+			gr.Value, gr.GraceRatio = ptr(v), ptr(v)
 			gr.Stale, gr.GraceErrors, gr.Fresh = ptr(stale), ptr(errs), ptr(fresh)
+			gr.Recount()
 		}
-		setNoValue(gr)
 		if err := rc.Save(); err != nil {
 			return err
 		}
@@ -435,13 +436,6 @@ func sum(m map[string]int64) int64 {
 		n += v
 	}
 	return n
-}
-
-func ternary[T any](c bool, a, b T) T {
-	if c {
-		return a
-	}
-	return b
 }
 
 func ptr[T any](v T) *T { return &v }

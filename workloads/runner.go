@@ -176,16 +176,24 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	run.FinishedAt = time.Now().UTC()
 	switch {
 	case ctx.Err() != nil:
+		// Interrupted: an error while stopping is kept, not raised.
 		run.Interrupted = true
 		run.Status = results.StatusInterrupted
+		if runErr != nil {
+			run.Error = runErr.Error()
+		}
 		runErr = nil
 	case runErr != nil:
 		run.Status, run.Error = results.StatusFailed, runErr.Error()
 	default:
 		run.Status = results.StatusComplete
 	}
-	if err := rc.Save(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("save results: %w", err)
+	if err := rc.Save(); err != nil {
+		// The file may hold an older state; what is returned says failed.
+		if runErr == nil {
+			runErr = fmt.Errorf("save results: %w", err)
+		}
+		run.Status, run.Error = results.StatusFailed, runErr.Error()
 	}
 	return run, rc, runErr
 }

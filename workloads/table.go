@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -119,6 +120,7 @@ type causes struct {
 
 type cause struct {
 	engine, text string
+	first        int // the pass the text is from
 	tests        []string
 	passes       []int
 }
@@ -132,14 +134,14 @@ func (c *causes) add(engine string, r *results.Result) {
 		key := engine + "\x00" + digits.ReplaceAllString(text, "#")
 		x := c.by[key]
 		if x == nil {
-			x = &cause{engine: engine, text: text}
+			x = &cause{engine: engine, text: text, first: pass}
 			c.by[key] = x
 			c.order = append(c.order, key)
 		}
-		if !contains(x.tests, r.Test) {
+		if !slices.Contains(x.tests, r.Test) {
 			x.tests = append(x.tests, r.Test)
 		}
-		if pass > 0 && !containsInt(x.passes, pass) {
+		if pass > 0 && !slices.Contains(x.passes, pass) {
 			x.passes = append(x.passes, pass)
 		}
 	}
@@ -149,9 +151,6 @@ func (c *causes) add(engine string, r *results.Result) {
 		}
 		for _, why := range p.InvalidReasons {
 			note(why, p.Index)
-		}
-		if len(p.InvalidReasons) == 0 && p.Value == nil {
-			note(p.NoValue, p.Index)
 		}
 	}
 	if r.MeasuredPasses == 0 && r.NoValue != "" {
@@ -178,6 +177,10 @@ func (c *causes) write(w io.Writer) {
 		if len(x.passes) > 0 {
 			sort.Ints(x.passes)
 			where += ", " + passList(x.passes)
+		}
+		if len(x.passes) > 1 {
+			// The numbers in the text are the first pass's.
+			where += fmt.Sprintf(", e.g. pass %d", x.first)
 		}
 		fmt.Fprintln(w, wrap("- "+where+": "+x.text, TableWidth, "    ", "      "))
 	}
@@ -219,20 +222,3 @@ func wrap(text string, width int, first, indent string) string {
 	return b.String()
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsInt(list []int, n int) bool {
-	for _, x := range list {
-		if x == n {
-			return true
-		}
-	}
-	return false
-}

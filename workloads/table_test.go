@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
 func fakeResult(engine, test string, value *float64, passes ...results.Pass) *results.Result {
@@ -18,7 +21,7 @@ func fakeResult(engine, test string, value *float64, passes ...results.Pass) *re
 		addPass(r, p, passes[i].Value, passes[i].NoValue)
 	}
 	r.Value = value
-	setNoValue(r)
+	r.Recount()
 	return r
 }
 
@@ -123,4 +126,48 @@ func TestProgress(t *testing.T) {
 	}
 	var none *Progress
 	none.step("nothing", time.Second) // a nil Progress prints nothing and does not panic
+}
+
+// A test's value comes from its valid measured passes only: an invalid
+// pass's samples and the warm-ups are left out, and with no valid pass
+// there is no value, with the first cause.
+func TestValueFromValidPassesOnly(t *testing.T) {
+	rc := &Recorder{Run: results.NewRun("t", "", nil)}
+	spec := specOf(HitPath)
+	tgt := &Target{Engine: results.Engine{Name: "builtin"}}
+	lt := rc.latency(&spec, tgt, "p50-ttfb", "p50 TTFB", 50)
+	hist := func(ms float64) *hdr.Histogram {
+		h := loadgen.NewHistogram()
+		for range 100 {
+			h.RecordValue(int64(ms * 1e6))
+		}
+		return h
+	}
+	ok := &loadgen.Result{OK: 100, Requests: 100}
+	lt.add(&passInfo{index: 1, warmup: true, lr: ok}, hist(50))
+	lt.add(&passInfo{index: 1, lr: ok}, hist(1))
+	lt.add(&passInfo{index: 2, lr: ok, reasons: []string{"late"}}, hist(100))
+	lt.add(&passInfo{index: 3, lr: ok}, hist(1))
+	r := lt.r
+	if r.Value == nil || *r.Value > 1.01 || r.ValidPasses != 2 || r.MeasuredPasses != 3 || r.Valid ||
+		len(r.InvalidReasons) != 1 || r.InvalidReasons[0] != "pass 2: late" || r.Requests != 300 {
+		t.Errorf("value %v, %d of %d valid, valid %v, reasons %v, requests %d: want 1 ms from passes 1 and 3",
+			val(r.Value), r.ValidPasses, r.MeasuredPasses, r.Valid, r.InvalidReasons, r.Requests)
+	}
+	if r.Spread.N != 2 || r.Spread.Max > 1.01 {
+		t.Errorf("spread %+v: want the valid passes only", r.Spread)
+	}
+
+	none := rc.latency(&spec, tgt, "p99-ttfb", "p99 TTFB", 99)
+	failed := &loadgen.Result{Requests: 10, Errors: 10, ErrorsByKind: map[string]int64{"status": 10}}
+	none.add(&passInfo{index: 1, lr: failed}, loadgen.NewHistogram())
+	none.add(&passInfo{index: 2, lr: ok, reasons: []string{"late"}}, hist(1))
+	r = none.r
+	if r.Value != nil || r.Valid || r.ValidPasses != 0 || !strings.Contains(r.NoValue, "no valid pass of 2: no successful request: 10 of 10 failed (status 10)") ||
+		r.Errors != 10 || r.ErrorsByKind["status"] != 10 {
+		t.Errorf("value %v no_value %q errors %d: want null with the first cause", val(r.Value), r.NoValue, r.Errors)
+	}
+	if p := r.Passes[0]; p.Valid || p.Value != nil || len(p.InvalidReasons) == 0 {
+		t.Errorf("a pass without a value must be invalid with its reason: %+v", p)
+	}
 }

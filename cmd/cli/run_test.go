@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"net"
 	"net/http"
@@ -149,8 +151,8 @@ func TestRunProcessInterrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !run.Interrupted || len(run.Results) == 0 || len(run.Results[0].Passes) < 2 {
-		t.Errorf("interrupted %v, results %d: want the finished passes kept", run.Interrupted, len(run.Results))
+	if !run.Interrupted || run.Status != results.StatusInterrupted || len(run.Results) == 0 || len(run.Results[0].Passes) < 2 {
+		t.Errorf("interrupted %v status %q, results %d: want the finished passes kept", run.Interrupted, run.Status, len(run.Results))
 	}
 	if kids := children(); len(kids) > 0 {
 		t.Errorf("child processes left running: %v", kids)
@@ -263,4 +265,29 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// Exit 3 comes from any invalid result or any result without a value, and
+// only from those.
+func TestVerdict(t *testing.T) {
+	v := 1.0
+	good := results.Result{ID: "hit-path/p50-ttfb", Engine: "builtin", Valid: true, Value: &v}
+	if err := verdict(&results.Run{Results: []results.Result{good, good}}); err != nil {
+		t.Errorf("all valid: %v", err)
+	}
+	invalid := good
+	invalid.Valid = false
+	null := good
+	null.ID, null.Value = "miss-storm/coalescing", nil
+	for name, rs := range map[string][]results.Result{"invalid": {good, invalid}, "null": {null, good}} {
+		err := verdict(&results.Run{Results: rs})
+		var inv invalidError
+		if !errors.As(err, &inv) || !strings.Contains(err.Error(), "1 of 2 results") {
+			t.Errorf("%s: %v, want an invalidError counting 1 of 2", name, err)
+		}
+	}
+	code := Run(context.Background(), []string{"--help"}, io.Discard, io.Discard)
+	if code != ExitOK {
+		t.Errorf("--help exit %d", code)
+	}
 }
