@@ -221,4 +221,3 @@ func wrap(text string, width int, first, indent string) string {
 	}
 	return b.String()
 }
-
