@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -63,9 +64,12 @@ func TestLoadJSONKeys(t *testing.T) {
 }
 
 func TestLoadTextAndBurstTemplate(t *testing.T) {
+	var mu sync.Mutex
 	seen := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen[r.URL.Path]++ // requests of one burst race, but paths differ per burst
+		mu.Lock()
+		seen[r.URL.Path]++ // the requests of one burst arrive together
+		mu.Unlock()
 		w.Write([]byte("x"))
 	}))
 	defer srv.Close()

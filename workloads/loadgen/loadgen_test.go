@@ -75,11 +75,18 @@ func TestStallIsCorrected(t *testing.T) {
 	if s.Requests != 10000 || s.Errors != 0 {
 		t.Errorf("requests %d errors %d, want 10000 and 0", s.Requests, s.Errors)
 	}
-	if s.TTFB.P99 < 850 || s.TTFB.P99 > 950 {
-		t.Errorf("corrected TTFB p99 %.1f ms, want 850–950", s.TTFB.P99)
+	// Under the race detector the server's handlers run several times
+	// slower, so the pool drains the stall's backlog later: the upper
+	// margins widen (the lower ones are the stall itself and stay).
+	hi99, hi95 := 950.0, 550.0
+	if raceEnabled {
+		hi99, hi95 = 990, 650
 	}
-	if s.TTFB.P95 < 450 || s.TTFB.P95 > 550 {
-		t.Errorf("corrected TTFB p95 %.1f ms, want 450–550", s.TTFB.P95)
+	if s.TTFB.P99 < 850 || s.TTFB.P99 > hi99 {
+		t.Errorf("corrected TTFB p99 %.1f ms, want 850–%.0f", s.TTFB.P99, hi99)
+	}
+	if s.TTFB.P95 < 450 || s.TTFB.P95 > hi95 {
+		t.Errorf("corrected TTFB p95 %.1f ms, want 450–%.0f", s.TTFB.P95, hi95)
 	}
 	if s.TTFBUncorrected.P99 >= 50 {
 		t.Errorf("uncorrected TTFB p99 %.1f ms, want under 50", s.TTFBUncorrected.P99)
@@ -324,11 +331,18 @@ func TestBurst(t *testing.T) {
 	defer srv.Close()
 	g := newGen(t, Options{URL: srv.URL, Connections: 40})
 	for rep := 0; rep < 3; rep++ {
+		mu.Lock()
 		arrivals = nil
+		mu.Unlock()
 		r := run(t, g, Pass{Burst: 40, Path: fmt.Sprintf("/seg-%d", rep)})
 		if r.OK != 40 || r.Mode != "burst" {
 			t.Fatalf("burst: ok %d mode %s errors %v", r.OK, r.Mode, r.ErrorsByKind)
 		}
+		// The handlers appended before answering; the lock orders their
+		// writes before these reads for the race detector too.
+		mu.Lock()
+		arrivals := append([]time.Time(nil), arrivals...)
+		mu.Unlock()
 		if len(arrivals) != 40 {
 			t.Fatalf("server saw %d requests", len(arrivals))
 		}

@@ -112,6 +112,9 @@ type shard struct {
 	expireAt int64
 	stopped  bool
 
+	// sa is this loop's own copy of the target's address: unix.Connect
+	// writes into the Sockaddr it is given, so loops must not share one.
+	sa     unix.Sockaddr
 	iv     *interval
 	pinErr error
 	// opened counts every socket this shard opened; openedBefore is the
@@ -121,7 +124,7 @@ type shard struct {
 
 func newShard(g *Generator, id int) (*shard, error) {
 	s := &shard{g: g, id: id, rbuf: make([]byte, readBufSize), events: make([]unix.EpollEvent, 256),
-		m: newMetrics(), cmds: make(chan func())}
+		m: newMetrics(), cmds: make(chan func()), sa: copySockaddr(g.sa)}
 	var err error
 	if s.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return nil, err
@@ -189,7 +192,7 @@ func (s *shard) addConn() *conn {
 
 // openBlocking connects (and shakes hands) before a pass starts.
 func (s *shard) openBlocking(c *conn) error {
-	fd, err := dialBlocking(s.g.sa, s.g.family, s.g.opts.Timeout)
+	fd, err := dialBlocking(s.sa, s.g.family, s.g.opts.Timeout)
 	s.opened++
 	if err != nil {
 		return err
@@ -231,7 +234,7 @@ func (s *shard) handshake(c *conn, deadline int64) error {
 
 // startReconnect replaces a closed connection without waiting for it.
 func (s *shard) startReconnect(c *conn, now int64) {
-	fd, done, err := startConnect(s.g.sa, s.g.family)
+	fd, done, err := startConnect(s.sa, s.g.family)
 	s.opened++
 	if err != nil {
 		s.connectFailed(c, now)

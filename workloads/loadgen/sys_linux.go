@@ -87,6 +87,19 @@ func sockaddr(ip net.IP, port string) (unix.Sockaddr, int, error) {
 	return sa, unix.AF_INET6, nil
 }
 
+// copySockaddr returns a copy of an address made by sockaddr.
+func copySockaddr(sa unix.Sockaddr) unix.Sockaddr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		c := *a
+		return &c
+	case *unix.SockaddrInet6:
+		c := *a
+		return &c
+	}
+	return sa
+}
+
 // startConnect opens a non-blocking socket and starts connecting; done is
 // true when the connection completed at once.
 func startConnect(sa unix.Sockaddr, family int) (fd int, done bool, err error) {
