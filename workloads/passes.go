@@ -90,7 +90,7 @@ type latencyTest struct {
 func (rc *Recorder) latency(spec *Spec, tgt *Target, test, title string, q float64) *latencyTest {
 	agg := fmt.Sprintf("p%g of every measured request's sample, all measured passes merged (HDR histogram); per-pass values are each pass's own p%g", q, q)
 	return &latencyTest{r: rc.newResult(spec, tgt, test, title, "ms", true, agg), q: q,
-		hist: hdr.New(1000, int64(loadgen.MaxLatency), 3)}
+		hist: loadgen.NewHistogram()}
 }
 
 func msq(h *hdr.Histogram, q float64) float64 {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
@@ -307,7 +305,7 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 		var healthy, failing, window phaseCounts
 		claimed := map[string]int64{}
 		var disagree int64
-		failHist := hdr.New(1000, int64(loadgen.MaxLatency), 3)
+		failHist := loadgen.NewHistogram()
 		for _, recs := range log.shards {
 			for i := range recs {
 				fr := &recs[i]

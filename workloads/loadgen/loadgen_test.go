@@ -635,3 +635,32 @@ func BenchmarkRequestCycle(b *testing.B) {
 		b.Fatalf("ok %d of %d", r.OK, b.N)
 	}
 }
+
+// Hit-path latencies are tens of microseconds: the histograms must resolve
+// them to well under a microsecond, and stay small when merged.
+func TestHistogramResolution(t *testing.T) {
+	for _, ns := range []int64{1_000, 10_000, 55_555, 250_000} {
+		h := NewHistogram()
+		h.RecordValue(ns)
+		// 3 significant digits: within 0.1% (the old 512 ns unit read
+		// 10 µs back as 10.239 µs).
+		if got := h.ValueAtQuantile(50); got < ns || got-ns >= 1000 || float64(got-ns) > 0.001*float64(ns) {
+			t.Errorf("%d ns reads back as %d ns, want within 1 µs and 0.1%%", ns, got)
+		}
+		if got := h.Max(); got-ns >= 1000 {
+			t.Errorf("%d ns: max reads back as %d ns", ns, got)
+		}
+	}
+	merged := NewHistogram()
+	for i := 0; i < 16; i++ {
+		h := NewHistogram()
+		for v := int64(1); v < int64(MaxLatency); v *= 3 {
+			h.RecordValue(v)
+		}
+		merged.Merge(h)
+	}
+	if size := merged.ByteSize(); size > 300_000 {
+		t.Errorf("a merged histogram takes %d bytes, want under 300 KB", size)
+	}
+	t.Logf("one histogram: %d bytes", merged.ByteSize())
+}

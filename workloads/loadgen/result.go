@@ -355,8 +355,8 @@ func Merge(rs []*Result) *Result {
 	f := rs[0]
 	out := &Result{Start: f.Start, Mode: f.Mode, Arrival: f.Arrival, Target: f.Target, Connections: f.Connections,
 		Shards: f.Shards, ErrorsByKind: map[string]int64{}, StatusCodes: map[int]int64{}, Valid: true,
-		TTFB: newHist(), TTFBUncorrected: newHist(), Total: newHist(), TotalUncorrected: newHist(),
-		ScheduleLag: newHist(), ConnectionWait: newHist()}
+		TTFB: NewHistogram(), TTFBUncorrected: NewHistogram(), Total: NewHistogram(), TotalUncorrected: NewHistogram(),
+		ScheduleLag: NewHistogram(), ConnectionWait: NewHistogram()}
 	var answered float64
 	for i, r := range rs {
 		out.Duration += r.Duration
