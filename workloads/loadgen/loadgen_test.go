@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
 )
 
 func newGen(t testing.TB, o Options) *Generator {
@@ -663,4 +665,28 @@ func TestHistogramResolution(t *testing.T) {
 		t.Errorf("a merged histogram takes %d bytes, want under 300 KB", size)
 	}
 	t.Logf("one histogram: %d bytes", merged.ByteSize())
+}
+
+// With CPUs set there is one event loop per pinned CPU, never two on one.
+func TestShardsFollowCPUs(t *testing.T) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	cpu := -1
+	for i := 0; i < 1024 && cpu < 0; i++ {
+		if set.IsSet(i) {
+			cpu = i
+		}
+	}
+	url := zeroAllocServer(t, fixedResponse(10))
+	g := newGen(t, Options{URL: url, Connections: 8, CPUs: []int{cpu}})
+	if g.Shards() != 1 {
+		t.Errorf("CPUs %v: %d event loops, want 1", []int{cpu}, g.Shards())
+	}
+	_, err := New(context.Background(), Options{URL: url, Connections: 8, CPUs: []int{cpu}, Shards: 2})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "shards" || !strings.Contains(ce.Msg, "cpus") {
+		t.Errorf("2 shards on 1 CPU: %v, want a config error on shards naming cpus", err)
+	}
 }

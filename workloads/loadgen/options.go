@@ -56,12 +56,14 @@ type Options struct {
 	TLSConfig *tls.Config
 	// Shards is the number of event-loop threads, each with its own
 	// histograms and a share of the connections and of the schedule.
-	// Zero means one fewer than the CPUs this process may use (at least one,
-	// at most Connections): one loop per core keeps pace with any server on
-	// this machine, and the spare core is the server's.
+	// Zero means one loop per CPU of CPUs when CPUs is set, else one fewer
+	// than the CPUs this process may use; at least one, at most Connections.
+	// One loop per core keeps pace with any server on this machine, and the
+	// spare core is the server's.
 	Shards int
-	// CPUs, when set, pins event loop i's thread to CPUs[i%len(CPUs)], so
-	// the generator never shares a core with what it measures.
+	// CPUs, when set, pins event loop i's thread to CPUs[i], so the
+	// generator never shares a core with what it measures. Shards may not
+	// exceed len(CPUs): two loops on one core would measure each other.
 	CPUs []int
 	// BodyCheck, when set, makes one BodyCheck per connection.
 	BodyCheck func() BodyCheck
@@ -168,7 +170,11 @@ func (o *Options) withDefaults() Options {
 		c.Method = "GET"
 	}
 	if c.Shards == 0 {
-		c.Shards = max(1, min(runtime.NumCPU()-1, c.Connections))
+		if len(c.CPUs) > 0 {
+			c.Shards = max(1, min(len(c.CPUs), c.Connections))
+		} else {
+			c.Shards = max(1, min(runtime.NumCPU()-1, c.Connections))
+		}
 	}
 	return c
 }
@@ -182,6 +188,10 @@ func (o *Options) validate() (*target, error) {
 	}
 	if o.Shards < 1 || o.Shards > o.Connections {
 		return nil, cfgErr("shards", "%d: want 1 to the number of connections (%d)", o.Shards, o.Connections)
+	}
+	if len(o.CPUs) > 0 && o.Shards > len(o.CPUs) {
+		return nil, cfgErr("shards", "%d event loops on %d pinned CPUs (cpus %v): want at most one loop per CPU; lower shards or list more cpus",
+			o.Shards, len(o.CPUs), o.CPUs)
 	}
 	switch o.Method {
 	case "GET", "HEAD":
