@@ -36,43 +36,58 @@ func record(h *hdr.Histogram, ns int64) {
 // generator merges them once, after the pass.
 type metrics struct {
 	ttfb, ttfbUnc, total, totalUnc *hdr.Histogram
-	lag, wait                      *hdr.Histogram
+	// ttfbDisp and totalDisp count from the dispatch instant, when the loop
+	// released the slot: the figures without the generator's own lateness.
+	ttfbDisp, totalDisp *hdr.Histogram
+	lag, wait           *hdr.Histogram
+	// stampDelay is, for answers whose first byte was read after other
+	// sockets of the same epoll batch, how much later than the batch's
+	// wake a stamp taken at the read would have been.
+	stampDelay *hdr.Histogram
 
-	requests   int64 // requests with an outcome
-	ok         int64
-	answered   int64 // complete answers (good or failing validation)
-	errs       [numErrKinds]int64
-	status     [600]int64
-	cache      [4]int64
-	queued     int64 // requests that found every connection busy
-	sockets    int64 // sockets opened (first opens and reconnects)
-	bodyBytes  int64
-	dispatched int64
-	lastDone   int64 // nanotime of the last answer
-	lagOverMs  int64
+	requests    int64 // requests with an outcome
+	ok          int64
+	answered    int64 // complete answers (good or failing validation)
+	errs        [numErrKinds]int64
+	status      [600]int64
+	cache       [4]int64
+	queued      int64 // requests that found every connection busy and waited
+	dropped     int64 // requests that found the waiting queue full
+	unsolicited int64 // answers that arrived on idle connections
+	sockets     int64 // sockets opened (first opens and reconnects)
+	bodyBytes   int64
+	dispatched  int64
+	lastDone    int64 // nanotime of the last outcome
+
+	samples  [maxSamples]sample
+	nsamples int
 }
 
 func newMetrics() *metrics {
 	return &metrics{
 		ttfb: NewHistogram(), ttfbUnc: NewHistogram(), total: NewHistogram(), totalUnc: NewHistogram(),
-		lag: NewHistogram(), wait: NewHistogram(),
+		ttfbDisp: NewHistogram(), totalDisp: NewHistogram(), lag: NewHistogram(), wait: NewHistogram(),
+		stampDelay: NewHistogram(),
 	}
+}
+
+func (m *metrics) hists() []*hdr.Histogram {
+	return []*hdr.Histogram{m.ttfb, m.ttfbUnc, m.total, m.totalUnc, m.ttfbDisp, m.totalDisp, m.lag, m.wait, m.stampDelay}
 }
 
 func (m *metrics) reset() {
-	for _, h := range []*hdr.Histogram{m.ttfb, m.ttfbUnc, m.total, m.totalUnc, m.lag, m.wait} {
+	for _, h := range m.hists() {
 		h.Reset()
 	}
-	*m = metrics{ttfb: m.ttfb, ttfbUnc: m.ttfbUnc, total: m.total, totalUnc: m.totalUnc, lag: m.lag, wait: m.wait}
+	*m = metrics{ttfb: m.ttfb, ttfbUnc: m.ttfbUnc, total: m.total, totalUnc: m.totalUnc,
+		ttfbDisp: m.ttfbDisp, totalDisp: m.totalDisp, lag: m.lag, wait: m.wait, stampDelay: m.stampDelay}
 }
 
+// merge adds o's counts and histograms (not its error samples) to m.
 func (m *metrics) merge(o *metrics) {
-	m.ttfb.Merge(o.ttfb)
-	m.ttfbUnc.Merge(o.ttfbUnc)
-	m.total.Merge(o.total)
-	m.totalUnc.Merge(o.totalUnc)
-	m.lag.Merge(o.lag)
-	m.wait.Merge(o.wait)
+	for i, h := range m.hists() {
+		h.Merge(o.hists()[i])
+	}
 	m.requests += o.requests
 	m.ok += o.ok
 	m.answered += o.answered
@@ -86,9 +101,10 @@ func (m *metrics) merge(o *metrics) {
 		m.cache[i] += o.cache[i]
 	}
 	m.queued += o.queued
+	m.dropped += o.dropped
+	m.unsolicited += o.unsolicited
 	m.sockets += o.sockets
 	m.bodyBytes += o.bodyBytes
 	m.dispatched += o.dispatched
 	m.lastDone = max(m.lastDone, o.lastDone)
-	m.lagOverMs += o.lagOverMs
 }

@@ -23,9 +23,23 @@ const (
 	// MaxLatency is the largest latency the histograms hold; larger values
 	// are recorded at this value.
 	MaxLatency = 60 * time.Second
-	// LagLimit is the schedule lag p99 above which a run is invalid: the
-	// generator itself was late.
-	LagLimit = time.Millisecond
+	// LagTolerance and LagToleranceFloor bound how far the generator's own
+	// lateness may move a published figure: a pass is invalid when a
+	// quantile counted from the intended send time exceeds the same
+	// quantile counted from the dispatch instant by more than
+	// max(LagTolerance × the figure, LagToleranceFloor). Lateness that moves
+	// nothing (a few hundred microseconds on a 200 ms answer) is harmless;
+	// 50 µs on a 100 µs hit is not.
+	LagTolerance      = 0.05
+	LagToleranceFloor = 50 * time.Microsecond
+	// QueuePerConnection and QueueMin size each event loop's queue of
+	// requests waiting for a busy pool: QueuePerConnection entries per
+	// connection of the loop, at least QueueMin (16 bytes an entry). A due
+	// request that finds it full is dropped, counted and makes the pass
+	// invalid, so an overload cannot grow memory, or the time the pass
+	// needs to drain its backlog after its duration, without bound.
+	QueuePerConnection = 64
+	QueueMin           = 65536
 	// CPULimit is the share of one core a generator thread may use before
 	// the run is invalid: a saturated generator measures itself.
 	CPULimit = 0.95
@@ -127,6 +141,10 @@ type Pass struct {
 	Burst int
 	// Seed makes Poisson arrivals repeatable; 0 picks one.
 	Seed uint64
+
+	// lateBy makes every dispatch this late: tests use it to make the
+	// generator late on purpose.
+	lateBy time.Duration
 }
 
 // target is the parsed destination.

@@ -57,6 +57,15 @@ func threadCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// currentCPU is the CPU the calling thread runs on (-1 if unknown).
+func currentCPU() int {
+	var cpu uint32
+	if _, _, e := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); e != 0 {
+		return -1
+	}
+	return int(cpu)
+}
+
 // processCPU is the whole process's user+system CPU time.
 func processCPU() time.Duration {
 	var ru unix.Rusage
