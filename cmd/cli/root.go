@@ -20,9 +20,12 @@ import (
 
 // Exit codes.
 const (
-	ExitOK          = 0
-	ExitFailure     = 1
-	ExitUsage       = 2
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+	// ExitInvalid: the command finished and printed its results, but some
+	// are invalid or have no value (the reasons are printed with them).
+	ExitInvalid     = 3
 	ExitInterrupted = 130
 )
 
@@ -46,6 +49,10 @@ func usagef(format string, args ...any) error {
 // errInterrupted reports a run stopped by a signal after its output was written.
 var errInterrupted = errors.New("interrupted")
 
+// errInvalid reports a command that finished and wrote its results, some of
+// which are invalid; wrap it with the reasons, on one line.
+var errInvalid = errors.New("finished, but some results are invalid")
+
 // Main runs hlsbench with args and returns the exit code. SIGINT and SIGTERM
 // cancel the context: commands stop, clean up and report what they finished.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -65,6 +72,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errInterrupted):
 		fmt.Fprintln(stderr, "hlsbench: interrupted; what finished is above")
 		return ExitInterrupted
+	case errors.Is(err, errInvalid):
+		fmt.Fprintln(stderr, "hlsbench:", err)
+		return ExitInvalid
 	}
 	fmt.Fprintln(stderr, "hlsbench:", err)
 	var ue usageError
