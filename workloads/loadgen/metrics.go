@@ -41,9 +41,10 @@ type metrics struct {
 	ttfbDisp, totalDisp *hdr.Histogram
 	lag, wait           *hdr.Histogram
 	// stampDelay is, for answers whose first byte was read after other
-	// sockets of the same epoll batch, how much later than the batch's
-	// wake a stamp taken at the read would have been.
-	stampDelay *hdr.Histogram
+	// sockets of the same epoll batch, how much later than the stamp a
+	// stamp taken at the read would have been; rxDelay how much later a
+	// stamp at the batch's wake would have been than the kernel's.
+	stampDelay, rxDelay *hdr.Histogram
 
 	requests    int64 // requests with an outcome
 	ok          int64
@@ -67,12 +68,12 @@ func newMetrics() *metrics {
 	return &metrics{
 		ttfb: NewHistogram(), ttfbUnc: NewHistogram(), total: NewHistogram(), totalUnc: NewHistogram(),
 		ttfbDisp: NewHistogram(), totalDisp: NewHistogram(), lag: NewHistogram(), wait: NewHistogram(),
-		stampDelay: NewHistogram(),
+		stampDelay: NewHistogram(), rxDelay: NewHistogram(),
 	}
 }
 
 func (m *metrics) hists() []*hdr.Histogram {
-	return []*hdr.Histogram{m.ttfb, m.ttfbUnc, m.total, m.totalUnc, m.ttfbDisp, m.totalDisp, m.lag, m.wait, m.stampDelay}
+	return []*hdr.Histogram{m.ttfb, m.ttfbUnc, m.total, m.totalUnc, m.ttfbDisp, m.totalDisp, m.lag, m.wait, m.stampDelay, m.rxDelay}
 }
 
 func (m *metrics) reset() {
@@ -80,7 +81,7 @@ func (m *metrics) reset() {
 		h.Reset()
 	}
 	*m = metrics{ttfb: m.ttfb, ttfbUnc: m.ttfbUnc, total: m.total, totalUnc: m.totalUnc,
-		ttfbDisp: m.ttfbDisp, totalDisp: m.totalDisp, lag: m.lag, wait: m.wait, stampDelay: m.stampDelay}
+		ttfbDisp: m.ttfbDisp, totalDisp: m.totalDisp, lag: m.lag, wait: m.wait, stampDelay: m.stampDelay, rxDelay: m.rxDelay}
 }
 
 // merge adds o's counts and histograms (not its error samples) to m.

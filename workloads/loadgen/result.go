@@ -82,8 +82,8 @@ type Result struct {
 	checks []string
 	// worst is the event loop with the highest schedule lag p99.
 	worst loopInfo
-	// stampDelay: see metrics.stampDelay.
-	stampDelay *hdr.Histogram
+	// stampDelay and rxDelay: see metrics.
+	stampDelay, rxDelay *hdr.Histogram
 }
 
 type loopInfo struct {
@@ -174,7 +174,7 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 	}
 	r.TTFB, r.TTFBUncorrected, r.Total, r.TotalUncorrected = m.ttfb, m.ttfbUnc, m.total, m.totalUnc
 	r.TTFBFromDispatch, r.TotalFromDispatch = m.ttfbDisp, m.totalDisp
-	r.ScheduleLag, r.ConnectionWait, r.stampDelay = m.lag, m.wait, m.stampDelay
+	r.ScheduleLag, r.ConnectionWait, r.stampDelay, r.rxDelay = m.lag, m.wait, m.stampDelay, m.rxDelay
 	r.Requests, r.OK, r.Queued, r.SocketsOpened, r.BodyBytes = m.requests, m.ok, m.queued, m.sockets, m.bodyBytes
 	r.Dropped, r.Unsolicited = m.dropped, m.unsolicited
 	r.ErrorsByKind = map[string]int64{}
@@ -218,7 +218,7 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 			dropped = fmt.Sprintf(" (%d waited, %d were dropped)", m.queued, m.dropped)
 		}
 		r.Warnings = append(r.Warnings, fmt.Sprintf(
-			"pool limited: %d of %d requests found all %d connections busy%s (connection wait p99 %s, max %s); the server was slow, not the generator",
+			"pool limited: %d of %d requests found none of the %d connections free%s (connection wait p99 %s, max %s); the server was slow or closed them, not the generator",
 			m.queued+m.dropped, m.dispatched, r.Connections, dropped, fmtDur(time.Duration(r.ConnectionWait.ValueAtQuantile(99))), fmtDur(time.Duration(r.ConnectionWait.Max()))))
 	}
 	if r.Errors > 0 {
