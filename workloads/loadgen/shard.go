@@ -862,7 +862,14 @@ func (s *shard) received(c *conn, p []byte, now int64) {
 	case err != nil:
 		s.fail(c, s.detail(c, errProtocol), now)
 	case done && used < len(p):
-		s.fail(c, errDetail{kind: errProtocol, what: "bytes after the end of the answer"}, now)
+		// The answer is complete; what follows answers nothing we asked
+		// (a 408 sent as the connection went idle and read together with
+		// the answer before it). The answer stands on its own; the extra
+		// bytes are counted apart and the connection, whose framing can
+		// no longer be trusted, is closed.
+		s.m.unsolicited++
+		c.resp.close = true
+		fallthrough
 	case done:
 		s.m.bodyBytes += c.resp.bodyRead
 		kind := c.resp.verdict(&s.sp.ex)
