@@ -85,8 +85,9 @@ type Options struct {
 	// thread of the shard that ran it (shard is its index, so callers can
 	// keep per-shard state without locks). check is the connection's
 	// BodyCheck, nil when there is none or the request never reached a
-	// connection (it timed out in the queue or could not connect). It must
-	// not keep rec.
+	// connection (it timed out in the queue, could not connect, was failed
+	// at once during a connection backoff, or was dropped). It must not
+	// keep rec.
 	OnRecord func(shard int, rec *Record, check BodyCheck)
 	// HDRLog, when set, receives an HdrHistogram V2 interval log (one
 	// interval a second, tagged ttfb and total, corrected, in nanoseconds).
