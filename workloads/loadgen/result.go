@@ -234,8 +234,8 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 		if !r.Valid {
 			causes = append(causes, "the pass is invalid (see the reasons)")
 		}
-		if r.PoolLimited {
-			causes = append(causes, "all connections busy: the server answered slower than the rate")
+		if r.PoolLimited && r.OK > 0 {
+			causes = append(causes, "no free connection: the server answered slower than the rate, or closed its connections")
 		}
 		if r.Errors > 0 {
 			causes = append(causes, fmt.Sprintf("%d failed requests", r.Errors))
