@@ -58,8 +58,14 @@ last is answered. --burst N opens N connections and releases N requests at one
 instant; --repeat runs that again, and {rep} (the repetition, from 0) and {nonce}
 (random per run) in the URL give every repetition a fresh object.
 
-Exit codes: 0 done (check "valid"), 1 failed, 2 bad flags or URL, 130 interrupted
-(what was measured is still printed).`,
+A pass is invalid when the generator's own lateness moved a published figure by
+more than 5% (at least 0.05 ms), when its event loop was saturated, when it
+dropped requests it could not queue, or when no request succeeded (its latency
+figures are then null in --json and "—" in text). The reasons say what to do.
+
+Exit codes: 0 finished and valid; 1 failed; 2 bad flags or URL; 3 finished but
+invalid or without a successful request (the results and reasons are printed,
+and one line on stderr); 130 interrupted (what was measured is still printed).`,
 		Example: `  hlsbench load --rate 5000 --duration 10s --connections 50 http://127.0.0.1:8080/stream/index.m3u8
   hlsbench load --rate 500 --header 'Range: bytes=0-65535' http://127.0.0.1:8080/stream/segment-0.ts
   hlsbench load --burst 200 --repeat 20 'http://127.0.0.1:8080/stream/segment-{rep}.ts?n={nonce}'
@@ -85,7 +91,7 @@ Exit codes: 0 done (check "valid"), 1 failed, 2 bad flags or URL, 130 interrupte
 	f.StringVar(&o.HDRLog, "hdr-log", "", "write an HdrHistogram interval log (ttfb and total, ns) to this file")
 	f.StringVar(&o.CAFile, "ca", "", "PEM file of extra CA certificates for https")
 	f.BoolVar(&o.Insecure, "insecure", false, "skip TLS certificate verification (test certificates)")
-	f.IntVar(&o.Shards, "shards", 0, "event-loop threads (0: one fewer than the CPUs, at least 1)")
+	f.IntVar(&o.Shards, "shards", 0, "event-loop threads (0: one fewer than the CPUs, at least 1, at most --connections)")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for --arrival poisson (0: random)")
 	return c
 }
@@ -173,8 +179,8 @@ func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error
 		results = append(results, r)
 		if !o.JSON && len(paths) > 1 {
 			s := r.Summary()
-			fmt.Fprintf(stdout, "burst %d/%d %s: ok %d errors %d  TTFB p50 %.3fms p99 %.3fms  total p50 %.3fms p99 %.3fms\n",
-				i+1, len(paths), path, s.OK, s.Errors, s.TTFB.P50, s.TTFB.P99, s.Total.P50, s.Total.P99)
+			fmt.Fprintf(stdout, "burst %d/%d %s: ok %d errors %d  TTFB p50 %sms p99 %sms  total p50 %sms p99 %sms\n",
+				i+1, len(paths), path, s.OK, s.Errors, msText(s.TTFB.P50), msText(s.TTFB.P99), msText(s.Total.P50), msText(s.Total.P99))
 		}
 		if r.Interrupted {
 			break
@@ -215,7 +221,18 @@ func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error
 	if res.Interrupted {
 		return errInterrupted
 	}
+	if !res.Valid {
+		return fmt.Errorf("%w: %s", errInvalid, strings.Join(res.InvalidReasons, "; "))
+	}
 	return nil
+}
+
+// msText prints a millisecond figure, or a dash where nothing was measured.
+func msText(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(*v, 'f', 3, 64)
 }
 
 // flagErr turns the generator's configuration errors into usage errors that

@@ -21,10 +21,12 @@ import (
 
 // Exit codes.
 const (
-	ExitOK          = 0
-	ExitFailure     = 1
-	ExitUsage       = 2
-	ExitInvalid     = 3 // finished, but some result is invalid or has no value
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+	// ExitInvalid: the command finished and printed its results, but some
+	// are invalid or have no value (the reasons are printed with them).
+	ExitInvalid     = 3
 	ExitInterrupted = 130
 )
 
@@ -48,11 +50,9 @@ func usagef(format string, args ...any) error {
 // errInterrupted reports a run stopped by a signal after its output was written.
 var errInterrupted = errors.New("interrupted")
 
-// invalidError reports a measurement that finished with some result invalid
-// or without a value (exit 3), after its output was written.
-type invalidError struct{ msg string }
-
-func (e invalidError) Error() string { return e.msg }
+// errInvalid reports a command that finished and wrote its results, some of
+// which are invalid or have no value; wrap it with the reasons, on one line.
+var errInvalid = errors.New("finished, but some results are invalid")
 
 // Main runs hlsbench with args and returns the exit code. SIGINT and SIGTERM
 // cancel the context: commands stop, clean up and report what they finished.
@@ -73,10 +73,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errInterrupted):
 		fmt.Fprintln(stderr, "hlsbench: interrupted; what finished is above")
 		return ExitInterrupted
-	}
-	var inv invalidError
-	if errors.As(err, &inv) {
-		fmt.Fprintln(stderr, "hlsbench: finished, but "+inv.msg)
+	case errors.Is(err, errInvalid):
+		fmt.Fprintln(stderr, "hlsbench:", err)
 		return ExitInvalid
 	}
 	fmt.Fprintln(stderr, "hlsbench:", err)

@@ -337,7 +337,7 @@ func writeRunJSON(w io.Writer, run *results.Run, file string) error {
 }
 
 // verdict is nil when every result is valid and has a value, else an
-// invalidError (exit 3) that counts them and says what to do.
+// errInvalid (exit 3) that counts them and says what to do.
 func verdict(run *results.Run) error {
 	var bad []string
 	for _, r := range run.Results {
@@ -352,9 +352,9 @@ func verdict(run *results.Run) error {
 	if len(shown) > 4 {
 		shown = append(shown[:4:4], fmt.Sprintf("and %d more", len(bad)-4))
 	}
-	return invalidError{fmt.Sprintf("%d of %d results are invalid or have no value (%s); the reasons are under each table and in the results file. "+
+	return fmt.Errorf("%w: %d of %d are invalid or have no value (%s); the reasons are under each table and in the results file. "+
 		"If the generator was late or busy: lower --rate, quiet the machine (other processes busy on its CPUs are named above), or run fewer engines at once",
-		len(bad), len(run.Results), strings.Join(shown, ", "))}
+		errInvalid, len(bad), len(run.Results), strings.Join(shown, ", "))
 }
 
 func parseEngines(s string) ([]string, error) {

@@ -281,9 +281,8 @@ func TestVerdict(t *testing.T) {
 	null.ID, null.Value = "miss-storm/coalescing", nil
 	for name, rs := range map[string][]results.Result{"invalid": {good, invalid}, "null": {null, good}} {
 		err := verdict(&results.Run{Results: rs})
-		var inv invalidError
-		if !errors.As(err, &inv) || !strings.Contains(err.Error(), "1 of 2 results") {
-			t.Errorf("%s: %v, want an invalidError counting 1 of 2", name, err)
+		if !errors.Is(err, errInvalid) || !strings.Contains(err.Error(), "1 of 2 are invalid") {
+			t.Errorf("%s: %v, want errInvalid counting 1 of 2", name, err)
 		}
 	}
 	code := Run(context.Background(), []string{"--help"}, io.Discard, io.Discard)

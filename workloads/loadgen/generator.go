@@ -151,7 +151,7 @@ func (g *Generator) spec(p *Pass) (*passSpec, error) {
 	}
 	sp := &passSpec{req: req, ex: ex, timeout: int64(g.opts.Timeout), shards: len(g.shards),
 		arrival: p.Arrival, rate: p.Rate, seed: p.Seed, requests: p.Requests, burst: p.Burst,
-		stop: new(atomic.Bool)}
+		stop: new(atomic.Bool), late: int64(p.lateBy)}
 	if err := p.Validate(g.opts.Connections); err != nil {
 		return nil, err
 	}

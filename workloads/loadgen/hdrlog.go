@@ -24,7 +24,7 @@ func (s *shard) newInterval(start int64) *interval {
 		iv.ttfb.Reset()
 		iv.total.Reset()
 	default:
-		iv = &interval{ttfb: newHist(), total: newHist()}
+		iv = &interval{ttfb: NewHistogram(), total: NewHistogram()}
 	}
 	iv.pass = s.g.passes
 	iv.k = (start - s.sp.t0) / s.sp.ivEvery

@@ -6,9 +6,11 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +24,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
 )
 
 func newGen(t testing.TB, o Options) *Generator {
@@ -71,24 +74,46 @@ func TestStallIsCorrected(t *testing.T) {
 	r := run(t, g, Pass{Rate: 1000, Duration: 10 * time.Second})
 	s := r.Summary()
 	t.Logf("requests %d ttfb p50 %.3f p95 %.1f p99 %.1f ms; uncorrected p99 %.3f ms; lag p99 %.3f ms; valid %v %v; pool limited %v; queued %d",
-		s.Requests, s.TTFB.P50, s.TTFB.P95, s.TTFB.P99, s.TTFBUncorrected.P99, s.ScheduleLag.P99, s.Valid, s.InvalidReasons, s.PoolLimited, s.Queued)
+		s.Requests, val(s.TTFB.P50), val(s.TTFB.P95), val(s.TTFB.P99), val(s.TTFBUncorrected.P99), val(s.ScheduleLag.P99), s.Valid, s.InvalidReasons, s.PoolLimited, s.Queued)
 	if s.Requests != 10000 || s.Errors != 0 {
 		t.Errorf("requests %d errors %d, want 10000 and 0", s.Requests, s.Errors)
 	}
-	if s.TTFB.P99 < 850 || s.TTFB.P99 > 950 {
-		t.Errorf("corrected TTFB p99 %.1f ms, want 850–950", s.TTFB.P99)
+	// Under the race detector the server's handlers run several times
+	// slower, so the pool drains the stall's backlog later: the upper
+	// margins widen (the lower ones are the stall itself and stay).
+	hi99, hi95 := 950.0, 550.0
+	if raceEnabled {
+		hi99, hi95 = 990, 650
 	}
-	if s.TTFB.P95 < 450 || s.TTFB.P95 > 550 {
-		t.Errorf("corrected TTFB p95 %.1f ms, want 450–550", s.TTFB.P95)
+	if val(s.TTFB.P99) < 850 || val(s.TTFB.P99) > hi99 {
+		t.Errorf("corrected TTFB p99 %.1f ms, want 850–%.0f", val(s.TTFB.P99), hi99)
 	}
-	if s.TTFBUncorrected.P99 >= 50 {
-		t.Errorf("uncorrected TTFB p99 %.1f ms, want under 50", s.TTFBUncorrected.P99)
+	if val(s.TTFB.P95) < 450 || val(s.TTFB.P95) > hi95 {
+		t.Errorf("corrected TTFB p95 %.1f ms, want 450–%.0f", val(s.TTFB.P95), hi95)
 	}
-	if !s.Valid {
+	if val(s.TTFBUncorrected.P99) >= 50 {
+		t.Errorf("uncorrected TTFB p99 %.1f ms, want under 50", val(s.TTFBUncorrected.P99))
+	}
+	// The stall must not be blamed on the generator: its quantiles stay
+	// valid. Under the race detector the loop itself is late by more than
+	// the 0.05 ms tolerance at the fast answers' p50, which is true but
+	// not this test's subject.
+	if raceEnabled {
+		if ok, why := r.Verdict(95, 99, 99.9, 100); !ok {
+			t.Errorf("invalid at the stall's quantiles: %v", why)
+		}
+	} else if !s.Valid {
 		t.Errorf("valid false: %v", s.InvalidReasons)
 	}
 	if !s.PoolLimited {
 		t.Error("pool_limited false, want true: every connection was held")
+	}
+	// Requests queued behind the stalled pool waited for the server, not
+	// for the generator: from dispatch, the stall is all there.
+	for _, e := range r.LagEffects {
+		if e.Exceeded || (e.Quantile == 99 && e.FromDispatch < 850*time.Millisecond) {
+			t.Errorf("lag effect %+v: the stall is the server's, not the generator's", e)
+		}
 	}
 }
 
@@ -108,11 +133,11 @@ func TestTTFBIsFirstByte(t *testing.T) {
 	if s.OK != 40 {
 		t.Fatalf("ok %d of %d, want 40: %v", s.OK, s.Requests, s.ErrorsByKind)
 	}
-	if s.TTFB.P50 >= 20 {
-		t.Errorf("TTFB p50 %.3f ms, want < 20", s.TTFB.P50)
+	if val(s.TTFB.P50) >= 20 {
+		t.Errorf("TTFB p50 %.3f ms, want < 20", val(s.TTFB.P50))
 	}
-	if s.Total.P50 < 200 {
-		t.Errorf("total p50 %.3f ms, want ≥ 200", s.Total.P50)
+	if val(s.Total.P50) < 200 {
+		t.Errorf("total p50 %.3f ms, want ≥ 200", val(s.Total.P50))
 	}
 }
 
@@ -129,38 +154,39 @@ func TestErrorKinds(t *testing.T) {
 		handler http.HandlerFunc
 		header  [][2]string
 		kind    string
+		msg     string // the first error sample's message
 	}{
 		{"status", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(503)
-		}, nil, "status"},
+		}, nil, "status", "status 503 (want 200)"},
 		{"short_body", func(w http.ResponseWriter, r *http.Request) {
 			conn, buf, _ := w.(http.Hijacker).Hijack()
 			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
 			buf.Write(body[:500])
 			buf.Flush()
 			conn.Close()
-		}, nil, "short_body"},
+		}, nil, "short_body", "short body: 500 of 1000 bytes"},
 		{"checksum", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(ChecksumHeader, crcHex(body))
 			b := append([]byte(nil), body...)
 			b[700] ^= 1 // same length, one bit wrong
 			w.Write(b)
-		}, nil, "checksum"},
+		}, nil, "checksum", "checksum mismatch"},
 		{"range", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Range", "bytes 1-100/1000")
 			w.WriteHeader(206)
 			w.Write(body[1:101])
-		}, [][2]string{{"Range", "bytes=0-99"}}, "range"},
+		}, [][2]string{{"Range", "bytes=0-99"}}, "range", "range: Content-Range bytes 1-100 does not answer the request"},
 		{"protocol", func(w http.ResponseWriter, r *http.Request) {
 			conn, buf, _ := w.(http.Hijacker).Hijack()
 			buf.WriteString("HTTP/1.1 2OO OK\r\n\r\n")
 			buf.Flush()
 			conn.Close()
-		}, nil, "protocol"},
+		}, nil, "protocol", "malformed response header"},
 		{"io", func(w http.ResponseWriter, r *http.Request) {
 			conn, _, _ := w.(http.Hijacker).Hijack()
 			conn.Close()
-		}, nil, "io"},
+		}, nil, "io", "connection closed before any byte of the answer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,6 +199,9 @@ func TestErrorKinds(t *testing.T) {
 			}
 			if n := r.TTFB.TotalCount(); n != 0 {
 				t.Errorf("%d failed requests in the latency histogram, want none", n)
+			}
+			if len(r.ErrorSamples) == 0 || r.ErrorSamples[0].Kind != tc.kind || !strings.HasPrefix(r.ErrorSamples[0].Message, tc.msg) {
+				t.Errorf("error samples %+v, want %s first", r.ErrorSamples, tc.msg)
 			}
 		})
 	}
@@ -204,6 +233,11 @@ func TestErrorKinds(t *testing.T) {
 		}
 		if r.SocketsOpened < 8 {
 			t.Errorf("sockets opened %d: connections with a timed-out request must be replaced", r.SocketsOpened)
+		}
+		// Timeouts are recorded at the timeout value, but no latency was
+		// measured: the summary has none.
+		if s := r.Summary(); s.TTFB.P50 != nil || s.Total.Max != nil || r.Valid {
+			t.Errorf("no answer: TTFB p50 %v, total max %v, valid %v; want null figures and invalid", s.TTFB.P50, s.Total.Max, r.Valid)
 		}
 	})
 }
@@ -324,11 +358,18 @@ func TestBurst(t *testing.T) {
 	defer srv.Close()
 	g := newGen(t, Options{URL: srv.URL, Connections: 40})
 	for rep := 0; rep < 3; rep++ {
+		mu.Lock()
 		arrivals = nil
+		mu.Unlock()
 		r := run(t, g, Pass{Burst: 40, Path: fmt.Sprintf("/seg-%d", rep)})
 		if r.OK != 40 || r.Mode != "burst" {
 			t.Fatalf("burst: ok %d mode %s errors %v", r.OK, r.Mode, r.ErrorsByKind)
 		}
+		// The handlers appended before answering; the lock orders their
+		// writes before these reads for the race detector too.
+		mu.Lock()
+		arrivals := append([]time.Time(nil), arrivals...)
+		mu.Unlock()
 		if len(arrivals) != 40 {
 			t.Fatalf("server saw %d requests", len(arrivals))
 		}
@@ -373,6 +414,9 @@ func TestScheduleExact(t *testing.T) {
 	if r.Requests != 777 || r.Mode != "closed" {
 		t.Errorf("closed loop with a count: requests %d mode %s", r.Requests, r.Mode)
 	}
+	if r.Elapsed > 5*time.Second {
+		t.Errorf("closed loop with a count: elapsed %v, want the time it took, not the 10 s allowed", r.Elapsed)
+	}
 }
 
 func TestInterrupt(t *testing.T) {
@@ -394,6 +438,10 @@ func TestInterrupt(t *testing.T) {
 	}
 	if !r.Interrupted || r.Valid || r.OK < 50 {
 		t.Errorf("interrupted %v valid %v ok %d: want interrupted, invalid, with what finished", r.Interrupted, r.Valid, r.OK)
+	}
+	// The pass ran for half a second, not the 30 s planned.
+	if r.Elapsed < 400*time.Millisecond || r.Elapsed > 1500*time.Millisecond || r.AchievedRPS < 150 || r.AchievedRPS > 250 {
+		t.Errorf("elapsed %v achieved %.1f rps, want the half second that ran at about 200 rps", r.Elapsed, r.AchievedRPS)
 	}
 	// The generator is still usable: dropped connections are reopened.
 	if r2 := run(t, g, Pass{Requests: 20, Duration: 5 * time.Second}); r2.OK != 20 {
@@ -545,6 +593,16 @@ func TestServerGoesAway(t *testing.T) {
 	if r.Requests != 100 || r.OK < 20 || r.ErrorsByKind["connect"] < 50 {
 		t.Errorf("requests %d ok %d errors %v: want 100 with the late ones failing to connect", r.Requests, r.OK, r.ErrorsByKind)
 	}
+	refused := false
+	for _, e := range r.ErrorSamples {
+		refused = refused || (e.Kind == "connect" && strings.HasPrefix(e.Message, "connect: connection refused"))
+	}
+	if !refused {
+		t.Errorf("error samples %+v, want connect: connection refused", r.ErrorSamples)
+	}
+	if r.SocketsOpened > 30 {
+		t.Errorf("%d sockets opened against a closed port: want a few tries, then one at a time with backoff", r.SocketsOpened)
+	}
 }
 
 // zeroAllocServer answers every request on a connection with one fixed
@@ -620,4 +678,65 @@ func BenchmarkRequestCycle(b *testing.B) {
 	if r.OK != int64(b.N) {
 		b.Fatalf("ok %d of %d", r.OK, b.N)
 	}
+}
+
+// Hit-path latencies are tens of microseconds: the histograms must resolve
+// them to well under a microsecond, and stay small when merged.
+func TestHistogramResolution(t *testing.T) {
+	for _, ns := range []int64{1_000, 10_000, 55_555, 250_000} {
+		h := NewHistogram()
+		h.RecordValue(ns)
+		// 3 significant digits: within 0.1% (the old 512 ns unit read
+		// 10 µs back as 10.239 µs).
+		if got := h.ValueAtQuantile(50); got < ns || got-ns >= 1000 || float64(got-ns) > 0.001*float64(ns) {
+			t.Errorf("%d ns reads back as %d ns, want within 1 µs and 0.1%%", ns, got)
+		}
+		if got := h.Max(); got-ns >= 1000 {
+			t.Errorf("%d ns: max reads back as %d ns", ns, got)
+		}
+	}
+	merged := NewHistogram()
+	for i := 0; i < 16; i++ {
+		h := NewHistogram()
+		for v := int64(1); v < int64(MaxLatency); v *= 3 {
+			h.RecordValue(v)
+		}
+		merged.Merge(h)
+	}
+	if size := merged.ByteSize(); size > 300_000 {
+		t.Errorf("a merged histogram takes %d bytes, want under 300 KB", size)
+	}
+	t.Logf("one histogram: %d bytes", merged.ByteSize())
+}
+
+// With CPUs set there is one event loop per pinned CPU, never two on one.
+func TestShardsFollowCPUs(t *testing.T) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	cpu := -1
+	for i := 0; i < 1024 && cpu < 0; i++ {
+		if set.IsSet(i) {
+			cpu = i
+		}
+	}
+	url := zeroAllocServer(t, fixedResponse(10))
+	g := newGen(t, Options{URL: url, Connections: 8, CPUs: []int{cpu}})
+	if g.Shards() != 1 {
+		t.Errorf("CPUs %v: %d event loops, want 1", []int{cpu}, g.Shards())
+	}
+	_, err := New(context.Background(), Options{URL: url, Connections: 8, CPUs: []int{cpu}, Shards: 2})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "shards" || !strings.Contains(ce.Msg, "cpus") {
+		t.Errorf("2 shards on 1 CPU: %v, want a config error on shards naming cpus", err)
+	}
+}
+
+// val reads a summary value; NaN when nothing was measured.
+func val(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
 }

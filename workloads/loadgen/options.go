@@ -23,9 +23,23 @@ const (
 	// MaxLatency is the largest latency the histograms hold; larger values
 	// are recorded at this value.
 	MaxLatency = 60 * time.Second
-	// LagLimit is the schedule lag p99 above which a run is invalid: the
-	// generator itself was late.
-	LagLimit = time.Millisecond
+	// LagTolerance and LagToleranceFloor bound how far the generator's own
+	// lateness may move a published figure: a pass is invalid when a
+	// quantile counted from the intended send time exceeds the same
+	// quantile counted from the dispatch instant by more than
+	// max(LagTolerance × the figure, LagToleranceFloor). Lateness that moves
+	// nothing (a few hundred microseconds on a 200 ms answer) is harmless;
+	// 50 µs on a 100 µs hit is not.
+	LagTolerance      = 0.05
+	LagToleranceFloor = 50 * time.Microsecond
+	// QueuePerConnection and QueueMin size each event loop's queue of
+	// requests waiting for a busy pool: QueuePerConnection entries per
+	// connection of the loop, at least QueueMin (16 bytes an entry). A due
+	// request that finds it full is dropped, counted and makes the pass
+	// invalid, so an overload cannot grow memory, or the time the pass
+	// needs to drain its backlog after its duration, without bound.
+	QueuePerConnection = 64
+	QueueMin           = 65536
 	// CPULimit is the share of one core a generator thread may use before
 	// the run is invalid: a saturated generator measures itself.
 	CPULimit = 0.95
@@ -56,12 +70,14 @@ type Options struct {
 	TLSConfig *tls.Config
 	// Shards is the number of event-loop threads, each with its own
 	// histograms and a share of the connections and of the schedule.
-	// Zero means one fewer than the CPUs this process may use (at least one,
-	// at most Connections): one loop per core keeps pace with any server on
-	// this machine, and the spare core is the server's.
+	// Zero means one loop per CPU of CPUs when CPUs is set, else one fewer
+	// than the CPUs this process may use; at least one, at most Connections.
+	// One loop per core keeps pace with any server on this machine, and the
+	// spare core is the server's.
 	Shards int
-	// CPUs, when set, pins event loop i's thread to CPUs[i%len(CPUs)], so
-	// the generator never shares a core with what it measures.
+	// CPUs, when set, pins event loop i's thread to CPUs[i], so the
+	// generator never shares a core with what it measures. Shards may not
+	// exceed len(CPUs): two loops on one core would measure each other.
 	CPUs []int
 	// BodyCheck, when set, makes one BodyCheck per connection.
 	BodyCheck func() BodyCheck
@@ -69,8 +85,9 @@ type Options struct {
 	// thread of the shard that ran it (shard is its index, so callers can
 	// keep per-shard state without locks). check is the connection's
 	// BodyCheck, nil when there is none or the request never reached a
-	// connection (it timed out in the queue or could not connect). It must
-	// not keep rec.
+	// connection (it timed out in the queue, could not connect, was failed
+	// at once during a connection backoff, or was dropped). It must not
+	// keep rec.
 	OnRecord func(shard int, rec *Record, check BodyCheck)
 	// HDRLog, when set, receives an HdrHistogram V2 interval log (one
 	// interval a second, tagged ttfb and total, corrected, in nanoseconds).
@@ -125,6 +142,10 @@ type Pass struct {
 	Burst int
 	// Seed makes Poisson arrivals repeatable; 0 picks one.
 	Seed uint64
+
+	// lateBy makes every dispatch this late: tests use it to make the
+	// generator late on purpose.
+	lateBy time.Duration
 }
 
 // target is the parsed destination.
@@ -168,7 +189,11 @@ func (o *Options) withDefaults() Options {
 		c.Method = "GET"
 	}
 	if c.Shards == 0 {
-		c.Shards = max(1, min(runtime.NumCPU()-1, c.Connections))
+		if len(c.CPUs) > 0 {
+			c.Shards = max(1, min(len(c.CPUs), c.Connections))
+		} else {
+			c.Shards = max(1, min(runtime.NumCPU()-1, c.Connections))
+		}
 	}
 	return c
 }
@@ -182,6 +207,10 @@ func (o *Options) validate() (*target, error) {
 	}
 	if o.Shards < 1 || o.Shards > o.Connections {
 		return nil, cfgErr("shards", "%d: want 1 to the number of connections (%d)", o.Shards, o.Connections)
+	}
+	if len(o.CPUs) > 0 && o.Shards > len(o.CPUs) {
+		return nil, cfgErr("shards", "%d event loops on %d pinned CPUs (cpus %v): want at most one loop per CPU; lower shards or list more cpus",
+			o.Shards, len(o.CPUs), o.CPUs)
 	}
 	switch o.Method {
 	case "GET", "HEAD":

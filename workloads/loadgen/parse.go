@@ -98,6 +98,7 @@ const (
 	errProtocol          // malformed HTTP
 	errIO                // connection reset or closed before an answer
 	errBody              // rejected by the caller's BodyCheck
+	errDropped           // never sent: every connection busy and the waiting queue full
 	numErrKinds
 )
 
@@ -112,6 +113,7 @@ var errKindNames = [numErrKinds]string{
 	errProtocol:  "protocol",
 	errIO:        "io",
 	errBody:      "body",
+	errDropped:   "dropped",
 }
 
 func (k errKind) String() string { return errKindNames[k] }
@@ -152,6 +154,8 @@ type response struct {
 	crc     uint32
 
 	check BodyCheck
+	// bodyErr is what check.End returned for a rejected body.
+	bodyErr error
 }
 
 func newResponse(check BodyCheck) response {
@@ -166,6 +170,7 @@ func (r *response) reset() {
 	r.left, r.bodyRead = 0, 0
 	r.sawBytes = false
 	r.hasCRC, r.wantCRC, r.crc = false, 0, 0
+	r.bodyErr = nil
 }
 
 // feed parses p. It returns how many bytes belong to this response and
@@ -451,8 +456,10 @@ func (r *response) verdict(ex *expect) errKind {
 	if r.hasCRC && r.crc != r.wantCRC {
 		return errChecksum
 	}
-	if r.check != nil && r.check.End() != nil {
-		return errBody
+	if r.check != nil {
+		if r.bodyErr = r.check.End(); r.bodyErr != nil {
+			return errBody
+		}
 	}
 	return errNone
 }

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -18,42 +19,106 @@ type Result struct {
 	Arrival  Arrival
 	Target   float64 // requests per second; 0 for closed loop and bursts
 	Duration time.Duration
-	// Elapsed runs from t0 to the last answer (at least Duration).
+	// Elapsed is the time the pass really ran: from t0 to the end of
+	// sending (the planned duration, the last send of a counted pass, or
+	// the interrupt) or to the last outcome, whichever is later.
 	Elapsed     time.Duration
 	Connections int
 	Shards      int
 
-	Requests     int64 // requests with an outcome: answered, failed or timed out
+	// Requests counts requests with an outcome: answered, failed, timed
+	// out or dropped. Requests = OK + Errors.
+	Requests     int64
 	OK           int64
 	Errors       int64
 	ErrorsByKind map[string]int64
+	// ErrorSamples are a few distinct error messages, the most frequent
+	// first, with how many requests failed with each.
+	ErrorSamples []ErrorSample
 	StatusCodes  map[int]int64
 	Cache        CacheCounts
 	// SocketsOpened counts sockets opened since the previous pass ended:
 	// the pool's first connections in the first pass, then reconnects.
 	SocketsOpened int64
-	Queued        int64 // requests that found every connection busy
-	BodyBytes     int64
-	AchievedRPS   float64
-	CPUSeconds    float64 // the generator process, user+system
-	// ShardCPU is each event-loop thread's CPU as a share of the pass's wall time.
+	Queued        int64 // requests that found every connection busy and waited
+	// Dropped counts requests never sent: due when every connection was
+	// busy and the waiting queue was full (see QueuePerConnection). They are
+	// in Requests and Errors, as kind "dropped".
+	Dropped int64
+	// Unsolicited counts answers that arrived on idle connections (a
+	// server's 408 before it closes an idle keep-alive connection, say).
+	// They answer no request and are not in Requests.
+	Unsolicited int64
+	BodyBytes   int64
+	AchievedRPS float64 // complete answers per second of Elapsed
+	CPUSeconds  float64 // the generator process, user+system
+	// ShardCPU is each event-loop thread's CPU as a share of its sending
+	// window: from t0 to its last dispatch (to its last answer for a burst).
 	ShardCPU []float64
 
-	ErrorSamples []ErrorSample // TEMPORARY shim field
-	LagEffects   []LagEffect   // TEMPORARY shim field
-
+	// Valid and InvalidReasons are Verdict over every published quantile.
 	Valid          bool
 	InvalidReasons []string
 	PoolLimited    bool
 	Interrupted    bool
 	Warnings       []string
+	// LagEffects say, for each published quantile of TTFB and total, how
+	// far the generator's own lateness moved it (empty without a
+	// successful request).
+	LagEffects []LagEffect
 
 	// TTFB and Total count from the intended send time (corrected); the
-	// Uncorrected ones from the moment the request was written. ScheduleLag
-	// is dispatched − intended, ConnectionWait is written − dispatched.
+	// Uncorrected ones from the moment the request was written; the
+	// FromDispatch ones from the dispatch instant, when the event loop
+	// released the slot (before any wait for a busy pool), so they differ
+	// from the corrected ones only by the generator's own lateness.
+	// ScheduleLag is dispatched − intended, ConnectionWait is written −
+	// dispatched. Timeouts are recorded at the timeout value.
 	TTFB, TTFBUncorrected, Total, TotalUncorrected *hdr.Histogram
+	TTFBFromDispatch, TotalFromDispatch            *hdr.Histogram
 	ScheduleLag, ConnectionWait                    *hdr.Histogram
+
+	// checks are the reasons the pass is invalid other than lateness.
+	checks []string
+	// worst is the event loop with the highest schedule lag p99.
+	worst loopInfo
+	// stampDelay and rxDelay: see metrics.
+	stampDelay, rxDelay *hdr.Histogram
 }
+
+type loopInfo struct {
+	id, cpu int
+	lagP99  time.Duration
+}
+
+// ErrorSample is one distinct error message and how many requests failed
+// with it.
+type ErrorSample struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Count   int64  `json:"count"`
+}
+
+// LagEffect is how far the generator's own lateness moved one published
+// figure: Corrected counts from the intended send time, FromDispatch from
+// the dispatch instant. Exceeded is Corrected − FromDispatch > Tolerance().
+type LagEffect struct {
+	Figure       string  // "ttfb" or "total"
+	Quantile     float64 // 50, 90, 95, 99, 99.9; 100 is the maximum
+	Corrected    time.Duration
+	FromDispatch time.Duration
+	Exceeded     bool
+}
+
+// Tolerance is how far lateness may move the figure:
+// max(LagTolerance × Corrected, LagToleranceFloor).
+func (e LagEffect) Tolerance() time.Duration {
+	return max(time.Duration(LagTolerance*float64(e.Corrected)), LagToleranceFloor)
+}
+
+// publishedQuantiles are the quantiles Summary and WriteText publish; 100
+// is the maximum.
+var publishedQuantiles = []float64{50, 90, 95, 99, 99.9, 100}
 
 // Record is one request's outcome, for Options.OnRecord.
 type Record struct {
@@ -77,7 +142,7 @@ type CacheCounts struct {
 func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.Time, cpu time.Duration) *Result {
 	m := newMetrics()
 	r := &Result{Start: start, Arrival: p.Arrival, Target: p.Rate, Duration: p.Duration,
-		Connections: g.opts.Connections, Shards: len(g.shards), CPUSeconds: cpu.Seconds()}
+		Connections: g.opts.Connections, Shards: len(g.shards), CPUSeconds: cpu.Seconds(), worst: loopInfo{cpu: -1}}
 	switch sp.mode {
 	case modeRate:
 		r.Mode = "rate"
@@ -86,8 +151,15 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 	case modeBurst:
 		r.Mode, r.Target, r.Duration = "burst", 0, 0
 	}
-	for _, s := range rs {
+	var samples sampleSet
+	last := sp.t0
+	for i, s := range rs {
+		if lag := time.Duration(s.m.lag.ValueAtQuantile(99)); i == 0 || lag > r.worst.lagP99 {
+			r.worst = loopInfo{id: i, cpu: s.cpuID, lagP99: lag}
+		}
 		m.merge(s.m)
+		samples.addShard(s.m)
+		last = max(last, s.m.lastDone, s.winEnd)
 		r.Interrupted = r.Interrupted || s.stopped
 		share := 0.0
 		if s.wall > 0 {
@@ -95,14 +167,16 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 		}
 		r.ShardCPU = append(r.ShardCPU, share)
 		if s.wall >= 100*time.Millisecond && share > CPULimit {
-			r.InvalidReasons = append(r.InvalidReasons, fmt.Sprintf(
-				"generator CPU saturated: event loop %d used %.0f%% of a core; the figures measure the generator, not the server",
-				len(r.ShardCPU)-1, 100*share))
+			r.checks = append(r.checks, fmt.Sprintf(
+				"generator CPU saturated: event loop %d used %.0f%% of a core while sending; the figures measure the generator, not the server: lower --rate, or give the generator more cores",
+				i, 100*share))
 		}
 	}
 	r.TTFB, r.TTFBUncorrected, r.Total, r.TotalUncorrected = m.ttfb, m.ttfbUnc, m.total, m.totalUnc
-	r.ScheduleLag, r.ConnectionWait = m.lag, m.wait
+	r.TTFBFromDispatch, r.TotalFromDispatch = m.ttfbDisp, m.totalDisp
+	r.ScheduleLag, r.ConnectionWait, r.stampDelay, r.rxDelay = m.lag, m.wait, m.stampDelay, m.rxDelay
 	r.Requests, r.OK, r.Queued, r.SocketsOpened, r.BodyBytes = m.requests, m.ok, m.queued, m.sockets, m.bodyBytes
+	r.Dropped, r.Unsolicited = m.dropped, m.unsolicited
 	r.ErrorsByKind = map[string]int64{}
 	for k := errKind(1); k < numErrKinds; k++ {
 		if n := m.errs[k]; n > 0 {
@@ -110,6 +184,7 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 			r.Errors += n
 		}
 	}
+	r.ErrorSamples = samples.top()
 	r.StatusCodes = map[int]int64{}
 	for code, n := range m.status {
 		if n > 0 {
@@ -118,42 +193,49 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 	}
 	r.Cache = CacheCounts{Hit: m.cache[CacheHit], Miss: m.cache[CacheMiss], Stale: m.cache[CacheStale], Unknown: m.cache[CacheUnknown]}
 
-	elapsed := time.Duration(m.lastDone - sp.t0)
-	if elapsed < r.Duration {
-		elapsed = r.Duration
-	}
-	r.Elapsed = elapsed
-	if elapsed > 0 {
-		r.AchievedRPS = float64(m.answered) / elapsed.Seconds()
+	r.Elapsed = time.Duration(last - sp.t0)
+	if r.Elapsed > 0 {
+		r.AchievedRPS = float64(m.answered) / r.Elapsed.Seconds()
 	}
 
-	if sp.mode == modeRate {
-		if lag := time.Duration(r.ScheduleLag.ValueAtQuantile(99)); lag > LagLimit {
-			r.InvalidReasons = append(r.InvalidReasons, fmt.Sprintf(
-				"schedule lag p99 %s is over %s: the generator fell behind its own schedule", fmtDur(lag), LagLimit))
-		}
-	}
 	if r.Interrupted {
-		r.InvalidReasons = append(r.InvalidReasons, "interrupted before the pass ended")
+		r.checks = append(r.checks, "interrupted before the pass ended")
 	}
-	r.Valid = len(r.InvalidReasons) == 0
-	r.PoolLimited = m.dispatched > 0 && float64(m.queued) > PoolLimitedShare*float64(m.dispatched)
+	if r.OK == 0 {
+		r.checks = append(r.checks, noSuccess(r))
+	}
+	if r.Dropped > 0 {
+		r.checks = append(r.checks, fmt.Sprintf(
+			"%d of %d requests were dropped, never sent: every connection was busy and the waiting queue was full; the server answered slower than the rate: lower --rate or raise --connections",
+			r.Dropped, r.Requests))
+	}
+	r.judge()
+	r.PoolLimited = m.dispatched > 0 && float64(m.queued+m.dropped) > PoolLimitedShare*float64(m.dispatched)
 
 	if r.PoolLimited {
+		dropped := ""
+		if m.dropped > 0 {
+			dropped = fmt.Sprintf(" (%d waited, %d were dropped)", m.queued, m.dropped)
+		}
 		r.Warnings = append(r.Warnings, fmt.Sprintf(
-			"pool limited: %d of %d requests found all %d connections busy and waited (connection wait p99 %s, max %s); the server was slow, not the generator",
-			m.queued, m.dispatched, r.Connections, fmtDur(time.Duration(r.ConnectionWait.ValueAtQuantile(99))), fmtDur(time.Duration(r.ConnectionWait.Max()))))
+			"pool limited: %d of %d requests found none of the %d connections free%s (connection wait p99 %s, max %s); the server was slow or closed them, not the generator",
+			m.queued+m.dropped, m.dispatched, r.Connections, dropped, fmtDur(time.Duration(r.ConnectionWait.ValueAtQuantile(99))), fmtDur(time.Duration(r.ConnectionWait.Max()))))
 	}
 	if r.Errors > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d requests failed: %s", r.Errors, r.Requests, kindsString(r.ErrorsByKind)))
 	}
+	if r.Unsolicited > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf(
+			"%d unsolicited answers on idle connections (e.g. 408): the server closed them; they were reopened when a request needed them",
+			r.Unsolicited))
+	}
 	if r.Target > 0 && r.AchievedRPS < 0.99*r.Target {
 		var causes []string
 		if !r.Valid {
-			causes = append(causes, "the generator (see invalid reasons)")
+			causes = append(causes, "the pass is invalid (see the reasons)")
 		}
-		if r.PoolLimited {
-			causes = append(causes, "all connections busy: the server answered slower than the rate")
+		if r.PoolLimited && r.OK > 0 {
+			causes = append(causes, "no free connection: the server answered slower than the rate, or closed its connections")
 		}
 		if r.Errors > 0 {
 			causes = append(causes, fmt.Sprintf("%d failed requests", r.Errors))
@@ -167,6 +249,110 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 	return r
 }
 
+func noSuccess(r *Result) string {
+	if r.Requests == 0 {
+		return "no successful request: no request was sent"
+	}
+	return fmt.Sprintf("no successful request: %d of %d failed (%s)", r.Errors, r.Requests, kindsString(r.ErrorsByKind))
+}
+
+// judge computes the lag effects and the verdict over every published
+// quantile.
+func (r *Result) judge() {
+	r.LagEffects = nil
+	if r.OK > 0 {
+		for _, f := range []struct {
+			name       string
+			corr, disp *hdr.Histogram
+		}{{"ttfb", r.TTFB, r.TTFBFromDispatch}, {"total", r.Total, r.TotalFromDispatch}} {
+			for _, q := range publishedQuantiles {
+				e := LagEffect{Figure: f.name, Quantile: q, Corrected: quantile(f.corr, q), FromDispatch: quantile(f.disp, q)}
+				e.Exceeded = e.Corrected-e.FromDispatch > e.Tolerance()
+				r.LagEffects = append(r.LagEffects, e)
+			}
+		}
+	}
+	r.Valid, r.InvalidReasons = r.Verdict(publishedQuantiles...)
+}
+
+func quantile(h *hdr.Histogram, q float64) time.Duration {
+	if q >= 100 {
+		return time.Duration(h.Max())
+	}
+	return time.Duration(h.ValueAtQuantile(q))
+}
+
+// Verdict judges the pass as if only the given quantiles of TTFB and total
+// were published (100 is the maximum): it is invalid when the generator's
+// lateness moved one of them past its tolerance, or for any reason that is
+// not lateness (a saturated event loop, dropped requests, no successful
+// request, an interrupt). With no quantile, only the latter count. The
+// reasons say what to do.
+func (r *Result) Verdict(quantiles ...float64) (valid bool, reasons []string) {
+	reasons = append([]string{}, r.checks...)
+	for _, fig := range []struct{ key, name string }{{"ttfb", "TTFB"}, {"total", "total"}} {
+		var moved []string
+		for _, e := range r.LagEffects {
+			if e.Figure == fig.key && e.Exceeded && slices.Contains(quantiles, e.Quantile) {
+				moved = append(moved, fmt.Sprintf("%s from %.3f ms to %.3f ms (tolerance %.3f ms)",
+					quantileName(e.Quantile), ms(int64(e.FromDispatch)), ms(int64(e.Corrected)), ms(int64(e.Tolerance()))))
+			}
+		}
+		if len(moved) > 0 {
+			reasons = append(reasons, fmt.Sprintf("the generator's own lateness moved %s %s: lower --rate or --connections, or run on a quieter machine (%s)",
+				fig.name, strings.Join(moved, ", "), r.worst))
+		}
+	}
+	return len(reasons) == 0, reasons
+}
+
+func (l loopInfo) String() string {
+	where := ""
+	if l.cpu >= 0 {
+		where = fmt.Sprintf(" on CPU %d", l.cpu)
+	}
+	return fmt.Sprintf("event loop %d%s: schedule lag p99 %.3f ms", l.id, where, ms(int64(l.lagP99)))
+}
+
+func quantileName(q float64) string {
+	if q >= 100 {
+		return "max"
+	}
+	return fmt.Sprintf("p%g", q)
+}
+
+// sampleSet gathers error samples by message.
+type sampleSet struct {
+	order []ErrorSample
+}
+
+func (ss *sampleSet) add(kind, msg string, n int64) {
+	for i := range ss.order {
+		if ss.order[i].Kind == kind && ss.order[i].Message == msg {
+			ss.order[i].Count += n
+			return
+		}
+	}
+	ss.order = append(ss.order, ErrorSample{Kind: kind, Message: msg, Count: n})
+}
+
+func (ss *sampleSet) addShard(m *metrics) {
+	for _, s := range m.samples[:m.nsamples] {
+		ss.add(s.d.kind.String(), s.d.message(), s.n)
+	}
+}
+
+// top returns the maxSamples most frequent messages, the first seen first
+// among equals.
+func (ss *sampleSet) top() []ErrorSample {
+	out := slices.Clone(ss.order)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
+	if len(out) > maxSamples {
+		out = out[:maxSamples]
+	}
+	return out
+}
+
 func kindsString(m map[string]int64) string {
 	var parts []string
 	for _, k := range ErrorKinds() {
@@ -177,86 +363,123 @@ func kindsString(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// Latency is a latency distribution's summary in milliseconds.
+// Latency is a latency distribution's summary in milliseconds. A nil value
+// (JSON null) means nothing was measured.
 type Latency struct {
-	P50  float64 `json:"p50_ms"`
-	P90  float64 `json:"p90_ms"`
-	P95  float64 `json:"p95_ms"`
-	P99  float64 `json:"p99_ms"`
-	P999 float64 `json:"p999_ms"`
-	Max  float64 `json:"max_ms"`
+	P50  *float64 `json:"p50_ms"`
+	P90  *float64 `json:"p90_ms"`
+	P95  *float64 `json:"p95_ms"`
+	P99  *float64 `json:"p99_ms"`
+	P999 *float64 `json:"p999_ms"`
+	Max  *float64 `json:"max_ms"`
 }
 
-// Spread is a shorter summary, for the generator's own delays.
+// Spread is a shorter summary, for the generator's own delays; nil when
+// nothing was measured.
 type Spread struct {
-	P50 float64 `json:"p50_ms"`
-	P99 float64 `json:"p99_ms"`
-	Max float64 `json:"max_ms"`
+	P50 *float64 `json:"p50_ms"`
+	P99 *float64 `json:"p99_ms"`
+	Max *float64 `json:"max_ms"`
+}
+
+// LagEffectMs is a LagEffect in milliseconds, for JSON.
+type LagEffectMs struct {
+	Figure         string  `json:"figure"`
+	Quantile       float64 `json:"quantile"`
+	CorrectedMs    float64 `json:"corrected_ms"`
+	FromDispatchMs float64 `json:"from_dispatch_ms"`
+	ToleranceMs    float64 `json:"tolerance_ms"`
+	Exceeded       bool    `json:"exceeded"`
 }
 
 // Summary is a Result as JSON: the keys other tools rely on.
 type Summary struct {
-	Mode             string           `json:"mode"`
-	Arrival          string           `json:"arrival,omitempty"`
-	Requests         int64            `json:"requests"`
-	OK               int64            `json:"ok"`
-	Errors           int64            `json:"errors"`
-	ErrorsByKind     map[string]int64 `json:"errors_by_kind"`
-	StatusCodes      map[string]int64 `json:"status_codes"`
-	TargetRPS        float64          `json:"target_rps"`
-	AchievedRPS      float64          `json:"achieved_rps"`
-	DurationS        float64          `json:"duration_s"`
-	ElapsedS         float64          `json:"elapsed_s"`
-	Connections      int              `json:"connections"`
-	Shards           int              `json:"shards"`
-	SocketsOpened    int64            `json:"sockets_opened"`
-	Queued           int64            `json:"queued"`
-	BodyBytes        int64            `json:"body_bytes"`
-	Valid            bool             `json:"valid"`
-	InvalidReasons   []string         `json:"invalid_reasons"`
-	PoolLimited      bool             `json:"pool_limited"`
-	Interrupted      bool             `json:"interrupted"`
-	Warnings         []string         `json:"warnings"`
-	CPUSeconds       float64          `json:"cpu_seconds"`
-	ShardCPU         []float64        `json:"shard_cpu_share"`
-	TTFB             Latency          `json:"ttfb"`
-	TTFBUncorrected  Latency          `json:"ttfb_uncorrected"`
-	Total            Latency          `json:"total"`
-	TotalUncorrected Latency          `json:"total_uncorrected"`
-	ScheduleLag      Spread           `json:"schedule_lag"`
-	ConnectionWait   Spread           `json:"connection_wait"`
-	Cache            CacheCounts      `json:"cache"`
+	Mode              string           `json:"mode"`
+	Arrival           string           `json:"arrival,omitempty"`
+	Requests          int64            `json:"requests"`
+	OK                int64            `json:"ok"`
+	Errors            int64            `json:"errors"`
+	ErrorsByKind      map[string]int64 `json:"errors_by_kind"`
+	ErrorSamples      []ErrorSample    `json:"error_samples"`
+	Dropped           int64            `json:"dropped"`
+	Unsolicited       int64            `json:"unsolicited"`
+	StatusCodes       map[string]int64 `json:"status_codes"`
+	TargetRPS         float64          `json:"target_rps"`
+	AchievedRPS       float64          `json:"achieved_rps"`
+	DurationS         float64          `json:"duration_s"`
+	ElapsedS          float64          `json:"elapsed_s"`
+	Connections       int              `json:"connections"`
+	Shards            int              `json:"shards"`
+	SocketsOpened     int64            `json:"sockets_opened"`
+	Queued            int64            `json:"queued"`
+	BodyBytes         int64            `json:"body_bytes"`
+	Valid             bool             `json:"valid"`
+	InvalidReasons    []string         `json:"invalid_reasons"`
+	PoolLimited       bool             `json:"pool_limited"`
+	Interrupted       bool             `json:"interrupted"`
+	Warnings          []string         `json:"warnings"`
+	CPUSeconds        float64          `json:"cpu_seconds"`
+	ShardCPU          []float64        `json:"shard_cpu_share"`
+	TTFB              Latency          `json:"ttfb"`
+	TTFBUncorrected   Latency          `json:"ttfb_uncorrected"`
+	TTFBFromDispatch  Latency          `json:"ttfb_from_dispatch"`
+	Total             Latency          `json:"total"`
+	TotalUncorrected  Latency          `json:"total_uncorrected"`
+	TotalFromDispatch Latency          `json:"total_from_dispatch"`
+	LagEffect         []LagEffectMs    `json:"lag_effect"`
+	ScheduleLag       Spread           `json:"schedule_lag"`
+	ConnectionWait    Spread           `json:"connection_wait"`
+	Cache             CacheCounts      `json:"cache"`
 }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
 
-// LatencyOf summarises a histogram of nanoseconds.
+func msp(ns int64) *float64 {
+	v := ms(ns)
+	return &v
+}
+
+// LatencyOf summarises a histogram of nanoseconds; every value is nil when
+// the histogram is empty.
 func LatencyOf(h *hdr.Histogram) Latency {
 	if h.TotalCount() == 0 {
 		return Latency{}
 	}
-	return Latency{P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P95: ms(h.ValueAtQuantile(95)),
-		P99: ms(h.ValueAtQuantile(99)), P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max())}
+	return Latency{P50: msp(h.ValueAtQuantile(50)), P90: msp(h.ValueAtQuantile(90)), P95: msp(h.ValueAtQuantile(95)),
+		P99: msp(h.ValueAtQuantile(99)), P999: msp(h.ValueAtQuantile(99.9)), Max: msp(h.Max())}
 }
 
 func spreadOf(h *hdr.Histogram) Spread {
 	if h.TotalCount() == 0 {
 		return Spread{}
 	}
-	return Spread{P50: ms(h.ValueAtQuantile(50)), P99: ms(h.ValueAtQuantile(99)), Max: ms(h.Max())}
+	return Spread{P50: msp(h.ValueAtQuantile(50)), P99: msp(h.ValueAtQuantile(99)), Max: msp(h.Max())}
 }
 
-// Summary renders the result for JSON output.
+// Summary renders the result for JSON output. Without a successful request
+// every latency value is null: a timeout recorded at the timeout value is
+// not a latency anyone measured.
 func (r *Result) Summary() Summary {
 	s := Summary{Mode: r.Mode, Requests: r.Requests, OK: r.OK, Errors: r.Errors, ErrorsByKind: r.ErrorsByKind,
+		ErrorSamples: r.ErrorSamples, Dropped: r.Dropped, Unsolicited: r.Unsolicited,
 		StatusCodes: map[string]int64{}, TargetRPS: r.Target, AchievedRPS: round(r.AchievedRPS, 2),
 		DurationS: r.Duration.Seconds(), ElapsedS: round(r.Elapsed.Seconds(), 4), Connections: r.Connections,
 		Shards: r.Shards, SocketsOpened: r.SocketsOpened, Queued: r.Queued, BodyBytes: r.BodyBytes,
 		Valid: r.Valid, InvalidReasons: nonNil(r.InvalidReasons), PoolLimited: r.PoolLimited,
 		Interrupted: r.Interrupted, Warnings: nonNil(r.Warnings), CPUSeconds: round(r.CPUSeconds, 4),
-		ShardCPU: r.ShardCPU, TTFB: LatencyOf(r.TTFB), TTFBUncorrected: LatencyOf(r.TTFBUncorrected),
-		Total: LatencyOf(r.Total), TotalUncorrected: LatencyOf(r.TotalUncorrected),
+		ShardCPU: slices.Clone(r.ShardCPU), LagEffect: []LagEffectMs{},
 		ScheduleLag: spreadOf(r.ScheduleLag), ConnectionWait: spreadOf(r.ConnectionWait), Cache: r.Cache}
+	if s.ErrorSamples == nil {
+		s.ErrorSamples = []ErrorSample{}
+	}
+	if r.OK > 0 {
+		s.TTFB, s.TTFBUncorrected, s.TTFBFromDispatch = LatencyOf(r.TTFB), LatencyOf(r.TTFBUncorrected), LatencyOf(r.TTFBFromDispatch)
+		s.Total, s.TotalUncorrected, s.TotalFromDispatch = LatencyOf(r.Total), LatencyOf(r.TotalUncorrected), LatencyOf(r.TotalFromDispatch)
+	}
+	for _, e := range r.LagEffects {
+		s.LagEffect = append(s.LagEffect, LagEffectMs{Figure: e.Figure, Quantile: e.Quantile, CorrectedMs: ms(int64(e.Corrected)),
+			FromDispatchMs: ms(int64(e.FromDispatch)), ToleranceMs: ms(int64(e.Tolerance())), Exceeded: e.Exceeded})
+	}
 	if r.Mode == "rate" {
 		s.Arrival = r.Arrival.String()
 	}
@@ -294,17 +517,29 @@ func fmtDur(d time.Duration) string {
 	return fmt.Sprintf("%.3fs", d.Seconds())
 }
 
+// cell prints a millisecond value, or a dash where nothing was measured.
+func cell(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f", *v)
+}
+
 // WriteText prints the result as a table for people.
 func (r *Result) WriteText(w io.Writer) error {
 	s := r.Summary()
 	var b strings.Builder
+	ran := ""
+	if r.Interrupted {
+		ran = fmt.Sprintf(", interrupted after %s", r.Elapsed.Round(time.Millisecond))
+	}
 	switch r.Mode {
 	case "rate":
-		fmt.Fprintf(&b, "Open loop, %s arrivals, %.0f rps target, %s, %d connections\n", s.Arrival, r.Target, r.Duration, r.Connections)
+		fmt.Fprintf(&b, "Open loop, %s arrivals, %.0f rps target, %s, %d connections%s\n", s.Arrival, r.Target, r.Duration, r.Connections, ran)
 	case "closed":
-		fmt.Fprintf(&b, "Closed loop, %d connections, %s\n", r.Connections, r.Duration)
+		fmt.Fprintf(&b, "Closed loop, %d connections, %s%s\n", r.Connections, r.Duration, ran)
 	case "burst":
-		fmt.Fprintf(&b, "Burst of %d requests released together\n", r.Requests)
+		fmt.Fprintf(&b, "Burst of %d requests released together%s\n", r.Requests, ran)
 	}
 	fmt.Fprintf(&b, "Requests %d (ok %d, errors %d)   achieved %.1f rps   sockets opened %d   generator CPU %.3fs\n",
 		r.Requests, r.OK, r.Errors, r.AchievedRPS, r.SocketsOpened, r.CPUSeconds)
@@ -326,11 +561,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	for _, row := range []struct {
 		name string
 		l    Latency
-	}{{"TTFB", s.TTFB}, {"TTFB uncorrected", s.TTFBUncorrected}, {"total", s.Total}, {"total uncorrected", s.TotalUncorrected}} {
-		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", row.name, row.l.P50, row.l.P90, row.l.P95, row.l.P99, row.l.P999, row.l.Max)
+	}{{"TTFB", s.TTFB}, {"TTFB uncorrected", s.TTFBUncorrected}, {"TTFB from dispatch", s.TTFBFromDispatch},
+		{"total", s.Total}, {"total uncorrected", s.TotalUncorrected}, {"total from dispatch", s.TotalFromDispatch}} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.name, cell(row.l.P50), cell(row.l.P90), cell(row.l.P95), cell(row.l.P99), cell(row.l.P999), cell(row.l.Max))
 	}
-	fmt.Fprintf(tw, "schedule lag\t%.3f\t\t\t%.3f\t\t%.3f\t\n", s.ScheduleLag.P50, s.ScheduleLag.P99, s.ScheduleLag.Max)
-	fmt.Fprintf(tw, "connection wait\t%.3f\t\t\t%.3f\t\t%.3f\t\n", s.ConnectionWait.P50, s.ConnectionWait.P99, s.ConnectionWait.Max)
+	fmt.Fprintf(tw, "schedule lag\t%s\t\t\t%s\t\t%s\t\n", cell(s.ScheduleLag.P50), cell(s.ScheduleLag.P99), cell(s.ScheduleLag.Max))
+	fmt.Fprintf(tw, "connection wait\t%s\t\t\t%s\t\t%s\t\n", cell(s.ConnectionWait.P50), cell(s.ConnectionWait.P99), cell(s.ConnectionWait.Max))
 	tw.Flush()
 	b.WriteString("\n")
 	if r.Valid {
@@ -341,6 +577,9 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  invalid: %s\n", why)
 		}
 	}
+	for _, e := range r.ErrorSamples {
+		fmt.Fprintf(&b, "  error (%s): %d × %s\n", e.Kind, e.Count, e.Message)
+	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "  warning: %s\n", w)
 	}
@@ -349,17 +588,27 @@ func (r *Result) WriteText(w io.Writer) error {
 }
 
 // Merge combines passes (a burst's repetitions, say) into one result: the
-// histograms hold every sample, counts add up, and it is valid only if every
-// pass was. Reasons and warnings keep the number of the pass they came from.
+// histograms hold every sample and counts add up. Reasons other than
+// lateness, and warnings, keep the number of the pass they came from (when
+// there are several); the lateness verdict is taken on the merged
+// histograms, the figures that are published.
 func Merge(rs []*Result) *Result {
 	if len(rs) == 0 {
 		return nil
 	}
 	f := rs[0]
 	out := &Result{Start: f.Start, Mode: f.Mode, Arrival: f.Arrival, Target: f.Target, Connections: f.Connections,
-		Shards: f.Shards, ErrorsByKind: map[string]int64{}, StatusCodes: map[int]int64{}, Valid: true,
-		TTFB: newHist(), TTFBUncorrected: newHist(), Total: newHist(), TotalUncorrected: newHist(),
-		ScheduleLag: newHist(), ConnectionWait: newHist()}
+		Shards: f.Shards, ErrorsByKind: map[string]int64{}, StatusCodes: map[int]int64{},
+		TTFB: NewHistogram(), TTFBUncorrected: NewHistogram(), Total: NewHistogram(), TotalUncorrected: NewHistogram(),
+		TTFBFromDispatch: NewHistogram(), TotalFromDispatch: NewHistogram(),
+		ScheduleLag: NewHistogram(), ConnectionWait: NewHistogram(), stampDelay: NewHistogram(), worst: f.worst}
+	prefix := func(i int, s string) string {
+		if len(rs) == 1 {
+			return s
+		}
+		return fmt.Sprintf("pass %d: %s", i+1, s)
+	}
+	var samples sampleSet
 	var answered float64
 	for i, r := range rs {
 		out.Duration += r.Duration
@@ -370,6 +619,9 @@ func Merge(rs []*Result) *Result {
 		for k, n := range r.ErrorsByKind {
 			out.ErrorsByKind[k] += n
 		}
+		for _, e := range r.ErrorSamples {
+			samples.add(e.Kind, e.Message, e.Count)
+		}
 		for k, n := range r.StatusCodes {
 			out.StatusCodes[k] += n
 		}
@@ -379,17 +631,21 @@ func Merge(rs []*Result) *Result {
 		out.Cache.Unknown += r.Cache.Unknown
 		out.SocketsOpened += r.SocketsOpened
 		out.Queued += r.Queued
+		out.Dropped += r.Dropped
+		out.Unsolicited += r.Unsolicited
 		out.BodyBytes += r.BodyBytes
 		out.CPUSeconds += r.CPUSeconds
 		answered += r.AchievedRPS * r.Elapsed.Seconds()
-		out.Valid = out.Valid && r.Valid
 		out.PoolLimited = out.PoolLimited || r.PoolLimited
 		out.Interrupted = out.Interrupted || r.Interrupted
-		for _, s := range r.InvalidReasons {
-			out.InvalidReasons = append(out.InvalidReasons, fmt.Sprintf("pass %d: %s", i+1, s))
+		if r.worst.lagP99 > out.worst.lagP99 {
+			out.worst = r.worst
+		}
+		for _, s := range r.checks {
+			out.checks = append(out.checks, prefix(i, s))
 		}
 		for _, s := range r.Warnings {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("pass %d: %s", i+1, s))
+			out.Warnings = append(out.Warnings, prefix(i, s))
 		}
 		for j, v := range r.ShardCPU {
 			if j == len(out.ShardCPU) {
@@ -399,13 +655,20 @@ func Merge(rs []*Result) *Result {
 		}
 		out.TTFB.Merge(r.TTFB)
 		out.TTFBUncorrected.Merge(r.TTFBUncorrected)
+		out.TTFBFromDispatch.Merge(r.TTFBFromDispatch)
 		out.Total.Merge(r.Total)
 		out.TotalUncorrected.Merge(r.TotalUncorrected)
+		out.TotalFromDispatch.Merge(r.TotalFromDispatch)
 		out.ScheduleLag.Merge(r.ScheduleLag)
 		out.ConnectionWait.Merge(r.ConnectionWait)
+		if r.stampDelay != nil {
+			out.stampDelay.Merge(r.stampDelay)
+		}
 	}
+	out.ErrorSamples = samples.top()
 	if out.Elapsed > 0 {
 		out.AchievedRPS = answered / out.Elapsed.Seconds()
 	}
+	out.judge()
 	return out
 }

@@ -57,6 +57,15 @@ func threadCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// currentCPU is the CPU the calling thread runs on (-1 if unknown).
+func currentCPU() int {
+	var cpu uint32
+	if _, _, e := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); e != 0 {
+		return -1
+	}
+	return int(cpu)
+}
+
 // processCPU is the whole process's user+system CPU time.
 func processCPU() time.Duration {
 	var ru unix.Rusage
@@ -87,6 +96,19 @@ func sockaddr(ip net.IP, port string) (unix.Sockaddr, int, error) {
 	return sa, unix.AF_INET6, nil
 }
 
+// copySockaddr returns a copy of an address made by sockaddr.
+func copySockaddr(sa unix.Sockaddr) unix.Sockaddr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		c := *a
+		return &c
+	case *unix.SockaddrInet6:
+		c := *a
+		return &c
+	}
+	return sa
+}
+
 // startConnect opens a non-blocking socket and starts connecting; done is
 // true when the connection completed at once.
 func startConnect(sa unix.Sockaddr, family int) (fd int, done bool, err error) {
@@ -95,6 +117,9 @@ func startConnect(sa unix.Sockaddr, family int) (fd int, done bool, err error) {
 		return -1, false, err
 	}
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	// The kernel stamps every segment it receives for this socket; rxPeek
+	// reads the stamp of the first waiting byte (see received).
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 	err = unix.Connect(fd, sa)
 	switch err {
 	case nil:
@@ -157,4 +182,40 @@ func dialBlocking(sa unix.Sockaddr, family int, timeout time.Duration) (int, err
 		}
 	}
 	return fd, nil
+}
+
+// rxPeek reads the kernel's receive time of the first byte waiting in a
+// socket (SO_TIMESTAMPNS, CLOCK_REALTIME nanoseconds) without consuming it:
+// one recvmsg of one byte with MSG_PEEK, which only looks at the first
+// queued segment. Its buffers live in the shard, so it allocates nothing.
+type rxPeek struct {
+	b   [1]byte
+	iov unix.Iovec
+	msg unix.Msghdr
+	oob [64]byte
+}
+
+func (p *rxPeek) peek(fd int) (int64, bool) {
+	p.iov.Base = &p.b[0]
+	p.iov.SetLen(1)
+	p.msg = unix.Msghdr{Iov: &p.iov, Iovlen: 1, Control: &p.oob[0]}
+	p.msg.SetControllen(len(p.oob))
+	_, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&p.msg)), unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	if e != 0 {
+		return 0, false
+	}
+	n := int(p.msg.Controllen)
+	for off := 0; off+unix.SizeofCmsghdr <= n; {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&p.oob[off]))
+		l := int(h.Len)
+		if l < unix.SizeofCmsghdr || off+l > n {
+			break
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && l >= unix.SizeofCmsghdr+int(unsafe.Sizeof(unix.Timespec{})) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&p.oob[off+unix.SizeofCmsghdr]))
+			return ts.Nano(), true
+		}
+		off += (l + 7) &^ 7
+	}
+	return 0, false
 }
