@@ -33,7 +33,7 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	}
 	fmt.Fprintf(w, "\n%s\n", wrap(spec.Title+" — "+spec.Description, TableWidth, "", "  "))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  engine\ttest\tvalue [min–max]\tbetter\tvalid passes")
+	fmt.Fprintln(tw, "  engine\ttest\tvalue [min–max]\tbetter\tvalid")
 	last := ""
 	causes := newCauses()
 	for _, r := range rs {
@@ -54,7 +54,8 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 		causes.add(eng, r)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "  value: the test's figure over its valid measured passes; [min–max]: the valid passes' own values")
+	fmt.Fprintln(w, "  value: the test's figure over its valid measured passes; [min–max]: the valid passes' own")
+	fmt.Fprintln(w, "  values; valid: valid of measured passes")
 	causes.write(w)
 }
 

@@ -311,7 +311,9 @@ func TestRunSweepsKilledRun(t *testing.T) {
 			code, _, errs := runCLI(t, context.Background(), "run", "--runtime", "inproc", "--workload", "hit-path",
 				"--passes", "1", "--warmups", "0", "--pass-duration", "200ms", "--rate", "100", "--no-save")
 			t.Logf("run: %s", errs)
-			if code != 0 {
+			// A short in-process run may be invalid on a busy machine (exit
+			// 3); what matters here is that it ran after the sweep.
+			if code != ExitOK && code != ExitInvalid {
 				t.Fatalf("run: exit %d: %s", code, errs)
 			}
 			checkCleaned(t, dir, k, errs)
@@ -372,7 +374,7 @@ func TestRunLock(t *testing.T) {
 
 	out := t.TempDir()
 	code, _, errs = runCLI(t, ctx, append(quick, "--lock", "none", "--out", out)...)
-	if code != 0 || !strings.Contains(errs, "--lock none: "+holder+" is running too") {
+	if (code != ExitOK && code != ExitInvalid) || !strings.Contains(errs, "--lock none: "+holder+" is running too") {
 		t.Errorf("--lock none: exit %d: %s", code, errs)
 	}
 	files, _ := filepath.Glob(filepath.Join(out, "run-*.json"))
