@@ -213,16 +213,33 @@ func addPass(r *results.Result, p *passInfo, value *float64, noValue string, mor
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-// generatorReasons turns a generator result into reasons a pass is invalid:
-// the generator's own verdict on the quantiles a test publishes, and failed
-// requests (a figure over the survivors would hide them).
-func generatorReasons(r *loadgen.Result, quantiles ...float64) []string {
-	_, reasons := r.Verdict(quantiles...)
+// generatorReasons turns a generator result into reasons a pass is invalid
+// for every test of it: the generator's checks that are not about its
+// lateness (a saturated loop, dropped requests, no success, an interrupt)
+// and failed requests (a figure over the survivors would hide them).
+func generatorReasons(r *loadgen.Result) []string {
+	_, reasons := r.Verdict()
 	reasons = append([]string{}, reasons...)
 	if r.Errors > 0 && r.OK > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d of %d requests failed (%s)", r.Errors, r.Requests, kinds(r.ErrorsByKind)))
 	}
 	return reasons
+}
+
+// lateness is the reason a latency test's pass is invalid when the
+// generator's own lateness moved the quantiles it publishes. It is judged
+// per figure: lateness does not move an origin's fetch count or what was
+// proven stale.
+func lateness(r *loadgen.Result, quantiles ...float64) []string {
+	_, base := r.Verdict()
+	_, all := r.Verdict(quantiles...)
+	var out []string
+	for _, why := range all {
+		if !slices.Contains(base, why) {
+			out = append(out, why)
+		}
+	}
+	return out
 }
 
 // lagEvidence is what the generator's lateness did to the figures a test

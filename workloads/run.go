@@ -68,7 +68,7 @@ func ratePasses(ctx context.Context, g *loadgen.Generator, spec *Spec, tgt *Targ
 		if r.Interrupted {
 			return ctx.Err()
 		}
-		p := newPass(i, cfg.Warmups, r, generatorReasons(r, 50, 99))
+		p := newPass(i, cfg.Warmups, r, generatorReasons(r))
 		rc.observe(ctx, spec, tgt, p, before)
 		p.extra["cache_claims"] = claims(r)
 		p.extra["ttfb_uncorrected_p50_ms"] = msq(r.TTFBUncorrected, 50)
@@ -78,7 +78,7 @@ func ratePasses(ctx context.Context, g *loadgen.Generator, spec *Spec, tgt *Targ
 		p.extra["lag_effect"] = lagEvidence(r, 50, 99)
 		p.extra["generator_cpu_s"] = round3(r.CPUSeconds)
 		for _, t := range tests {
-			t.add(p, r.TTFB)
+			t.add(p, r.TTFB, lateness(r, t.q)...)
 		}
 		if err := rc.Save(); err != nil {
 			return err
@@ -153,7 +153,7 @@ func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc 
 		if r.Interrupted {
 			return ctx.Err()
 		}
-		p := newPass(i, cfg.Warmups, r, generatorReasons(r, 50, 99))
+		p := newPass(i, cfg.Warmups, r, generatorReasons(r))
 		fetches := rc.observe(ctx, spec, tgt, p, before).origin.Objects[path].Fetches
 		if before.origin.Objects[path].Fetches != 0 {
 			p.reasons = append(p.reasons, "the object was fetched before the burst: not cold")
@@ -167,8 +167,8 @@ func runMissStorm(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc 
 		p.extra["cache_claims"] = claims(r)
 		p.extra["total_p50_ms"] = msq(r.Total, 50)
 		p.extra["lag_effect"] = lagEvidence(r, 50, 99)
-		p50.add(p, r.TTFB)
-		p99.add(p, r.TTFB)
+		p50.add(p, r.TTFB, lateness(r, 50)...)
+		p99.add(p, r.TTFB, lateness(r, 99)...)
 		var x *float64
 		why := ""
 		if fetches > 0 {
@@ -307,7 +307,7 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 		if recoverErr != nil {
 			return fmt.Errorf("origin recover: %w", recoverErr)
 		}
-		_, verdict := r.Verdict(50, 99)
+		_, verdict := r.Verdict()
 		p := &passInfo{index: c, lr: r, reasons: verdict}
 		rc.observe(ctx, spec, tgt, p, before)
 		if f.err != nil {
@@ -379,7 +379,7 @@ func runOriginFlap(ctx context.Context, spec *Spec, cfg *Config, tgt *Target, rc
 					n, sent, kinds(failErrs)))
 			}
 		}
-		ttfb.addValue(p, failHist, tv, "", ttfbWhy...)
+		ttfb.addValue(p, failHist, tv, "", append(lateness(r, 50), ttfbWhy...)...)
 
 		// Grace: only what was proven stale counts for it.
 		var ratio *float64
