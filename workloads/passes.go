@@ -226,20 +226,11 @@ func generatorReasons(r *loadgen.Result) []string {
 	return reasons
 }
 
-// lateness is the reason a latency test's pass is invalid when the
-// generator's own lateness moved the quantiles it publishes. It is judged
-// per figure: lateness does not move an origin's fetch count or what was
-// proven stale.
+// lateness is the reason a TTFB test's pass is invalid when the generator's
+// own lateness moved the quantile it publishes. It is judged per figure:
+// lateness does not move an origin's fetch count or what was proven stale.
 func lateness(r *loadgen.Result, quantiles ...float64) []string {
-	_, base := r.Verdict()
-	_, all := r.Verdict(quantiles...)
-	var out []string
-	for _, why := range all {
-		if !slices.Contains(base, why) {
-			out = append(out, why)
-		}
-	}
-	return out
+	return r.Lateness("ttfb", quantiles...)
 }
 
 // lagEvidence is what the generator's lateness did to the figures a test

@@ -171,3 +171,19 @@ func TestValueFromValidPassesOnly(t *testing.T) {
 		t.Errorf("a pass without a value must be invalid with its reason: %+v", p)
 	}
 }
+
+// A TTFB test is judged on its own figure and quantile: lateness that moved
+// the total, or another quantile, does not invalidate it.
+func TestLatenessPerFigure(t *testing.T) {
+	r := &loadgen.Result{OK: 10, Requests: 10, LagEffects: []loadgen.LagEffect{
+		{Figure: "total", Quantile: 99, Corrected: 2e6, FromDispatch: 1e6, Exceeded: true},
+		{Figure: "ttfb", Quantile: 50, Corrected: 2e5, FromDispatch: 1e5, Exceeded: true},
+		{Figure: "ttfb", Quantile: 99, Corrected: 3e5, FromDispatch: 2.9e5},
+	}}
+	if got := lateness(r, 99); len(got) != 0 {
+		t.Errorf("p99 TTFB judged on the total: %v", got)
+	}
+	if got := lateness(r, 50); len(got) != 1 || !strings.Contains(got[0], "TTFB p50 from 0.100 ms to 0.200 ms") {
+		t.Errorf("p50 TTFB: %v", got)
+	}
+}

@@ -183,8 +183,9 @@ type Delta struct {
 	// StealSeconds is the part of the busy time the hypervisor gave to
 	// other machines (counted in BusySeconds and OtherSeconds).
 	StealSeconds float64
-	// InterruptSeconds is hard and soft interrupt time, in neither busy nor
-	// other: on loopback it is mostly the benchmark's own network traffic.
+	// InterruptSeconds is hard and soft interrupt time, ksoftirqd's
+	// included, in neither other nor ours: on loopback it is mostly the
+	// benchmark's own network traffic.
 	InterruptSeconds float64
 	// Busiest are the other processes allowed on the CPUs that used the
 	// most CPU time, most first, at most DefaultBusiest.
@@ -210,7 +211,7 @@ func Between(a, b Sample) Delta {
 		steal += sub(cb.steal, ca.steal)
 		irq += sub(cb.interrupts(), ca.interrupts())
 	}
-	var ours float64
+	var ours, softirqd float64
 	var others []Proc
 	for k, pb := range b.procs {
 		pa, seen := a.procs[k]
@@ -222,6 +223,8 @@ func Between(a, b Sample) Delta {
 		case ticks == 0:
 		case pb.ours || (seen && pa.ours):
 			ours += float64(ticks) * pb.weight
+		case !k.thread && isSoftirqd(pb.comm):
+			softirqd += float64(ticks) * pb.weight
 		case pb.weight > 0 && !k.thread:
 			others = append(others, Proc{PID: k.pid, Name: pb.comm, Seconds: seconds(ticks)})
 		}
@@ -231,9 +234,10 @@ func Between(a, b Sample) Delta {
 	d.StealSeconds = seconds(steal)
 	d.InterruptSeconds = seconds(irq)
 	d.OursSeconds = ours / TicksPerSecond
+	d.InterruptSeconds += softirqd / TicksPerSecond
 	// Our time is counted per process, the CPUs' per tick of each CPU: the
 	// two can disagree by a tick or so, never in other's favour.
-	d.OtherSeconds = max(d.BusySeconds-d.OursSeconds, 0)
+	d.OtherSeconds = max(d.BusySeconds-d.OursSeconds-softirqd/TicksPerSecond, 0)
 	if d.CapacitySeconds > 0 {
 		d.OtherShare = d.OtherSeconds / d.CapacitySeconds
 	}
@@ -246,6 +250,11 @@ func Between(a, b Sample) Delta {
 	d.Busiest = others[:min(len(others), DefaultBusiest)]
 	return d
 }
+
+// isSoftirqd is the kernel thread that runs the softirqs a CPU could not
+// run at once: on loopback, mostly the benchmark's own packets. Its time is
+// counted with interrupts, not as another's.
+func isSoftirqd(comm string) bool { return strings.HasPrefix(comm, "ksoftirqd/") }
 
 func sub(b, a uint64) uint64 {
 	if b < a {

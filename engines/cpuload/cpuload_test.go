@@ -108,14 +108,16 @@ func TestBetween(t *testing.T) {
 			{pid: 20, start: 1}:               {pid: 20, comm: "stranger", ticks: 1050, weight: 1},
 			{pid: 22, start: 9}:               {pid: 22, comm: "newcomer", ticks: 10, weight: 0.5},
 			{pid: 21, start: 1}:               {pid: 21, comm: "elsewhere", ticks: 400, weight: 0},
+			{pid: 23, start: 1}:               {pid: 23, comm: "ksoftirqd/0", ticks: 10, weight: 1},
 		}}
+	a.procs[procKey{pid: 23, start: 1}] = procTime{pid: 23, comm: "ksoftirqd/0", ticks: 0, weight: 1}
 	d := Between(a, b)
 	if d.Err != nil {
 		t.Fatal(d.Err)
 	}
 	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
 	if !near(d.CapacitySeconds, 2) || !near(d.BusySeconds, 1.5) || !near(d.OursSeconds, 0.4) ||
-		!near(d.OtherSeconds, 1.1) || !near(d.OtherShare, 0.55) || !near(d.StealSeconds, 0.1) || !near(d.InterruptSeconds, 0.1) || d.Interval != time.Second {
+		!near(d.OtherSeconds, 1.0) || !near(d.OtherShare, 0.5) || !near(d.StealSeconds, 0.1) || !near(d.InterruptSeconds, 0.2) || d.Interval != time.Second {
 		t.Errorf("delta %+v", d)
 	}
 	want := []Proc{{20, "stranger", 0.5}, {22, "newcomer", 0.1}}
