@@ -64,6 +64,96 @@ type Run struct {
 	// Interference says whether processes other than the run's own were
 	// busy on the measured CPUs during its measured passes.
 	Interference *Interference `json:"interference,omitempty"`
+	// Workloads describe each workload of the run as it ran: what it is
+	// and its conditions. Results name theirs in Workload.
+	Workloads []Workload `json:"workloads,omitempty"`
+}
+
+// Workload is one workload as it ran.
+type Workload struct {
+	Name        string     `json:"name"`
+	Title       string     `json:"title"`
+	Description string     `json:"description"`
+	Conditions  Conditions `json:"conditions"`
+}
+
+// Conditions are what a workload's figures depend on. Two results are
+// comparable only when these agree (Comparable); addresses, ports, pass
+// counts and the host are not conditions.
+type Conditions struct {
+	// RateRPS is the open-loop rate (0 for bursts).
+	RateRPS     float64 `json:"rate_rps,omitempty"`
+	Connections int     `json:"connections,omitempty"`
+	// ObjectBytes is the size of the object requested; RangeBytes the
+	// length of a Range request's part, when the workload sends one.
+	ObjectBytes int64 `json:"object_bytes,omitempty"`
+	RangeBytes  int64 `json:"range_bytes,omitempty"`
+	// Burst is how many requests a burst releases at once.
+	Burst int `json:"burst,omitempty"`
+	// Cycles, HealthyPhase and FailPhase shape origin-flap; FailMode is
+	// how the origin fails.
+	Cycles       int      `json:"cycles,omitempty"`
+	HealthyPhase Duration `json:"healthy_phase,omitempty"`
+	FailPhase    Duration `json:"fail_phase,omitempty"`
+	FailMode     string   `json:"fail_mode,omitempty"`
+	PassDuration Duration `json:"pass_duration,omitempty"`
+	Timeout      Duration `json:"timeout,omitempty"`
+	// Warmups and Passes are the protocol; they may differ between runs
+	// that are compared.
+	Warmups int `json:"warmups"`
+	Passes  int `json:"passes"`
+}
+
+// Comparable says whether two workloads ran under the same conditions,
+// and if not, which differ (the protocol's pass counts may).
+func (c Conditions) Comparable(o Conditions) (bool, []string) {
+	var diff []string
+	check := func(name string, a, b any) {
+		if a != b {
+			diff = append(diff, fmt.Sprintf("%s %v vs %v", name, a, b))
+		}
+	}
+	check("rate_rps", c.RateRPS, o.RateRPS)
+	check("connections", c.Connections, o.Connections)
+	check("object_bytes", c.ObjectBytes, o.ObjectBytes)
+	check("range_bytes", c.RangeBytes, o.RangeBytes)
+	check("burst", c.Burst, o.Burst)
+	check("cycles", c.Cycles, o.Cycles)
+	check("healthy_phase", c.HealthyPhase, o.HealthyPhase)
+	check("fail_phase", c.FailPhase, o.FailPhase)
+	check("fail_mode", c.FailMode, o.FailMode)
+	check("pass_duration", c.PassDuration, o.PassDuration)
+	return len(diff) == 0, diff
+}
+
+// Duration is a time.Duration written as a string ("5s") in JSON.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string like \"5s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// WorkloadOf finds a workload's description in the run.
+func (r *Run) WorkloadOf(name string) (Workload, bool) {
+	for _, w := range r.Workloads {
+		if w.Name == name {
+			return w, true
+		}
+	}
+	return Workload{}, false
 }
 
 // Interference is other processes' CPU time on the measured CPUs, from
