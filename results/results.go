@@ -29,7 +29,10 @@ import (
 // (no_value), never 0; every result counts its requests and failed
 // requests; origin-flap's failed answers are grace_errors (errors was
 // theirs in 1); a run says how it ended (status, error).
-const SchemaVersion = 2
+//
+// 3: pass evidence is typed (evidence, replacing extra); the run describes
+// its workloads and their conditions; passes say when they started.
+const SchemaVersion = 3
 
 // How a run ended. A file without finished_at is read as StatusKilled: the
 // process died before it could say (or is still running).
@@ -265,8 +268,12 @@ type Pass struct {
 	ErrorSamples   []ErrorSample    `json:"error_samples,omitempty"`
 	PoolLimited    bool             `json:"pool_limited,omitempty"`
 	AchievedRPS    float64          `json:"achieved_rps,omitempty"`
-	// Extra holds workload evidence: origin fetches, fresh/stale/error
-	// counts per phase, the engine's own counters, the proxy's claims.
+	// StartedAt is when the pass began (interleaved suites show it).
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// Evidence is what the pass's figures rest on, typed.
+	Evidence *Evidence `json:"evidence,omitempty"`
+	// Extra is schema 1 and 2's untyped evidence, read into Evidence on
+	// load and never written again.
 	Extra map[string]any `json:"extra,omitempty"`
 }
 
@@ -486,6 +493,9 @@ func Load(path string) (*Run, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
+	if r.SchemaVersion < 3 {
+		upgrade2(&r)
+	}
 	if r.FinishedAt.IsZero() {
 		// The process never said how it ended: killed (or still running).
 		r.Status = StatusKilled
@@ -530,6 +540,20 @@ func upgrade1(b []byte, r *Run) error {
 	}
 	r.SchemaVersion = SchemaVersion
 	return nil
+}
+
+// upgrade2 types schema 1 and 2's untyped pass evidence.
+func upgrade2(r *Run) {
+	for i := range r.Results {
+		for j := range r.Results[i].Passes {
+			p := &r.Results[i].Passes[j]
+			if p.Evidence == nil {
+				p.Evidence = evidenceFromExtra(p.Extra)
+			}
+			p.Extra = nil
+		}
+	}
+	r.SchemaVersion = SchemaVersion
 }
 
 // nothingMeasured1 says why a schema 1 pass's 0 was no measurement: no

@@ -128,7 +128,7 @@ func newPass(i, warmups int, r *loadgen.Result, reasons []string) *passInfo {
 // know of it. It returns the snapshot taken after the pass.
 func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *passInfo, before snapshot) snapshot {
 	after := take(ctx, tgt)
-	p.extra = delta(tgt, before, after)
+	p.ev = delta(tgt, before, after)
 	agree(rc, spec, tgt, p)
 	noteBusy(rc, p)
 	return after
@@ -141,7 +141,8 @@ type passInfo struct {
 	lr     *loadgen.Result // nil for passes with no generator figures
 	// reasons make the pass invalid for every test of it.
 	reasons []string
-	extra   map[string]any
+	started time.Time
+	ev      *results.Evidence // never nil once observed
 }
 
 // latencyValue is a pass's latency quantile, or why it has none: a pass in
@@ -195,7 +196,7 @@ func addPass(r *results.Result, p *passInfo, value *float64, noValue string, mor
 		}
 	}
 	rp := results.Pass{Index: p.index, Warmup: p.warmup, Value: value, NoValue: noValue, Valid: len(reasons) == 0,
-		InvalidReasons: reasons, Extra: p.extra}
+		InvalidReasons: reasons, StartedAt: p.started.UTC(), Evidence: p.ev}
 	if p.lr != nil {
 		rp.Requests, rp.Errors, rp.PoolLimited = p.lr.Requests, p.lr.Errors, p.lr.PoolLimited
 		rp.AchievedRPS = math.Round(p.lr.AchievedRPS*10) / 10
@@ -231,22 +232,6 @@ func generatorReasons(r *loadgen.Result) []string {
 // lateness does not move an origin's fetch count or what was proven stale.
 func lateness(r *loadgen.Result, quantiles ...float64) []string {
 	return r.Lateness("ttfb", quantiles...)
-}
-
-// lagEvidence is what the generator's lateness did to the figures a test
-// publishes: both numbers, for every quantile judged.
-func lagEvidence(r *loadgen.Result, quantiles ...float64) []map[string]any {
-	var out []map[string]any
-	for _, e := range r.LagEffects {
-		for _, q := range quantiles {
-			if e.Quantile == q {
-				out = append(out, map[string]any{"figure": e.Figure, "quantile": e.Quantile,
-					"corrected_ms": round3(float64(e.Corrected) / 1e6), "from_dispatch_ms": round3(float64(e.FromDispatch) / 1e6),
-					"exceeded": e.Exceeded})
-			}
-		}
-	}
-	return out
 }
 
 func kinds(m map[string]int64) string {
@@ -294,57 +279,41 @@ func take(ctx context.Context, tgt *Target) snapshot {
 }
 
 // delta is what happened between two snapshots: origin requests (health
-// excluded) and the engine's counters, and whether the engine's count of its
-// origin requests agrees with the origin's.
-func delta(tgt *Target, a, b snapshot) map[string]any {
-	fetches := b.origin.Fetches - a.origin.Fetches
-	failed := b.origin.Failed - a.origin.Failed
-	ex := map[string]any{"origin_fetches": fetches, "origin_failed": failed}
+// excluded) and the engine's counters, whether the engine's count of its
+// origin requests agrees with the origin's, and other processes' CPU.
+func delta(tgt *Target, a, b snapshot) *results.Evidence {
+	o := &results.OriginCounts{Fetches: b.origin.Fetches - a.origin.Fetches, Failed: b.origin.Failed - a.origin.Failed,
+		Errors: append(append([]string{}, a.errs...), b.errs...)}
+	ev := &results.Evidence{Origin: o}
 	if b.engine != nil && a.engine != nil {
-		d := map[string]float64{}
+		o.EngineCounters = map[string]float64{}
 		for k, v := range b.engine {
 			if x := v - a.engine[k]; x != 0 {
-				d[k] = x
+				o.EngineCounters[k] = x
 			}
 		}
-		ex["engine_counters"] = d
 		if tgt.UpstreamKey != "" {
-			up := int64(d[tgt.UpstreamKey])
-			ex["engine_upstream_requests"] = up
+			up := int64(o.EngineCounters[tgt.UpstreamKey])
 			// The origin counts answered and failed object requests.
-			ex["origin_minus_engine"] = fetches + failed - up
+			o.EngineUpstream, o.OriginMinusEngine = ptr(up), ptr(o.Fetches+o.Failed-up)
 		}
 	}
 	if a.cpu != nil && b.cpu != nil {
 		d := cpuload.Between(*a.cpu, *b.cpu)
 		if d.Err != nil {
-			ex["other_cpu_error"] = d.Err.Error()
+			o.Errors = append(o.Errors, "other processes' CPU: "+d.Err.Error())
 		} else {
-			oc := OtherCPU{CPUs: engines.CPUList(d.CPUs), Share: round3(d.OtherShare), Seconds: round3(d.OtherSeconds),
+			oc := &results.OtherCPU{CPUs: engines.CPUList(d.CPUs), Share: round3(d.OtherShare), Seconds: round3(d.OtherSeconds),
 				StealSeconds: round3(d.StealSeconds)}
 			for _, p := range d.Busiest {
 				if p.Seconds >= minBusiest {
 					oc.Busiest = append(oc.Busiest, fmt.Sprintf("%s (pid %d) %.2fs", p.Name, p.PID, p.Seconds))
 				}
 			}
-			ex["other_cpu"] = oc
+			ev.OtherCPU = oc
 		}
 	}
-	if errs := append(a.errs, b.errs...); len(errs) > 0 {
-		ex["counter_errors"] = errs
-	}
-	return ex
-}
-
-// OtherCPU is what processes other than ours took of the measured CPUs
-// during a pass: Share of their capacity (0.5 on two CPUs is one core),
-// Seconds in core-seconds, steal included.
-type OtherCPU struct {
-	CPUs         string   `json:"cpus"`
-	Share        float64  `json:"share"`
-	Seconds      float64  `json:"seconds"`
-	StealSeconds float64  `json:"steal_seconds"`
-	Busiest      []string `json:"busiest,omitempty"`
+	return ev
 }
 
 // minBusiest is the CPU time a process must have taken in a pass to be
@@ -358,8 +327,8 @@ const BusyShare = 0.05
 // noteBusy records in the run how busy the measured CPUs were with other
 // processes (each pass's own figures are in its extra).
 func noteBusy(rc *Recorder, p *passInfo) {
-	oc, ok := p.extra["other_cpu"].(OtherCPU)
-	if !ok || p.warmup {
+	oc := p.ev.OtherCPU
+	if oc == nil || p.warmup {
 		return
 	}
 	in := rc.Run.Interference
@@ -384,22 +353,10 @@ func noteBusy(rc *Recorder, p *passInfo) {
 // agree notes in the run when the engine's count of origin requests and the
 // origin's own differ by more than one in a pass.
 func agree(rc *Recorder, spec *Spec, tgt *Target, p *passInfo) {
-	d, ok := p.extra["origin_minus_engine"].(int64)
-	if ok && (d > 1 || d < -1) {
+	o := p.ev.Origin
+	if d := o.OriginMinusEngine; d != nil && (*d > 1 || *d < -1) {
 		rc.Run.Warnings = append(rc.Run.Warnings, fmt.Sprintf(
 			"%s on %s, pass %d: the origin counted %d requests, the engine %d (%s)", spec.Name, tgt.Engine.Name, p.index,
-			p.extra["origin_fetches"].(int64)+p.extra["origin_failed"].(int64), p.extra["engine_upstream_requests"], tgt.UpstreamKey))
+			o.Fetches+o.Failed, *o.EngineUpstream, tgt.UpstreamKey))
 	}
-}
-
-func claims(r *loadgen.Result) map[string]int64 {
-	return map[string]int64{"hit": r.Cache.Hit, "miss": r.Cache.Miss, "stale": r.Cache.Stale, "unknown": r.Cache.Unknown}
-}
-
-func pick[T comparable](override, def T) T {
-	var zero T
-	if override != zero {
-		return override
-	}
-	return def
 }

@@ -143,19 +143,10 @@ const startEstimate = 2 * time.Second
 // Estimate is how long a workload's protocol is planned to take on one
 // engine.
 func Estimate(spec Spec, cfg Config) time.Duration {
-	cfg = cfg.withDefaults()
-	n := time.Duration(max(cfg.Warmups, 0) + cfg.Passes)
-	switch spec.Name {
-	case HitPath:
-		return startEstimate + n*cfg.PassDuration
-	case Segment:
-		return startEstimate + 2*n*cfg.PassDuration
-	case MissStorm:
-		return startEstimate + n*burstEstimate
-	case OriginFlap:
-		return startEstimate + cfg.HealthyPhase + time.Duration(cfg.Cycles)*(cfg.HealthyPhase+cfg.FailPhase)
+	if spec.w == nil {
+		return startEstimate
 	}
-	return startEstimate
+	return spec.w.Estimate(cfg.withDefaults())
 }
 
 // EstimateRun adds up Estimate over every workload and engine.

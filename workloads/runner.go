@@ -162,6 +162,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	var runErr error
 	for _, w := range spec.Workloads {
 		w = w.WithRate(cfg.Rate)
+		run.Workloads = append(run.Workloads, w.Describe(cfg))
 		if ctx.Err() != nil {
 			break
 		}

@@ -14,23 +14,6 @@ import (
 	"github.com/hlsbench/hlsbench/origin"
 )
 
-// Workload names.
-const (
-	HitPath    = "hit-path"
-	Segment    = "segment"
-	MissStorm  = "miss-storm"
-	OriginFlap = "origin-flap"
-)
-
-// Names lists the workloads in run order.
-var Names = []string{HitPath, Segment, MissStorm, OriginFlap}
-
-// Paths the workloads request (the origin serves any segment number).
-const (
-	ManifestPath = "/stream/index.m3u8"
-	SegmentPath  = "/stream/segment-%d.ts"
-)
-
 // Config is the protocol: how many passes of what length, and the load.
 // Zero fields take the workload's defaults (the reference page's).
 type Config struct {
@@ -105,21 +88,35 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate names the first setting that cannot run.
+// Validate names the first setting that cannot run, as a *FieldError
+// whose Field is the setting (the CLI maps it to its flag).
 func (c Config) Validate() error {
 	switch {
 	case c.Passes < 1:
-		return fmt.Errorf("--passes %d: want 1 or more", c.Passes)
+		return fieldErr("passes", "%d: want 1 or more", c.Passes)
 	case c.PassDuration < 100*time.Millisecond:
-		return fmt.Errorf("--pass-duration %v: want at least 100ms", c.PassDuration)
+		return fieldErr("pass-duration", "%v: want at least 100ms", c.PassDuration)
 	case c.Rate < 0:
-		return fmt.Errorf("--rate %v: want 0 (each workload's own) or more", c.Rate)
+		return fieldErr("rate", "%v: want 0 (each workload's own) or more", c.Rate)
 	case c.Clients < 1 || c.Clients > 10000:
-		return fmt.Errorf("clients %d: want 1 to 10000", c.Clients)
+		return fieldErr("clients", "%d: want 1 to 10000", c.Clients)
 	case c.Cycles < 1:
-		return fmt.Errorf("cycles %d: want 1 or more", c.Cycles)
+		return fieldErr("cycles", "%d: want 1 or more", c.Cycles)
 	}
 	return nil
+}
+
+// FieldError is a caller's mistake in one setting: Field names it as the
+// protocol knows it ("passes", "workload"), Msg says what is accepted.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + " " + e.Msg }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Spec is one workload: its tests, its load and its cache policy.
@@ -131,78 +128,51 @@ type Spec struct {
 	Connections int
 	// Policy is what every engine is asked for this workload.
 	Policy engines.Policy
+
+	w Workload
 }
 
-// Specs returns the workloads named (all of them for "all"), or an error
-// naming what is accepted.
+// Specs returns the workloads named (all of them for "all"), or a
+// *FieldError for "workload" naming what is accepted.
 func Specs(names string) ([]Spec, error) {
 	var out []Spec
 	seen := map[string]bool{}
+	add := func(w Workload) {
+		if s := w.Spec(); !seen[s.Name] {
+			seen[s.Name] = true
+			s.w = w
+			out = append(out, s)
+		}
+	}
 	for _, n := range strings.Split(names, ",") {
 		n = strings.TrimSpace(n)
 		if n == "all" {
-			for _, m := range Names {
-				if !seen[m] {
-					seen[m] = true
-					out = append(out, specOf(m))
-				}
+			for _, w := range all {
+				add(w)
 			}
 			continue
 		}
-		if !known(n) {
-			return nil, fmt.Errorf("--workload %q: want %s or all (a comma list runs several)", n, strings.Join(Names, ", "))
+		w, ok := lookup(n)
+		if !ok {
+			return nil, fieldErr("workload", "%q: want %s or all (a comma list runs several)", n, strings.Join(Names(), ", "))
 		}
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, specOf(n))
-		}
+		add(w)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--workload: want %s or all", strings.Join(Names, ", "))
+		return nil, fieldErr("workload", "none given: want %s or all", strings.Join(Names(), ", "))
 	}
 	return out, nil
 }
 
-func known(n string) bool {
-	for _, m := range Names {
-		if m == n {
-			return true
-		}
-	}
-	return false
-}
-
-// specOf gives each workload its load and its policy. The policy is the
-// engine-independent part; every engine renders the same one.
+// specOf is the named workload's spec (for tests and callers that know it).
 func specOf(name string) Spec {
-	p := engines.DefaultPolicy()
-	switch name {
-	case HitPath:
-		// A TTL longer than any run: every request is a pure hit.
-		p.ManifestTTL = 24 * time.Hour
-		return Spec{Name: name, Title: "Hit-path TTFB", Rate: 5000, Connections: 50, Policy: p,
-			Description: "TTFB at 5000 rps on the 2 KB media playlist, warm cache"}
-	case Segment:
-		p.SegmentTTL = 24 * time.Hour
-		return Spec{Name: name, Title: "4 MB segment serve", Rate: 500, Connections: 20, Policy: p,
-			Description: "4 MiB full GET and 64 KiB Range GET, each at 500 rps, warm cache"}
-	case MissStorm:
-		p.SegmentTTL = 24 * time.Hour
-		return Spec{Name: name, Title: "Miss-storm coalescing", Policy: p,
-			Description: "200 clients released together on a never-requested 4 MiB segment; origin fetches counted at the origin"}
-	case OriginFlap:
-		// The TTL expires inside every failure phase; the probe notices the
-		// failure within it; grace outlasts the phase plus the TTL.
-		p.ManifestTTL = 2 * time.Second
-		p.Grace = 60 * time.Second
-		p.HealthyGrace = 2 * time.Second
-		p.ProbeInterval, p.ProbeTimeout = 500*time.Millisecond, 500*time.Millisecond
-		p.ProbeWindow, p.ProbeThreshold = 3, 2
-		p.FirstByteTimeout, p.BetweenBytesTimeout, p.ConnectTimeout = time.Second, time.Second, 500*time.Millisecond
-		return Spec{Name: name, Title: "Origin-flap grace", Rate: 200, Connections: 10, Policy: p,
-			Description: "200 rps on the media playlist while the origin fails; answers proven fresh or stale from the origin's stamps"}
+	w, ok := lookup(name)
+	if !ok {
+		panic("unknown workload " + name)
 	}
-	panic("unknown workload " + name)
+	s := w.Spec()
+	s.w = w
+	return s
 }
 
 // WithRate is the workload at another rate (--rate), its description saying

@@ -102,15 +102,15 @@ func TestBuiltinAllWorkloads(t *testing.T) {
 			if p.Errors != 0 {
 				t.Errorf("%s pass %d: %d errors %v", id, p.Index, p.Errors, p.ErrorsByKind)
 			}
-			if !p.Warmup && p.Extra["origin_fetches"].(int64) != 0 {
-				t.Errorf("%s pass %d: the hit path went to the origin %v times", id, p.Index, p.Extra["origin_fetches"])
+			if !p.Warmup && p.Evidence.Origin.Fetches != 0 {
+				t.Errorf("%s pass %d: the hit path went to the origin %v times", id, p.Index, p.Evidence.Origin.Fetches)
 			}
 		}
 	}
 	co := find(t, run, "builtin", "miss-storm/coalescing")
 	for _, p := range co.Passes {
 		if p.Value == nil || *p.Value != 200 {
-			t.Errorf("miss-storm pass %d: coalescing %v, want 200x (%v)", p.Index, val(p.Value), p.Extra["object_fetches"])
+			t.Errorf("miss-storm pass %d: coalescing %v, want 200x (%v)", p.Index, val(p.Value), p.Evidence.Burst)
 		}
 	}
 	if val(co.Value) != 200 {
@@ -123,7 +123,7 @@ func TestBuiltinAllWorkloads(t *testing.T) {
 		t.Errorf("grace ratio %v%%, want ≥ 99%% (%s)", val(gr.GraceRatio), gr.NoValue)
 	}
 	for _, p := range gr.Passes {
-		w := p.Extra["expired_window"].(phaseCounts)
+		w := p.Evidence.Flap.Window
 		if w.Stale == 0 {
 			t.Errorf("cycle %d: no stale answer while the origin failed: %+v", p.Index, w)
 		}
@@ -438,7 +438,7 @@ func TestBusyCPUsAreRecorded(t *testing.T) {
 		t.Fatalf("interference %+v: want the busy loop seen in the passes", in)
 	}
 	p := find(t, run, "builtin", "hit-path/p50-ttfb").Passes[0]
-	if oc, ok := p.Extra["other_cpu"].(OtherCPU); !ok || oc.Share < 0.2 {
-		t.Errorf("pass extra other_cpu %+v", p.Extra["other_cpu"])
+	if oc := p.Evidence.OtherCPU; oc == nil || oc.Share < 0.2 {
+		t.Errorf("pass evidence other_cpu %+v", oc)
 	}
 }

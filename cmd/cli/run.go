@@ -151,7 +151,7 @@ type runJSONResult struct {
 func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error {
 	specs, err := workloads.Specs(o.Workload)
 	if err != nil {
-		return usageError{err}
+		return protocolErr(err)
 	}
 	engineNames, err := parseEngines(o.Engine)
 	if err != nil {
@@ -184,7 +184,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		return usagef("--fail-mode %q: want 5xx, refuse or drop", o.FailMode)
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return protocolErr(err)
 	}
 	switch o.Runtime {
 	case engines.RuntimeProcess, engines.RuntimeInproc:
@@ -355,6 +355,19 @@ func verdict(run *results.Run) error {
 	return fmt.Errorf("%w: %d of %d are invalid or have no value (%s); the reasons are under each table and in the results file. "+
 		"If the generator was late or busy: lower --rate, quiet the machine (other processes busy on its CPUs are named above), or run fewer engines at once",
 		errInvalid, len(bad), len(run.Results), strings.Join(shown, ", "))
+}
+
+// protocolErr names the flag of a workloads setting that cannot run.
+func protocolErr(err error) error {
+	var fe *workloads.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	switch fe.Field {
+	case "workload", "passes", "pass-duration", "rate", "warmups":
+		return usagef("--%s %s", fe.Field, fe.Msg)
+	}
+	return usagef("%s %s (set by the profile; see --quick)", fe.Field, fe.Msg)
 }
 
 func parseEngines(s string) ([]string, error) {

@@ -1,0 +1,318 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
+)
+
+// OriginFlap is steady load while the origin fails in cycles: grace,
+// proven from the origin's stamps.
+const OriginFlap = "origin-flap"
+
+type originFlap struct{}
+
+func (originFlap) Spec() Spec {
+	p := engines.DefaultPolicy()
+	// The TTL expires inside every failure phase; the probe notices the
+	// failure within it; grace outlasts the phase plus the TTL.
+	p.ManifestTTL = 2 * time.Second
+	p.Grace = 60 * time.Second
+	p.HealthyGrace = 2 * time.Second
+	p.ProbeInterval, p.ProbeTimeout = 500*time.Millisecond, 500*time.Millisecond
+	p.ProbeWindow, p.ProbeThreshold = 3, 2
+	p.FirstByteTimeout, p.BetweenBytesTimeout, p.ConnectTimeout = time.Second, time.Second, 500*time.Millisecond
+	return Spec{Name: OriginFlap, Title: "Origin-flap grace", Rate: 200, Connections: 10, Policy: p,
+		Description: "200 rps on the media playlist while the origin fails; answers proven fresh or stale from the origin's stamps"}
+}
+
+func (originFlap) Conditions(s Spec, cfg Config) results.Conditions {
+	c := protocol(cfg)
+	c.RateRPS, c.Connections = pick(cfg.Rate, s.Rate), pick(cfg.Connections, s.Connections)
+	c.ObjectBytes = origin.DefaultManifestSize
+	c.Cycles, c.HealthyPhase, c.FailPhase = cfg.Cycles, results.Duration(cfg.HealthyPhase), results.Duration(cfg.FailPhase)
+	c.FailMode = cfg.FailMode.String()
+	// A cycle is a pass; there are no warm-up cycles but one healthy phase.
+	c.Warmups, c.Passes = 1, cfg.Cycles
+	return c
+}
+
+func (originFlap) Estimate(cfg Config) time.Duration {
+	return startEstimate + cfg.HealthyPhase + time.Duration(cfg.Cycles)*(cfg.HealthyPhase+cfg.FailPhase)
+}
+
+type flapSession struct {
+	spec *Spec
+	cfg  Config
+	tgt  *Target
+	rc   *Recorder
+	g    *loadgen.Generator
+	log  *flapLog
+	path string
+	rate float64
+	ttfb *latencyTest
+	gr   *results.Result
+
+	stale, errs, fresh, unproven int64 // over the valid measured cycles
+}
+
+func (originFlap) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
+	log := &flapLog{}
+	ev := newEvidenceSet(tgt.Seed)
+	g, err := newGenerator(ctx, tgt, &cfg, pick(cfg.Connections, s.Connections), ev, log.record)
+	if err != nil {
+		return nil, err
+	}
+	log.shards = make([][]flapRec, g.Shards())
+	o := &flapSession{spec: &s, cfg: cfg, tgt: tgt, rc: rc, g: g, log: log,
+		path: ManifestPath + "?run=" + tgt.Nonce + "-flap", rate: pick(cfg.Rate, s.Rate)}
+	if err := warm(ctx, g, rc, o.path, nil); err != nil {
+		g.Close()
+		return nil, err
+	}
+	o.ttfb = rc.latency(&s, tgt, "p50-ttfb-failing", "p50 TTFB while the origin fails", 50)
+	o.ttfb.r.Aggregation = "p50 of every request sent while the origin failed, of the valid measured cycles merged: answers at their first byte, timeouts at the timeout; a cycle with any other failure is invalid"
+	o.gr = rc.newResult(&s, tgt, "grace-ratio", "Grace hit ratio", "%", false,
+		"stale ÷ (stale + errors + unproven) over requests sent while the origin failed and the object's TTL had expired; stale and fresh proven from the origin's X-Origin-Generated stamp; the valid measured cycles")
+	return o, nil
+}
+
+// Steps are one healthy warm-up phase, not counted, then the cycles.
+func (o *flapSession) Steps() int   { return 1 + o.cfg.Cycles }
+func (o *flapSession) Close() error { return o.g.Close() }
+
+func (o *flapSession) Step(ctx context.Context, i int) error {
+	if i == 0 {
+		o.rc.Progress.step("warm-up (healthy origin)", o.cfg.HealthyPhase)
+		r, err := o.g.Run(ctx, loadgen.Pass{Path: o.path, Rate: o.rate, Duration: o.cfg.HealthyPhase})
+		if err != nil {
+			return err
+		}
+		if r.Interrupted {
+			return ctx.Err()
+		}
+		return nil
+	}
+	return o.cycle(ctx, i)
+}
+
+// flip is the moment the origin started failing, and the object's last
+// generation before it.
+type flip struct {
+	at      time.Time
+	lastGen int64
+	err     error
+}
+
+func (o *flapSession) cycle(ctx context.Context, c int) error {
+	cfg, tgt, ttl := o.cfg, o.tgt, o.spec.Policy.ManifestTTL
+	o.rc.Progress.step(fmt.Sprintf("cycle %d/%d (origin fails after %s)", c, cfg.Cycles, cfg.HealthyPhase), cfg.HealthyPhase+cfg.FailPhase)
+	o.log.reset()
+	before := take(ctx, tgt)
+	flipped := make(chan flip, 1)
+	timer := time.AfterFunc(cfg.HealthyPhase, func() {
+		err := tgt.Origin.SetMode(context.WithoutCancel(ctx), cfg.FailMode)
+		f := flip{at: time.Now(), err: err}
+		if st, err := tgt.Origin.Stats(context.WithoutCancel(ctx)); err == nil {
+			f.lastGen = st.Objects[o.path].LastGenerated
+		} else if f.err == nil {
+			f.err = err
+		}
+		flipped <- f
+	})
+	started := time.Now()
+	r, runErr := o.g.Run(ctx, loadgen.Pass{Path: o.path, Rate: o.rate, Duration: cfg.HealthyPhase + cfg.FailPhase})
+	var f flip
+	if timer.Stop() {
+		f.err = fmt.Errorf("the origin never started failing")
+	} else {
+		f = <-flipped // the failure started (or is starting): wait for it, then end it
+	}
+	recoverErr := tgt.Origin.SetMode(context.WithoutCancel(ctx), origin.Healthy)
+	if runErr != nil {
+		return runErr
+	}
+	if r.Interrupted {
+		return ctx.Err()
+	}
+	if recoverErr != nil {
+		return fmt.Errorf("origin recover: %w", recoverErr)
+	}
+	_, verdict := r.Verdict()
+	p := &passInfo{index: c, lr: r, reasons: verdict, started: started}
+	o.rc.observe(ctx, o.spec, tgt, p, before)
+	if f.err != nil {
+		p.reasons = append(p.reasons, "origin control: "+f.err.Error())
+	}
+	expiry := time.Unix(0, f.lastGen).Add(ttl)
+	fe := &results.FlapEvidence{FailStart: f.at.UTC(), TTLExpiredAt: expiry.UTC(), FailMode: cfg.FailMode.String()}
+	claimed := &results.CacheClaims{}
+	// Every request of the failing phase counts in its latency: an answer
+	// at its TTFB, a timeout at the timeout. Other failures have no
+	// latency worth publishing and make the figure invalid.
+	failHist := loadgen.NewHistogram()
+	failErrs := map[string]int64{}
+	for _, recs := range o.log.shards {
+		for i := range recs {
+			fr := &recs[i]
+			class := classify(fr, ttl)
+			if class == "fresh" || class == "stale" {
+				countClaim(claimed, fr.claim)
+				if (class == "stale") != (fr.claim == loadgen.CacheStale) {
+					fe.ClaimDisagreements++
+				}
+			}
+			if fr.intended.Before(f.at) {
+				count(&fe.Healthy, class)
+				continue
+			}
+			count(&fe.Failing, class)
+			if f.lastGen > 0 && !fr.intended.Before(expiry) {
+				count(&fe.Window, class)
+			}
+			switch {
+			case class != "error":
+				_ = failHist.RecordValue(max(int64(fr.ttfb), 0))
+			case fr.err == "timeout":
+				_ = failHist.RecordValue(int64(fr.total))
+				failErrs[fr.err]++
+			case fr.err != "":
+				failErrs[fr.err]++
+			default:
+				failErrs[fmt.Sprintf("status %d", fr.status)]++
+			}
+		}
+	}
+	p.ev.Claims, p.ev.Flap = claimed, fe
+	p.ev.Generator = generatorFigures(r, 50)
+
+	// TTFB while failing: a value only with good answers behind it.
+	failing, window := fe.Failing, fe.Window
+	var tv *float64
+	var ttfbWhy []string
+	sent := failing.Fresh + failing.Stale + failing.Errors + failing.Unproven
+	n := sum(failErrs)
+	switch {
+	case sent == 0:
+		ttfbWhy = append(ttfbWhy, "no request was sent while the origin failed")
+	case n == sent:
+		ttfbWhy = append(ttfbWhy, fmt.Sprintf("no good answer while the origin failed: %d of %d failed (%s)", n, sent, kinds(failErrs)))
+	default:
+		tv = msq(failHist, 50)
+		if n > 0 {
+			ttfbWhy = append(ttfbWhy, fmt.Sprintf("%d of %d requests while the origin failed got no good answer (%s); timeouts count at the timeout, other failures have no latency",
+				n, sent, kinds(failErrs)))
+		}
+	}
+	o.ttfb.addValue(p, failHist, tv, "", append(lateness(r, 50), ttfbWhy...)...)
+
+	// Grace: only what was proven stale counts for it.
+	var graceWhy []string
+	if f.lastGen == 0 {
+		graceWhy = append(graceWhy, "the origin never generated the object before failing")
+	}
+	if n := window.Stale + window.Errors + window.Unproven; n > 0 {
+		fe.GraceRatio = ptr(round3(100 * float64(window.Stale) / float64(n)))
+	} else {
+		graceWhy = append(graceWhy, "no request was sent after the TTL expired inside the failure phase: grace was not exercised")
+	}
+	if window.Unproven > 0 {
+		graceWhy = append(graceWhy, fmt.Sprintf("%d answers in the failure window carried no origin stamp (%s): neither fresh nor stale can be proven; counted against grace",
+			window.Unproven, origin.GeneratedHeader))
+	}
+	if rp := addPass(o.gr, p, fe.GraceRatio, "no request in the failure window", graceWhy...); !rp.Warmup && rp.Valid {
+		o.stale += window.Stale
+		o.errs += window.Errors
+		o.fresh += window.Fresh
+		o.unproven += window.Unproven
+		v := round3(100 * float64(o.stale) / float64(o.stale+o.errs+o.unproven))
+		o.gr.Value, o.gr.GraceRatio = ptr(v), ptr(v)
+		o.gr.Stale, o.gr.GraceErrors, o.gr.Fresh = ptr(o.stale), ptr(o.errs), ptr(o.fresh)
+		o.gr.Recount()
+	}
+	return o.rc.Save()
+}
+
+// flapRec is one request of an origin-flap cycle with its evidence.
+type flapRec struct {
+	intended time.Time
+	ttfb     time.Duration
+	total    time.Duration
+	status   int
+	err      string
+	claim    loadgen.CacheClaim
+	stamp    int64
+}
+
+// flapLog collects records per event loop, without locks.
+type flapLog struct{ shards [][]flapRec }
+
+func (l *flapLog) record(shard int, rec *loadgen.Record, check loadgen.BodyCheck) {
+	fr := flapRec{intended: rec.Intended, ttfb: rec.TTFB, total: rec.Total, status: rec.Status, err: rec.Err, claim: rec.Cache}
+	if e, ok := check.(*evidence); ok && rec.Status != 0 {
+		fr.stamp = e.stamp
+	}
+	l.shards[shard] = append(l.shards[shard], fr)
+}
+
+func (l *flapLog) reset() {
+	for i := range l.shards {
+		l.shards[i] = l.shards[i][:0]
+	}
+}
+
+func count(pc *results.PhaseCounts, class string) {
+	switch class {
+	case "fresh":
+		pc.Fresh++
+	case "stale":
+		pc.Stale++
+	case "error":
+		pc.Errors++
+	default:
+		pc.Unproven++
+	}
+}
+
+func countClaim(c *results.CacheClaims, claim loadgen.CacheClaim) {
+	switch claim {
+	case loadgen.CacheHit:
+		c.Hit++
+	case loadgen.CacheMiss:
+		c.Miss++
+	case loadgen.CacheStale:
+		c.Stale++
+	default:
+		c.Unknown++
+	}
+}
+
+// classify proves an answer fresh or stale from the origin's stamp: a copy
+// younger than the TTL when it was answered is fresh, an older one stale.
+func classify(fr *flapRec, ttl time.Duration) string {
+	if fr.err != "" || fr.status < 200 || fr.status > 299 {
+		return "error"
+	}
+	if fr.stamp == 0 {
+		return "unproven"
+	}
+	answered := fr.intended.Add(fr.ttfb)
+	if answered.Sub(time.Unix(0, fr.stamp)) < ttl {
+		return "fresh"
+	}
+	return "stale"
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+

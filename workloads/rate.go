@@ -1,0 +1,129 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
+)
+
+// series is one request at a rate, passed warm-ups first, whose TTFB feeds
+// latency tests.
+type series struct {
+	label string // "full GET " or ""
+	pass  loadgen.Pass
+	tests []*latencyTest
+}
+
+// rateSession runs one or more series back to back on one generator (the
+// hit path's one, the segment's full and Range GETs).
+type rateSession struct {
+	spec   *Spec
+	cfg    Config
+	tgt    *Target
+	rc     *Recorder
+	g      *loadgen.Generator
+	series []series
+}
+
+func (s *rateSession) perSeries() int { return s.cfg.Warmups + s.cfg.Passes }
+
+func (s *rateSession) Steps() int { return len(s.series) * s.perSeries() }
+
+func (s *rateSession) Close() error { return s.g.Close() }
+
+func (s *rateSession) Step(ctx context.Context, step int) error {
+	sr, i := &s.series[step/s.perSeries()], step%s.perSeries()
+	s.rc.Progress.step(sr.label+passLabel(i, s.cfg.Warmups, s.cfg.Passes, ""), sr.pass.Duration)
+	before := take(ctx, s.tgt)
+	started := time.Now()
+	r, err := s.g.Run(ctx, sr.pass)
+	if err != nil {
+		return err
+	}
+	if r.Interrupted {
+		return ctx.Err()
+	}
+	p := newPass(i, s.cfg.Warmups, r, generatorReasons(r))
+	p.started = started
+	s.rc.observe(ctx, s.spec, s.tgt, p, before)
+	p.ev.Claims = claims(r)
+	p.ev.Generator = generatorFigures(r, 50, 99)
+	for _, t := range sr.tests {
+		t.add(p, r.TTFB, lateness(r, t.q)...)
+	}
+	return s.rc.Save()
+}
+
+// openRate makes a generator, warms the object and lists the series.
+func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Recorder, segN int64, path string, series []series) (*rateSession, error) {
+	ev := newEvidenceSet(tgt.Seed)
+	ev.segN = segN
+	g, err := newGenerator(ctx, tgt, &cfg, pick(cfg.Connections, spec.Connections), ev, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := warm(ctx, g, rc, path, nil); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return &rateSession{spec: spec, cfg: cfg, tgt: tgt, rc: rc, g: g, series: series}, nil
+}
+
+func newGenerator(ctx context.Context, tgt *Target, cfg *Config, conns int, ev *evidenceSet, onRecord func(int, *loadgen.Record, loadgen.BodyCheck)) (*loadgen.Generator, error) {
+	g, err := loadgen.New(ctx, loadgen.Options{URL: tgt.URL, Connections: conns, Timeout: cfg.Timeout,
+		BodyCheck: ev.factory, OnRecord: onRecord, CPUs: cfg.CPUs})
+	if err != nil {
+		return nil, fmt.Errorf("load generator: %w", err)
+	}
+	return g, nil
+}
+
+// warm fetches an object until the cache holds it. Failed requests do not
+// stop the workload (its passes will show them) but are noted in the run.
+func warm(ctx context.Context, g *loadgen.Generator, rc *Recorder, path string, header [][2]string) error {
+	r, err := g.Run(ctx, loadgen.Pass{Path: path, Header: header, Requests: 3, Duration: time.Minute})
+	if err != nil {
+		return err
+	}
+	if r.Interrupted {
+		return ctx.Err()
+	}
+	if r.OK != 3 {
+		rc.Run.Warnings = append(rc.Run.Warnings, fmt.Sprintf("warming %s: %d of 3 requests failed (%s)", path, r.Errors, kinds(r.ErrorsByKind)))
+	}
+	return nil
+}
+
+// generatorFigures are the generator's figures a workload keeps beside its
+// tests, with the lateness evidence of the quantiles it publishes.
+func generatorFigures(r *loadgen.Result, quantiles ...float64) *results.GeneratorFigures {
+	g := &results.GeneratorFigures{TTFBUncorrectedP50Ms: msq(r.TTFBUncorrected, 50), TotalP50Ms: msq(r.Total, 50),
+		TotalP99Ms: msq(r.Total, 99), ScheduleLagP99Ms: msq(r.ScheduleLag, 99), CPUSeconds: round3(r.CPUSeconds)}
+	for _, e := range r.LagEffects {
+		for _, q := range quantiles {
+			if e.Quantile == q {
+				g.LagEffect = append(g.LagEffect, results.LagEffect{Figure: e.Figure, Quantile: e.Quantile,
+					CorrectedMs: round3(float64(e.Corrected) / 1e6), FromDispatchMs: round3(float64(e.FromDispatch) / 1e6),
+					Exceeded: e.Exceeded})
+			}
+		}
+	}
+	return g
+}
+
+func claims(r *loadgen.Result) *results.CacheClaims {
+	return &results.CacheClaims{Hit: r.Cache.Hit, Miss: r.Cache.Miss, Stale: r.Cache.Stale, Unknown: r.Cache.Unknown}
+}
+
+func pick[T comparable](override, def T) T {
+	var zero T
+	if override != zero {
+		return override
+	}
+	return def
+}
+
+func ptr[T any](v T) *T { return &v }
