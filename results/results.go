@@ -31,7 +31,9 @@ import (
 // theirs in 1); a run says how it ended (status, error).
 //
 // 3: pass evidence is typed (evidence, replacing extra); the run describes
-// its workloads and their conditions; passes say when they started.
+// its workloads and their conditions; passes say when they started; a
+// result's "passes" is the count of its measured passes (what `run --json`
+// always said) and its passes are "pass_records".
 const SchemaVersion = 3
 
 // How a run ended. A file without finished_at is read as StatusKilled: the
@@ -224,9 +226,9 @@ type Result struct {
 	// Aggregation says how Value was computed from the passes.
 	Aggregation string `json:"aggregation"`
 	// MeasuredPasses ran; ValidPasses of them are behind Value.
-	MeasuredPasses int    `json:"measured_passes"`
+	MeasuredPasses int    `json:"passes"`
 	ValidPasses    int    `json:"valid_passes"`
-	Passes         []Pass `json:"passes"`
+	Passes         []Pass `json:"pass_records"`
 	Spread         Spread `json:"spread"`
 	// Requests and Errors add up every measured pass's requests and failed
 	// requests (every workload), by kind in ErrorsByKind.
@@ -478,15 +480,26 @@ func Load(path string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r Run
-	if err := json.Unmarshal(b, &r); err != nil {
+	var probe struct {
+		SchemaVersion int `json:"schema_version"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
 		return nil, fmt.Errorf("%s: not a run file: %w", path, err)
 	}
-	if r.SchemaVersion == 0 {
+	if probe.SchemaVersion == 0 {
 		return nil, fmt.Errorf("%s: no schema_version: not a run file", path)
 	}
-	if r.SchemaVersion > SchemaVersion {
-		return nil, fmt.Errorf("%s: schema_version %d is newer than this hlsbench reads (%d)", path, r.SchemaVersion, SchemaVersion)
+	if probe.SchemaVersion > SchemaVersion {
+		return nil, fmt.Errorf("%s: schema_version %d is newer than this hlsbench reads (%d)", path, probe.SchemaVersion, SchemaVersion)
+	}
+	var r Run
+	if probe.SchemaVersion < 3 {
+		err = readRun2(b, &r)
+	} else {
+		err = json.Unmarshal(b, &r)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a run file: %w", path, err)
 	}
 	if r.SchemaVersion == 1 {
 		if err := upgrade1(b, &r); err != nil {
@@ -539,6 +552,29 @@ func upgrade1(b []byte, r *Run) error {
 		r.Status = StatusInterrupted
 	}
 	r.SchemaVersion = SchemaVersion
+	return nil
+}
+
+// readRun2 reads schema 1 and 2, whose pass records were "passes".
+func readRun2(b []byte, r *Run) error {
+	type result2 struct {
+		Result
+		Passes2 []Pass `json:"passes"` // shallower: wins over Result's
+	}
+	var old struct {
+		Run
+		Results []result2 `json:"results"`
+	}
+	if err := json.Unmarshal(b, &old); err != nil {
+		return err
+	}
+	*r = old.Run
+	r.Results = make([]Result, len(old.Results))
+	for i, res := range old.Results {
+		r.Results[i] = res.Result
+		r.Results[i].Passes = res.Passes2
+		r.Results[i].Recount()
+	}
 	return nil
 }
 

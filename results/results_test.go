@@ -128,3 +128,40 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// A file written by schema 2 (a whole `make run` of the built-in cache,
+// histograms left out) loads with its evidence typed.
+func TestLoadSchema2File(t *testing.T) {
+	r, err := Load("testdata/run-schema2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SchemaVersion != SchemaVersion || r.Status != StatusComplete || len(r.Results) != 11 {
+		t.Fatalf("schema %d status %q results %d", r.SchemaVersion, r.Status, len(r.Results))
+	}
+	for _, res := range r.Results {
+		if len(res.Passes) == 0 || res.MeasuredPasses == 0 {
+			t.Errorf("%s: %d pass records, %d measured", res.ID, len(res.Passes), res.MeasuredPasses)
+			continue
+		}
+		p := res.Passes[len(res.Passes)-1]
+		if p.Extra != nil || p.Evidence == nil || p.Evidence.Origin == nil {
+			t.Errorf("%s: evidence %+v extra %v", res.ID, p.Evidence, p.Extra)
+			continue
+		}
+		switch res.Workload {
+		case "miss-storm":
+			if b := p.Evidence.Burst; b == nil || b.Clients != 200 || b.ObjectFetches != 1 {
+				t.Errorf("%s: burst %+v", res.ID, b)
+			}
+		case "origin-flap":
+			if f := p.Evidence.Flap; f == nil || f.Window.Stale == 0 || f.FailStart.IsZero() || f.GraceRatio == nil {
+				t.Errorf("%s: flap %+v", res.ID, f)
+			}
+		default:
+			if g := p.Evidence.Generator; g == nil || g.TotalP50Ms == nil || len(g.LagEffect) == 0 || p.Evidence.Claims == nil {
+				t.Errorf("%s: generator %+v claims %+v", res.ID, g, p.Evidence.Claims)
+			}
+		}
+	}
+}

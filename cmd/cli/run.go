@@ -109,42 +109,13 @@ invalid or has no value (the reasons are under each table and in the file);
 	return c
 }
 
-// runJSON is `hlsbench run --json`.
+// runJSON is `hlsbench run --json`: the saved run document (see the
+// results package, schema 3) with two keys more for scripts: file, where it
+// was saved, and run_id (its id).
 type runJSON struct {
-	RunID       string          `json:"run_id"`
-	File        string          `json:"file,omitempty"`
-	Status      string          `json:"status"`
-	Error       string          `json:"error,omitempty"`
-	Interrupted bool            `json:"interrupted"`
-	Results     []runJSONResult `json:"results"`
-}
-
-// runJSONResult is one test. Value is null when nothing valid was measured,
-// with NoValue saying why; passes counts the measured passes, valid_passes
-// those behind the value.
-type runJSONResult struct {
-	ID            string           `json:"id"`
-	Workload      string           `json:"workload"`
-	Test          string           `json:"test"`
-	Engine        string           `json:"engine"`
-	Runtime       string           `json:"runtime"`
-	Topology      string           `json:"topology"`
-	Value         *float64         `json:"value"`
-	NoValue       string           `json:"no_value,omitempty"`
-	Unit          string           `json:"unit"`
-	LowerIsBetter bool             `json:"lower_is_better"`
-	Valid         bool             `json:"valid"`
-	Passes        int              `json:"passes"`
-	ValidPasses   int              `json:"valid_passes"`
-	Requests      int64            `json:"requests"`
-	Errors        int64            `json:"errors"`
-	ErrorsByKind  map[string]int64 `json:"errors_by_kind"`
-	OriginFetches *int64           `json:"origin_fetches,omitempty"`
-	CoalescingX   *float64         `json:"coalescing_x,omitempty"`
-	GraceRatio    *float64         `json:"grace_ratio,omitempty"`
-	GraceErrors   *int64           `json:"grace_errors,omitempty"`
-	Fresh         *int64           `json:"fresh,omitempty"`
-	Stale         *int64           `json:"stale,omitempty"`
+	File  string `json:"file,omitempty"`
+	RunID string `json:"run_id"`
+	*results.Run
 }
 
 // RunBench is `hlsbench run`.
@@ -321,19 +292,9 @@ func writeWarnings(w io.Writer, run *results.Run) {
 }
 
 func writeRunJSON(w io.Writer, run *results.Run, file string) error {
-	rep := runJSON{RunID: run.ID, File: file, Status: run.Status, Error: run.Error, Interrupted: run.Interrupted,
-		Results: []runJSONResult{}}
-	for _, r := range run.Results {
-		rep.Results = append(rep.Results, runJSONResult{ID: r.ID, Workload: r.Workload, Test: r.Test, Engine: r.Engine,
-			Runtime: r.Runtime, Topology: r.Topology, Value: r.Value, NoValue: r.NoValue, Unit: r.Unit,
-			LowerIsBetter: r.LowerIsBetter, Valid: r.Valid, Passes: r.MeasuredPasses, ValidPasses: r.ValidPasses,
-			Requests: r.Requests, Errors: r.Errors, ErrorsByKind: r.ErrorsByKind,
-			OriginFetches: r.OriginFetches, CoalescingX: r.CoalescingX, GraceRatio: r.GraceRatio,
-			GraceErrors: r.GraceErrors, Fresh: r.Fresh, Stale: r.Stale})
-	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
+	return enc.Encode(runJSON{File: file, RunID: run.ID, Run: run})
 }
 
 // verdict is nil when every result is valid and has a value, else an

@@ -82,11 +82,34 @@ func TestRunInprocJSON(t *testing.T) {
 	if rep.Status != results.StatusComplete {
 		t.Errorf("status %q", rep.Status)
 	}
+	// The keys scripts read: the saved document plus file and run_id.
+	var raw map[string]any
+	json.Unmarshal([]byte(out), &raw)
+	for _, k := range []string{"file", "run_id", "status", "results", "schema_version", "workloads"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("--json lacks %q", k)
+		}
+	}
+	for _, e := range raw["results"].([]any) {
+		m := e.(map[string]any)
+		for _, k := range []string{"id", "workload", "test", "engine", "runtime", "topology", "value", "unit", "valid",
+			"passes", "requests", "errors", "errors_by_kind"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("results entry %v lacks %q", m["id"], k)
+			}
+		}
+		if _, ok := m["passes"].(float64); !ok {
+			t.Errorf("results entry %v: passes %v is not a count", m["id"], m["passes"])
+		}
+		if m["test"] == "coalescing" && m["coalescing_x"] == nil {
+			t.Errorf("coalescing entry lacks coalescing_x")
+		}
+	}
 	if len(rep.Results) != 3 {
 		t.Fatalf("%d results, want p50, p99 and coalescing", len(rep.Results))
 	}
 	for _, r := range rep.Results {
-		if r.Workload != "miss-storm" || r.Engine != "builtin" || r.Runtime != "inproc" || r.Topology != "plaintext" || r.Unit == "" || r.Passes != 2 {
+		if r.Workload != "miss-storm" || r.Engine != "builtin" || r.Runtime != "inproc" || r.Topology != "plaintext" || r.Unit == "" || r.MeasuredPasses != 2 {
 			t.Errorf("result %+v", r)
 		}
 		if r.Requests != 400 || r.ErrorsByKind == nil {
