@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/origin"
-	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
 // nginxCases are policies shaped like the workloads' (engines must not import
@@ -370,7 +369,7 @@ func nginxCheckWhole(t *testing.T, what string, a nginxAnswer, size int) {
 	if len(a.body) != size {
 		t.Fatalf("%s: %d bytes, want %d", what, len(a.body), size)
 	}
-	if got, want := fmt.Sprintf("%08x", crc32.Checksum(a.body, nginxCRCTable)), a.h.Get(loadgen.ChecksumHeader); got != want {
+	if got, want := fmt.Sprintf("%08x", crc32.Checksum(a.body, nginxCRCTable)), a.h.Get(origin.ChecksumHeader); got != want {
 		t.Fatalf("%s: body checksum %s, header says %q", what, got, want)
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/origin"
-	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
 // Policies shaped like the workloads' (workloads imports engines, so they
@@ -413,7 +412,7 @@ func TestVarnishServe(t *testing.T) {
 	if a.status != 200 || !bytes.Equal(a.body, direct.body) {
 		t.Fatalf("playlist: %d, %d bytes, want 200 and the origin's %d bytes", a.status, len(a.body), len(direct.body))
 	}
-	for _, h := range []string{"Content-Type", "ETag", "Last-Modified", loadgen.ChecksumHeader} {
+	for _, h := range []string{"Content-Type", "ETag", "Last-Modified", origin.ChecksumHeader} {
 		if a.header.Get(h) != direct.header.Get(h) {
 			t.Errorf("playlist %s %q, origin's %q", h, a.header.Get(h), direct.header.Get(h))
 		}
@@ -437,9 +436,9 @@ func TestVarnishServe(t *testing.T) {
 	s := varnishGet(t, li.URL()+origin.SegmentPath(3))
 	if s.status != 200 || !bytes.Equal(s.body, want) || s.header.Get("X-Cache") != "MISS" ||
 		s.header.Get("Content-Type") != "video/mp2t" ||
-		s.header.Get(loadgen.ChecksumHeader) != fmt.Sprintf("%08x", origin.SegmentCRC(0, 3, segSize)) {
+		s.header.Get(origin.ChecksumHeader) != fmt.Sprintf("%08x", origin.SegmentCRC(0, 3, segSize)) {
 		t.Errorf("segment: %d, %d bytes (equal %v), X-Cache %q, type %q, crc %q", s.status, len(s.body),
-			bytes.Equal(s.body, want), s.header.Get("X-Cache"), s.header.Get("Content-Type"), s.header.Get(loadgen.ChecksumHeader))
+			bytes.Equal(s.body, want), s.header.Get("X-Cache"), s.header.Get("Content-Type"), s.header.Get(origin.ChecksumHeader))
 	}
 	r := varnishGet(t, li.URL()+origin.SegmentPath(3), "Range", "bytes=0-65535")
 	hits++

@@ -4,7 +4,7 @@
 // answer, whole or ranged, can be checked by whoever receives it.
 //
 // Every object answer carries the origin's evidence in headers a proxy passes
-// through: the checksum of the whole object (loadgen.ChecksumHeader), when
+// through: the checksum of the whole object (ChecksumHeader), when
 // this copy was generated (GeneratedHeader) and how many copies of that
 // request URI were generated so far (VersionHeader). Date will not do:
 // proxies rewrite it.
@@ -26,8 +26,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
 // Defaults for the zero fields of Config. The first-byte delay and the
@@ -64,6 +62,10 @@ const (
 	// VersionHeader counts the copies generated for one request URI: 1 for
 	// the first, then 2, 3… It keeps counting across ResetStats.
 	VersionHeader = "X-Origin-Version"
+	// ChecksumHeader is the CRC-32C (Castagnoli) of the whole object, as
+	// eight lowercase hex digits, on every answer (a Range too): a proxy
+	// passes it through and a client checks every full body against it.
+	ChecksumHeader = "X-Hlsbench-Crc32c"
 )
 
 // Paths the origin answers on its data listener.
@@ -319,7 +321,7 @@ type object struct {
 	kind objectKind
 	n    int64 // segment number
 	size int64
-	crc  string // loadgen.ChecksumHeader value
+	crc  string // ChecksumHeader value
 	etag string
 	body []byte // playlists; segments are generated as they are sent
 }
@@ -478,7 +480,7 @@ func (o *Origin) serveObject(w http.ResponseWriter, r *http.Request, key string,
 	h.Set("ETag", obj.etag)
 	h.Set("Last-Modified", o.lastMod)
 	h.Set("Accept-Ranges", "bytes")
-	h.Set(loadgen.ChecksumHeader, obj.crc)
+	h.Set(ChecksumHeader, obj.crc)
 
 	if o.notModified(r, obj.etag) {
 		o.stamp(h, key)

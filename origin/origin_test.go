@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
 // fast is a Config with no delay and no pacing, and a segment size that is
@@ -125,7 +123,7 @@ func TestObjects(t *testing.T) {
 		if c.body != nil && !bytes.Equal(a.body, c.body) {
 			t.Fatalf("%s: body differs from SegmentBytes", c.path)
 		}
-		if got, want := h.Get(loadgen.ChecksumHeader), fmt.Sprintf("%08x", crc32.Checksum(a.body, castagnoli)); got != want {
+		if got, want := h.Get(ChecksumHeader), fmt.Sprintf("%08x", crc32.Checksum(a.body, castagnoli)); got != want {
 			t.Fatalf("%s: checksum header %s, body's %s", c.path, got, want)
 		}
 		for k, v := range map[string]string{"Content-Type": c.ctype, "Cache-Control": c.cc, "Accept-Ranges": "bytes", "Last-Modified": o.lastMod} {
@@ -229,8 +227,8 @@ func TestRanges(t *testing.T) {
 		if !bytes.Equal(a.body, seg[c.start:c.end+1]) {
 			t.Errorf("%s: %d bytes that are not bytes %d-%d of the segment", c.rng, len(a.body), c.start, c.end)
 		}
-		if a.header.Get(loadgen.ChecksumHeader) != crc {
-			t.Errorf("%s: checksum header %s, want the whole object's %s", c.rng, a.header.Get(loadgen.ChecksumHeader), crc)
+		if a.header.Get(ChecksumHeader) != crc {
+			t.Errorf("%s: checksum header %s, want the whole object's %s", c.rng, a.header.Get(ChecksumHeader), crc)
 		}
 	}
 	a := fetch(t, srv, "GET", ManifestPath, "Range", "bytes=0-6")
@@ -249,7 +247,7 @@ func TestHead(t *testing.T) {
 	if h.status != 200 || len(h.body) != 0 {
 		t.Fatalf("HEAD: %d, %d body bytes", h.status, len(h.body))
 	}
-	for _, k := range []string{"Content-Length", "Content-Type", "ETag", "Last-Modified", "Cache-Control", loadgen.ChecksumHeader} {
+	for _, k := range []string{"Content-Length", "Content-Type", "ETag", "Last-Modified", "Cache-Control", ChecksumHeader} {
 		if g.header.Get(k) != h.header.Get(k) {
 			t.Errorf("%s: GET %q, HEAD %q", k, g.header.Get(k), h.header.Get(k))
 		}

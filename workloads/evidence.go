@@ -46,7 +46,7 @@ func (s *evidenceSet) factory() loadgen.BodyCheck {
 var (
 	generatedKey = []byte(origin.GeneratedHeader + ":")
 	versionKey   = []byte(origin.VersionHeader + ":")
-	checksumKey  = []byte(loadgen.ChecksumHeader + ":")
+	checksumKey  = []byte(origin.ChecksumHeader + ":")
 	errBytes     = errors.New("body bytes differ from the origin's")
 )
 

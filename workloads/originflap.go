@@ -315,4 +315,3 @@ func sum(m map[string]int64) int64 {
 	}
 	return n
 }
-

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
@@ -150,7 +151,7 @@ func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error
 	}
 
 	var logFile *os.File
-	opts := loadgen.Options{URL: base, Connections: o.Connections, Timeout: o.Timeout, Header: hdrs,
+	opts := loadgen.Options{URL: base, Connections: o.Connections, Timeout: o.Timeout, Header: hdrs, ChecksumHeader: origin.ChecksumHeader,
 		Method: o.Method, CAFile: o.CAFile, Insecure: o.Insecure, Shards: o.Shards}
 	if o.HDRLog != "" {
 		// Written beside its final name and renamed when complete.

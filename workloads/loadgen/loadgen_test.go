@@ -27,8 +27,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ChecksumHeader is the header the tests' servers declare a body's CRC-32C
+// in (the origin's, which this package does not import).
+const ChecksumHeader = "X-Hlsbench-Crc32c"
+
 func newGen(t testing.TB, o Options) *Generator {
 	t.Helper()
+	if o.ChecksumHeader == "" {
+		o.ChecksumHeader = ChecksumHeader
+	}
 	g, err := New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -79,6 +79,12 @@ type Options struct {
 	// generator never shares a core with what it measures. Shards may not
 	// exceed len(CPUs): two loops on one core would measure each other.
 	CPUs []int
+	// ChecksumHeader, when set, names a response header in which the server
+	// declares the CRC-32C (Castagnoli) of the whole body as 8 hex digits;
+	// every full 200 body that carries it is checked against it (a
+	// mismatch is a checksum error). hlsbench's origin declares it as
+	// origin.ChecksumHeader.
+	ChecksumHeader string
 	// BodyCheck, when set, makes one BodyCheck per connection.
 	BodyCheck func() BodyCheck
 	// OnRecord, when set, is called for every request's outcome on the
@@ -336,7 +342,7 @@ func buildRequest(o *Options, t *target, p *Pass) ([]byte, expect, error) {
 		}
 		path = p.Path
 	}
-	ex := expect{status: 200, head: o.Method == "HEAD"}
+	ex := expect{status: 200, head: o.Method == "HEAD", crcHeader: o.ChecksumHeader}
 	var b strings.Builder
 	b.WriteString(o.Method)
 	b.WriteByte(' ')

@@ -157,10 +157,10 @@ type respCase struct {
 	offset int64
 }
 
-func get200() expect { return expect{status: 200} }
+func get200() expect { return expect{status: 200, crcHeader: ChecksumHeader} }
 
 func ranged(first, last int64) expect {
-	return expect{status: 206, hasRange: true, rangeFirst: first, rangeLast: last}
+	return expect{status: 206, hasRange: true, rangeFirst: first, rangeLast: last, crcHeader: ChecksumHeader}
 }
 
 func wellFormedCases() []respCase {
@@ -244,19 +244,19 @@ func wellFormedCases() []respCase {
 				"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
 		},
 		{
-			name: "head with content-length", ex: expect{status: 200, head: true}, kind: errNone, status: 200,
+			name: "head with content-length", ex: expect{status: 200, head: true, crcHeader: ChecksumHeader}, kind: errNone, status: 200,
 			in: "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n" + ChecksumHeader + ": deadbeef\r\n\r\n",
 		},
 		{
-			name: "head with chunked", ex: expect{status: 200, head: true}, kind: errNone, status: 200,
+			name: "head with chunked", ex: expect{status: 200, head: true, crcHeader: ChecksumHeader}, kind: errNone, status: 200,
 			in: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
 		},
 		{
-			name: "204", ex: expect{status: 204}, kind: errNone, status: 204,
+			name: "204", ex: expect{status: 204, crcHeader: ChecksumHeader}, kind: errNone, status: 204,
 			in: "HTTP/1.1 204 No Content\r\nX-Cache: MISS\r\n\r\n", cache: CacheMiss,
 		},
 		{
-			name: "304 with content-length", ex: expect{status: 304}, kind: errNone, status: 304,
+			name: "304 with content-length", ex: expect{status: 304, crcHeader: ChecksumHeader}, kind: errNone, status: 304,
 			in: "HTTP/1.1 304 Not Modified\r\nContent-Length: 1000\r\nETag: \"x\"\r\n\r\n",
 		},
 		{
@@ -304,7 +304,7 @@ func wellFormedCases() []respCase {
 			in: "HTTP/1.1 500 Internal Server Error\r\n\r\noops",
 		},
 		{
-			name: "101 is final", ex: expect{status: 101}, untilClose: true, kind: errNone, status: 101, body: "frames", close: true,
+			name: "101 is final", ex: expect{status: 101, crcHeader: ChecksumHeader}, untilClose: true, kind: errNone, status: 101, body: "frames", close: true,
 			in: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\nframes",
 		},
 
@@ -1296,9 +1296,9 @@ func FuzzResponse(f *testing.F) {
 	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+trailing), false, false, uint16(5))
 	f.Add([]byte("HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */1000\r\n\r\n"), false, true, uint16(0))
 	f.Fuzz(func(t *testing.T, in []byte, head, hasRange bool, cut uint16) {
-		ex := expect{status: 200, head: head}
+		ex := expect{status: 200, head: head, crcHeader: ChecksumHeader}
 		if hasRange {
-			ex = expect{status: 206, head: head, hasRange: true, rangeFirst: 0, rangeLast: 99}
+			ex = expect{status: 206, head: head, hasRange: true, rangeFirst: 0, rangeLast: 99, crcHeader: ChecksumHeader}
 		}
 		k := int(cut) % (len(in) + 1)
 		ways := []struct {
