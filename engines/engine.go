@@ -292,6 +292,14 @@ func (l *localInstance) Stop(ctx context.Context) error {
 	return errors.Join(err, l.run.RemoveAll(l.work), l.run.RemoveAll(l.cache))
 }
 
+// UpstreamCounter is the engine's, when it has one.
+func (l *localInstance) UpstreamCounter() string {
+	if u, ok := l.e.(UpstreamCounter); ok {
+		return u.UpstreamCounter()
+	}
+	return ""
+}
+
 func (l *localInstance) Counters(ctx context.Context) (map[string]float64, error) {
 	cr, ok := l.e.(CounterReader)
 	if !ok {
@@ -301,6 +309,12 @@ func (l *localInstance) Counters(ctx context.Context) (map[string]float64, error
 }
 
 var (
-	_ Instance = (*localInstance)(nil)
-	_ Counters = (*localInstance)(nil)
+	_ Instance        = (*localInstance)(nil)
+	_ Counters        = (*localInstance)(nil)
+	_ UpstreamCounter = (*localInstance)(nil)
+	_ UpstreamCounter = Varnish{}
+	_ UpstreamCounter = Vinyl{}
+	_ UpstreamCounter = NGINX{}
+	_ UpstreamCounter = (*processCache)(nil)
+	_ UpstreamCounter = (*inprocCache)(nil)
 )

@@ -38,6 +38,14 @@ type Counters interface {
 	Counters(ctx context.Context) (map[string]float64, error)
 }
 
+// UpstreamCounter is implemented by engines (and instances) that count
+// their own requests to the origin: it names that counter in Counters,
+// health probes excluded, so a workload can compare it with the origin's
+// count without knowing the engine.
+type UpstreamCounter interface {
+	UpstreamCounter() string
+}
+
 // StartSpec is what every engine start needs.
 type StartSpec struct {
 	Policy    Policy
@@ -119,9 +127,13 @@ func (i *inprocCache) Stop(ctx context.Context) error {
 	}
 	return errors.Join(i.c.Close())
 }
+func (i *inprocCache) UpstreamCounter() string { return builtinUpstream }
 func (i *inprocCache) Counters(context.Context) (map[string]float64, error) {
 	return structCounters(i.c.Stats())
 }
+
+// builtinUpstream is the built-in cache's count of its origin requests.
+const builtinUpstream = "origin_fetches"
 
 type processCache struct {
 	p    *Process
@@ -132,6 +144,7 @@ type processCache struct {
 func (c *processCache) URL() string                    { return c.url }
 func (c *processCache) Info() results.Engine           { return c.info }
 func (c *processCache) Stop(ctx context.Context) error { return c.p.Stop(ctx) }
+func (c *processCache) UpstreamCounter() string        { return builtinUpstream }
 func (c *processCache) Counters(ctx context.Context) (map[string]float64, error) {
 	return fetchCounters(ctx, c.url+"/_hlsbench/stats")
 }

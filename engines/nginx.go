@@ -41,6 +41,9 @@ func (NGINX) Name() string { return "nginx" }
 func (NGINX) Binary() string { return "nginx" }
 
 // InstallHint says how to get nginx.
+// UpstreamCounter counts the access log's lines with an upstream status.
+func (NGINX) UpstreamCounter() string { return "upstream_requests" }
+
 func (NGINX) InstallHint() string {
 	return "install it with `apt-get install nginx-light` (or nginx), or give its path with --binary"
 }

@@ -76,6 +76,10 @@ func (Varnish) ReadCounters(ctx context.Context, cfg Config, binary string) (map
 }
 
 // InstallHint says how to get varnishd.
+// UpstreamCounter is varnishstat's count of backend requests.
+func (Varnish) UpstreamCounter() string { return "MAIN.backend_req" }
+func (Vinyl) UpstreamCounter() string   { return "MAIN.backend_req" }
+
 func (Varnish) InstallHint() string {
 	return "install Debian's package (apt-get install varnish), or give --binary /path/to/varnishd"
 }

@@ -44,14 +44,6 @@ type Target struct {
 	Ours func() cpuload.Ours
 }
 
-// UpstreamKeys are the engines' counters of requests to the origin.
-var UpstreamKeys = map[string]string{
-	"builtin": "origin_fetches",
-	"varnish": "MAIN.backend_req",
-	"vinyl":   "MAIN.backend_req",
-	"nginx":   "upstream_requests",
-}
-
 // Recorder collects the results of a run and saves the file after every
 // pass, so an interrupted run keeps what finished.
 type Recorder struct {

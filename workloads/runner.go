@@ -244,11 +244,14 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 		info.Pinning["origin"] = engines.CPUList(plan.Servers)
 		rc.Run.Engines = appendEngine(rc.Run.Engines, info)
 		tgt := &Target{URL: inst.URL(), Origin: orig.control, Seed: orig.seed, Engine: info,
-			Nonce: rc.Run.ID + "-" + info.Name, UpstreamKey: UpstreamKeys[info.Name],
-			CPUs: append(append([]int{}, plan.Generator...), plan.Servers...),
-			Ours: func() cpuload.Ours { return cpuload.Self(runstate.From(ctx).PGIDs()) }}
+			Nonce: rc.Run.ID + "-" + info.Name,
+			CPUs:  append(append([]int{}, plan.Generator...), plan.Servers...),
+			Ours:  func() cpuload.Ours { return cpuload.Self(runstate.From(ctx).PGIDs()) }}
 		if c, ok := inst.(engines.Counters); ok {
 			tgt.Counters = c.Counters
+		}
+		if u, ok := inst.(engines.UpstreamCounter); ok {
+			tgt.UpstreamKey = u.UpstreamCounter()
 		}
 		werr := Run(ctx, w, cfg, tgt, rc)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
