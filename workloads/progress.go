@@ -57,10 +57,19 @@ func (p *Progress) at(where string) {
 	if p == nil {
 		return
 	}
-	p.mu.Lock()
-	p.where = where
-	p.mu.Unlock()
+	p.setWhere(where)
 	p.step("starting the origin and the engine", startEstimate)
+}
+
+// where says which engine and workload the next step is of, without a
+// line of its own (interleaved passes change it every step).
+func (p *Progress) setWhere(w string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.where = w
+	p.mu.Unlock()
 }
 
 // step shows what starts now, planned to take planned; the step before it

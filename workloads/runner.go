@@ -38,6 +38,11 @@ type RunSpec struct {
 	Settings map[string]any
 	// Progress, when set, is told what the run is doing as it goes.
 	Progress *Progress
+	// Skip, when set, leaves out an engine under a workload (a resumed
+	// suite's finished cells); Done is told of each engine whose workload
+	// finished every pass.
+	Skip func(engine, workload string) bool
+	Done func(engine, workload string)
 }
 
 // CPUPlan splits the machine: the generator gets the last CPUs (one event
@@ -199,73 +204,130 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	return run, rc, runErr
 }
 
+// cell is one engine under one workload: its own origin, the engine, and
+// the workload's session on it.
+type cell struct {
+	name string
+	orig *originHandle
+	inst engines.Instance
+	tgt  *Target
+	sess Session
+}
+
+// stop tears a cell down; it survives cancellation, with its own limit.
+func (c *cell) stop(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	var errs []error
+	if c.sess != nil {
+		errs = append(errs, c.sess.Close())
+	}
+	if c.inst != nil {
+		if err := c.inst.Stop(sctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", c.name, err))
+		}
+	}
+	if c.orig != nil {
+		errs = append(errs, c.orig.stop(sctx))
+	}
+	return errors.Join(errs...)
+}
+
+// runWorkload starts every engine at once, each on its own port with its
+// own origin (counters and failure switch), and runs the workload on them
+// interleaved pass by pass — pass k of every engine before pass k+1 of any
+// — so drift on a shared machine hits all alike.
 func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPUPlan, rc *Recorder) (err error) {
+	var cells []*cell
+	defer func() {
+		for _, c := range cells {
+			err = errors.Join(err, c.stop(ctx))
+		}
+	}()
+	for _, name := range spec.Engines {
+		if spec.Skip != nil && spec.Skip(name, w.Name) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		c := &cell{name: name}
+		cells = append(cells, c)
+		rc.Progress.at("[" + name + "] " + w.Name)
+		if err := startCell(ctx, spec, w, plan, rc, c); err != nil {
+			return err
+		}
+		if c.sess, err = w.w.Open(ctx, w, cfg, c.tgt, rc); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("%s on %s: %w", w.Name, name, err)
+		}
+	}
+	if len(cells) == 0 {
+		return nil
+	}
+	for k := 0; k < cells[0].sess.Steps(); k++ {
+		for _, c := range cells {
+			rc.Progress.setWhere("[" + c.name + "] " + w.Name)
+			if err := c.sess.Step(ctx, k); err != nil {
+				if ctx.Err() != nil {
+					return nil // interrupted: keep what finished
+				}
+				return fmt.Errorf("%s on %s: %w", w.Name, c.name, err)
+			}
+		}
+	}
+	for _, c := range cells {
+		if spec.Done != nil {
+			spec.Done(c.name, w.Name)
+		}
+	}
+	return nil
+}
+
+// startCell starts a cell's origin and engine and makes its target.
+func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, c *cell) error {
 	ocfg := w.OriginConfig()
 	ocfg.Seed = 1
 	orig, err := startOrigin(ctx, spec.Runtime, ocfg, spec.OriginListen, plan.Servers, spec.Self)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		// Teardown survives cancellation, with its own time limit.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
-		defer cancel()
-		err = errors.Join(err, orig.stop(sctx))
-	}()
-
-	for _, name := range spec.Engines {
-		if ctx.Err() != nil {
-			return nil
+	c.orig = orig
+	switch c.name {
+	case "builtin":
+		c.inst, err = engines.StartBuiltin(ctx, engines.StartSpec{Policy: w.Policy, OriginURL: orig.dataURL,
+			Runtime: spec.Runtime, CPUs: plan.Servers, Self: spec.Self, Version: spec.Version})
+	case "external":
+		c.inst = &engines.External{BaseURL: spec.ExternalURL}
+	default:
+		e, ok := engines.Lookup(c.name)
+		if !ok {
+			return fmt.Errorf("engine %q: want builtin, external or one of %v", c.name, engines.ProcessEngines())
 		}
-		rc.Progress.at("[" + name + "] " + w.Name)
-		var inst engines.Instance
-		switch name {
-		case "builtin":
-			inst, err = engines.StartBuiltin(ctx, engines.StartSpec{Policy: w.Policy, OriginURL: orig.dataURL,
-				Runtime: spec.Runtime, CPUs: plan.Servers, Self: spec.Self, Version: spec.Version})
-		case "external":
-			inst = &engines.External{BaseURL: spec.ExternalURL}
-		default:
-			e, ok := engines.Lookup(name)
-			if !ok {
-				return fmt.Errorf("--engine %q: want builtin, external or one of %v", name, engines.ProcessEngines())
-			}
-			inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
-				Binary: spec.Binaries[name], CPUs: plan.Servers})
-		}
-		if err != nil {
-			return err
-		}
-		info := inst.Info()
-		if info.Pinning == nil {
-			info.Pinning = map[string]string{}
-		}
-		info.Pinning["generator"] = engines.CPUList(plan.Generator)
-		info.Pinning["origin"] = engines.CPUList(plan.Servers)
-		rc.Run.Engines = appendEngine(rc.Run.Engines, info)
-		tgt := &Target{URL: inst.URL(), Origin: orig.control, Seed: orig.seed, Engine: info,
-			Nonce: rc.Run.ID + "-" + info.Name,
-			CPUs:  append(append([]int{}, plan.Generator...), plan.Servers...),
-			Ours:  func() cpuload.Ours { return cpuload.Self(runstate.From(ctx).PGIDs()) }}
-		if c, ok := inst.(engines.Counters); ok {
-			tgt.Counters = c.Counters
-		}
-		if u, ok := inst.(engines.UpstreamCounter); ok {
-			tgt.UpstreamKey = u.UpstreamCounter()
-		}
-		werr := Run(ctx, w, cfg, tgt, rc)
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
-		serr := inst.Stop(sctx)
-		cancel()
-		if werr != nil && ctx.Err() != nil {
-			return nil // interrupted: keep what finished
-		}
-		if werr != nil {
-			return fmt.Errorf("%s on %s: %w", w.Name, info.Name, werr)
-		}
-		if serr != nil {
-			return fmt.Errorf("stop %s: %w", info.Name, serr)
-		}
+		c.inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
+			Binary: spec.Binaries[c.name], CPUs: plan.Servers})
+	}
+	if err != nil {
+		return err
+	}
+	info := c.inst.Info()
+	if info.Pinning == nil {
+		info.Pinning = map[string]string{}
+	}
+	info.Pinning["generator"] = engines.CPUList(plan.Generator)
+	info.Pinning["origin"] = engines.CPUList(plan.Servers)
+	rc.Run.Engines = appendEngine(rc.Run.Engines, info)
+	c.tgt = &Target{URL: c.inst.URL(), Origin: orig.control, Seed: orig.seed, Engine: info,
+		Nonce: rc.Run.ID + "-" + info.Name,
+		CPUs:  append(append([]int{}, plan.Generator...), plan.Servers...),
+		Ours:  func() cpuload.Ours { return cpuload.Self(runstate.From(ctx).PGIDs()) }}
+	if cn, ok := c.inst.(engines.Counters); ok {
+		c.tgt.Counters = cn.Counters
+	}
+	if u, ok := c.inst.(engines.UpstreamCounter); ok {
+		c.tgt.UpstreamKey = u.UpstreamCounter()
 	}
 	return nil
 }
