@@ -150,9 +150,15 @@ type Row struct {
 	P     *float64 `json:"p"`
 	Exact bool     `json:"exact"`
 	// Notes name what differs between the sides besides the engine's
-	// figures: "another host", "another engine version".
+	// figures: NoteHost, NoteVersion.
 	Notes []string `json:"notes,omitempty"`
 }
+
+// A row's notes.
+const (
+	NoteHost    = "another host"
+	NoteVersion = "another engine version"
+)
 
 // Side is what one side holds for a row.
 type Side struct {
@@ -255,19 +261,35 @@ func Runs(base, new []File, o Options) (*Comparison, error) {
 	for _, f := range new {
 		runWarnings("new", f, &warn)
 	}
-	// Rows grouped by workload, in order of first appearance.
-	wlOrder := map[string]int{}
+	// Rows grouped by workload, then engine, each in order of first
+	// appearance (base first).
+	wlOrder, engOrder := map[string]int{}, map[key]int{}
 	for _, k := range order {
 		if _, ok := wlOrder[k.workload]; !ok {
 			wlOrder[k.workload] = len(wlOrder)
 		}
+		if e := (key{engine: k.engine, runtime: k.runtime, topology: k.topology}); !hasKey(engOrder, e) {
+			engOrder[e] = len(engOrder)
+		}
 	}
-	sort.SliceStable(order, func(i, j int) bool { return wlOrder[order[i].workload] < wlOrder[order[j].workload] })
+	engineOf := func(k key) int { return engOrder[key{engine: k.engine, runtime: k.runtime, topology: k.topology}] }
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if wlOrder[a.workload] != wlOrder[b.workload] {
+			return wlOrder[a.workload] < wlOrder[b.workload]
+		}
+		return engineOf(a) < engineOf(b)
+	})
 	for _, k := range order {
 		c.Rows = append(c.Rows, row(k, sides[0][k], sides[1][k], o, &warn))
 	}
 	c.Warnings = append(c.Warnings, warn.list...)
 	return c, nil
+}
+
+func hasKey(m map[key]int, k key) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func paths(fs []File) []string {
@@ -395,12 +417,12 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 	if b != nil && n != nil {
 		label := strings.TrimSuffix(k.String(), " "+r.ID)
 		if len(b.hosts) > 0 && len(n.hosts) > 0 && !sameSet(b.hosts, n.hosts) {
-			r.Notes = append(r.Notes, "another host")
+			r.Notes = append(r.Notes, NoteHost)
 			warn.add(fmt.Sprintf("base ran on %s, new on %s: a change may be the machine's, not the engine's",
 				strings.Join(b.hosts, ", "), strings.Join(n.hosts, ", ")))
 		}
 		if len(b.versions) > 0 && len(n.versions) > 0 && !sameSet(b.versions, n.versions) {
-			r.Notes = append(r.Notes, "another engine version")
+			r.Notes = append(r.Notes, NoteVersion)
 			warn.add(fmt.Sprintf("%s: base ran version %s, new %s", label, strings.Join(b.versions, ", "), strings.Join(n.versions, ", ")))
 		}
 	}
