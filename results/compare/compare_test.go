@@ -382,3 +382,30 @@ func TestRunsBadInput(t *testing.T) {
 		t.Error("missing file: no error")
 	}
 }
+
+// Whatever two run files hold, Runs returns rows or an error; it never
+// panics.
+func FuzzRuns(f *testing.F) {
+	f.Add([]byte(`{"schema_version": 2, "results": [{"id": "a/b", "valid": true, "value": 1, "passes": [{"index": 1, "valid": true, "value": 1}]}]}`),
+		[]byte(`{"schema_version": 1, "results": [{"id": "a/b", "valid": true, "value": 0, "passes": [{"index": 1, "value": 0}]}]}`))
+	f.Add([]byte(`{"schema_version": 2, "config": {"workload_settings": {"a": {"rate": 5}}}, "results": [{"id": "a/b"}]}`),
+		[]byte(`{"schema_version": 2, "workloads": [{"name": "a", "conditions": {"rate_rps": 5}}], "results": [{"id": "a/b", "unit": "x"}]}`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		dir := t.TempDir()
+		var sides [2][]File
+		for i, body := range [][]byte{a, b} {
+			p := filepath.Join(dir, fmt.Sprintf("run-%d.json", i))
+			if err := os.WriteFile(p, body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fs, err := Load(p)
+			if err != nil {
+				return
+			}
+			sides[i] = fs
+		}
+		if c, err := Runs(sides[0], sides[1], Defaults()); err == nil && len(c.Rows) == 0 {
+			t.Error("no error and no rows")
+		}
+	})
+}

@@ -251,3 +251,38 @@ func TestCompare(t *testing.T) {
 		}
 	}
 }
+
+// Any values: p is a probability, U within its range, swapping the
+// samples keeps p.
+func FuzzMannWhitneyU(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6}, uint8(3))
+	f.Add([]byte{7, 7, 7, 1, 1, 200, 9}, uint8(2))
+	f.Fuzz(func(t *testing.T, b []byte, split uint8) {
+		if len(b) > 120 {
+			b = b[:120]
+		}
+		k := int(split) % (len(b) + 1)
+		x, y := make([]float64, k), make([]float64, len(b)-k)
+		for i, v := range b {
+			if i < k {
+				x[i] = float64(v)
+			} else {
+				y[i-k] = float64(v)
+			}
+		}
+		got, err := MannWhitneyU(x, y)
+		if err != nil {
+			if len(x) > 0 && len(y) > 0 {
+				t.Fatal(err)
+			}
+			return
+		}
+		sw, _ := MannWhitneyU(y, x)
+		if !(got.P > 0 && got.P <= 1) || got.U < 0 || got.U > float64(len(x)*len(y)) || math.Abs(got.P-sw.P) > 1e-9 {
+			t.Errorf("%v vs %v: %+v, swapped %+v", x, y, got, sw)
+		}
+		if got.Exact && got.P < SmallestP(len(x), len(y))-1e-12 {
+			t.Errorf("%v vs %v: exact p %g below the floor %g", x, y, got.P, SmallestP(len(x), len(y)))
+		}
+	})
+}
