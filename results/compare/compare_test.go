@@ -1,0 +1,411 @@
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/stats"
+)
+
+// The runs below are built here, not recorded: each test says what it
+// holds.
+
+var hitPath = results.Workload{Name: "hit-path", Title: "Hit-path TTFB", Conditions: results.Conditions{
+	RateRPS: 5000, Connections: 50, ObjectBytes: 2048, PassDuration: results.Duration(5 * time.Second),
+	Timeout: results.Duration(30 * time.Second), Warmups: 3, Passes: 20}}
+
+var missStorm = results.Workload{Name: "miss-storm", Title: "Miss-storm coalescing", Conditions: results.Conditions{
+	ObjectBytes: 4 << 20, Burst: 200, Timeout: results.Duration(30 * time.Second), Warmups: 3, Passes: 20}}
+
+// newRun is a complete run on host "bench1" with builtin 1.0.
+func newRun(id string, rs ...results.Result) *results.Run {
+	return &results.Run{SchemaVersion: results.SchemaVersion, ID: id, Status: results.StatusComplete,
+		StartedAt:  time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		FinishedAt: time.Date(2026, 1, 2, 3, 14, 5, 0, time.UTC),
+		Host:       results.Host{Hostname: "bench1", CPUModel: "Xeon E-2288G"},
+		Engines:    []results.Engine{{Name: "builtin", Version: "1.0", Runtime: "process", Topology: "plaintext"}},
+		Workloads:  []results.Workload{hitPath, missStorm}, Results: rs}
+}
+
+// result is a valid test on builtin with a warm-up pass (which must never
+// count) and one measured pass per value.
+func result(id string, lower bool, vals ...float64) results.Result {
+	wl, test, _ := strings.Cut(id, "/")
+	unit := "ms"
+	if !lower {
+		unit = "x"
+	}
+	r := results.Result{ID: id, Workload: wl, Test: test, Title: test, Engine: "builtin", Runtime: "process",
+		Topology: "plaintext", Unit: unit, LowerIsBetter: lower,
+		Passes: []results.Pass{{Index: 1, Warmup: true, Value: results.F(1e6), Valid: true}}}
+	for i, v := range vals {
+		r.Passes = append(r.Passes, results.Pass{Index: i + 1, Value: results.F(v), Valid: true, Requests: 100})
+	}
+	if len(vals) > 0 {
+		r.Value = results.F(vals[len(vals)/2])
+	}
+	r.Recount()
+	return r
+}
+
+// invalid marks measured pass i invalid.
+func invalid(r results.Result, i int) results.Result {
+	r.Passes = append([]results.Pass(nil), r.Passes...)
+	r.Passes[i].Valid = false
+	r.Passes[i].InvalidReasons = []string{"the generator was late"}
+	r.Recount()
+	return r
+}
+
+// around is n values spread evenly within ±1 % of v.
+func around(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v * (0.99 + 0.02*float64(i)/float64(max(n-1, 1)))
+	}
+	return out
+}
+
+func save(t *testing.T, dir string, runs ...*results.Run) []File {
+	t.Helper()
+	for _, r := range runs {
+		if _, err := r.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func compare(t *testing.T, base, new []*results.Run) (*Comparison, error) {
+	t.Helper()
+	dir := t.TempDir()
+	b := save(t, filepath.Join(dir, "base"), base...)
+	n := save(t, filepath.Join(dir, "new"), new...)
+	return Runs(b, n, Defaults())
+}
+
+func rowOf(t *testing.T, c *Comparison, engine, id string) Row {
+	t.Helper()
+	for _, r := range c.Rows {
+		if r.Engine == engine && r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("no row %s %s in %+v", engine, id, c.Rows)
+	return Row{}
+}
+
+func TestRunsVerdicts(t *testing.T) {
+	// A null test: no pass had a successful request (invalid, as the run
+	// writes it) ...
+	null := result("hit-path/p50-ttfb", true)
+	null.Passes = append(null.Passes, results.Pass{Index: 1, NoValue: "no successful request", InvalidReasons: []string{"no successful request"}})
+	null.Recount()
+	// ... and one marked valid, yet without a value.
+	noValue := result("hit-path/null-valid", true, around(1, 20)...)
+	noValue.Value, noValue.NoValue = nil, "nothing was measured"
+	base := newRun("base",
+		result("hit-path/p99-ttfb", true, around(10, 20)...),
+		result("hit-path/max-ttfb", true, around(10, 20)...),
+		result("miss-storm/coalescing", false, around(200, 20)...),
+		result("miss-storm/p99-ttfb", true, around(300, 20)...),
+		result("miss-storm/p50-ttfb", true, 100, 101, 102),
+		result("hit-path/only-base", true, around(1, 20)...),
+		result("hit-path/invalid-new", true, around(1, 20)...),
+		null, noValue)
+	newer := newRun("new",
+		result("hit-path/p99-ttfb", true, around(12, 20)...),       // slower: regression
+		result("hit-path/max-ttfb", true, around(10.1, 20)...),     // +1 %: under the threshold
+		result("miss-storm/coalescing", false, around(100, 20)...), // fewer: regression
+		result("miss-storm/p99-ttfb", true, around(200, 20)...),    // faster: improvement
+		result("miss-storm/p50-ttfb", true, 200, 201, 202),         // 3 vs 3: never significant
+		invalid(result("hit-path/invalid-new", true, around(1, 20)...), 3),
+		result("hit-path/p50-ttfb", true, around(1, 20)...),
+		result("hit-path/only-new", true, around(1, 20)...),
+		result("hit-path/null-valid", true, around(1, 20)...))
+	c, err := compare(t, []*results.Run{base}, []*results.Run{newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id      string
+		status  Status
+		verdict stats.Verdict
+		reason  string
+	}{
+		{"hit-path/p99-ttfb", Compared, stats.Regression, ""},
+		{"hit-path/max-ttfb", Compared, stats.NoChange, "under the 5% threshold"},
+		{"miss-storm/coalescing", Compared, stats.Regression, ""},
+		{"miss-storm/p99-ttfb", Compared, stats.Improvement, ""},
+		{"miss-storm/p50-ttfb", Compared, stats.NotComparable, "too few valid passes: 3 in base and 3 in new"},
+		{"hit-path/only-base", "missing in new", "", "no file has it"},
+		{"hit-path/only-new", "missing in base", "", "no file has it"},
+		{"hit-path/invalid-new", "invalid in new", "", "run-new.json: pass 3: the generator was late"},
+		{"hit-path/p50-ttfb", "invalid in base", "", "run-base.json: pass 1: no successful request"},
+		{"hit-path/null-valid", "no value in base", "", "run-base.json: nothing was measured"},
+	} {
+		r := rowOf(t, c, "builtin", tc.id)
+		if r.Status != tc.status || r.Verdict != tc.verdict || !strings.Contains(r.Reason, tc.reason) {
+			t.Errorf("%s: %s %q (%s), want %s %q (%s)", tc.id, r.Status, r.Verdict, r.Reason, tc.status, tc.verdict, tc.reason)
+		}
+		if r.Status != Compared && (r.ChangePct != nil || r.P != nil) {
+			t.Errorf("%s: not compared, yet change %v p %v", tc.id, r.ChangePct, r.P)
+		}
+	}
+	r := rowOf(t, c, "builtin", "hit-path/p99-ttfb")
+	if r.Base.Median == nil || *r.Base.Median != 10 || r.New.Median == nil || *r.New.Median != 12 ||
+		r.ChangePct == nil || *r.ChangePct < 19.99 || *r.ChangePct > 20.01 || r.P == nil || *r.P > 1e-6 ||
+		len(r.Base.Values) != 20 || !r.Exact || r.Unit != "ms" || !r.LowerIsBetter {
+		t.Errorf("regression row: %+v (warm-ups must not count)", r)
+	}
+	if inv := rowOf(t, c, "builtin", "hit-path/invalid-new"); inv.New.Median != nil || inv.Base.Median == nil {
+		t.Errorf("an invalid side has no median: %+v", inv)
+	}
+	if got := len(c.Regressions()); got != 2 {
+		t.Errorf("%d regressions, want 2", got)
+	}
+	// Rows come grouped by workload, in the files' order.
+	var wls []string
+	for _, r := range c.Rows {
+		if len(wls) == 0 || wls[len(wls)-1] != r.Workload {
+			wls = append(wls, r.Workload)
+		}
+	}
+	if strings.Join(wls, ",") != "hit-path,miss-storm" {
+		t.Errorf("workload order %v", wls)
+	}
+	if len(c.Warnings) != 0 {
+		t.Errorf("warnings %q for two runs on one host, engine and conditions", c.Warnings)
+	}
+}
+
+// Several files on a side are merged per engine and test: 3 passes in each
+// of 4 runs are 12 passes, enough for a verdict.
+func TestRunsMerge(t *testing.T) {
+	var base, newer []*results.Run
+	for i := range 4 {
+		base = append(base, newRun(fmt.Sprint("b", i), result("hit-path/p99-ttfb", true, 10+float64(i), 10.2+float64(i)/10, 10.4)))
+		newer = append(newer, newRun(fmt.Sprint("n", i), result("hit-path/p99-ttfb", true, 20+float64(i), 20.2, 20.4)))
+	}
+	c, err := compare(t, base, newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rowOf(t, c, "builtin", "hit-path/p99-ttfb")
+	if r.Verdict != stats.Regression || len(r.Base.Values) != 12 || len(r.New.Files) != 4 {
+		t.Errorf("merged row %+v", r)
+	}
+	// One invalid file makes the side invalid: its valid passes are not
+	// picked out of it.
+	newer[2].Results[0] = invalid(newer[2].Results[0], 2)
+	c, err = compare(t, base, newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.Status != "invalid in new" || !strings.Contains(r.Reason, "run-n2.json") {
+		t.Errorf("row %s (%s), want invalid in new naming run-n2.json", r.Status, r.Reason)
+	}
+}
+
+func TestRunsConditions(t *testing.T) {
+	rs := func(vals ...float64) results.Result { return result("hit-path/p99-ttfb", true, vals...) }
+	slow := newRun("new", rs(around(20, 20)...))
+	slow.Workloads[0].Conditions.RateRPS = 1000
+	slow.Workloads[0].Conditions.Passes = 10 // the protocol may differ
+	_, err := compare(t, []*results.Run{newRun("base", rs(around(10, 20)...))}, []*results.Run{slow})
+	var ce *ConditionsError
+	if !errors.As(err, &ce) || ce.Workload != "hit-path" || len(ce.Diffs) != 1 || ce.Diffs[0] != "rate_rps 5000 vs 1000" ||
+		!strings.Contains(err.Error(), "base run-base.json and new run-new.json") {
+		t.Fatalf("err %v, want hit-path's rate_rps differing between base and new", err)
+	}
+	// Within one side too: runs are merged only under the same conditions.
+	other := newRun("b2", rs(around(10, 20)...))
+	other.Workloads[0].Conditions.Connections = 10
+	_, err = compare(t, []*results.Run{newRun("b1", rs(around(10, 20)...)), other}, []*results.Run{newRun("n", rs(around(10, 20)...))})
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "base run-b1.json and base run-b2.json") || ce.Diffs[0] != "connections 50 vs 10" {
+		t.Fatalf("err %v, want connections differing within base", err)
+	}
+	// A workload only one side has is not checked: it has no row compared.
+	lone := newRun("new", rs(around(10, 20)...))
+	lone.Workloads[1].Conditions.Burst = 1
+	if _, err := compare(t, []*results.Run{newRun("base", rs(around(10, 20)...))}, []*results.Run{lone}); err != nil {
+		t.Errorf("miss-storm is in no row, yet %v", err)
+	}
+}
+
+// Files written before runs recorded their workloads: conditions come from
+// the config's workload_settings, in part; without it they are unknown.
+func TestRunsConditionsFromConfig(t *testing.T) {
+	old := func(id string, rate float64) *results.Run {
+		r := newRun(id, result("hit-path/p99-ttfb", true, around(10, 20)...))
+		r.Workloads = nil
+		r.Config = map[string]any{"pass_duration": "5s", "timeout": "30s", "rate_override": 0,
+			"workload_settings": map[string]any{"hit-path": map[string]any{"rate": rate, "connections": 50}}}
+		return r
+	}
+	c, err := compare(t, []*results.Run{old("old", 5000)}, []*results.Run{newRun("new", result("hit-path/p99-ttfb", true, around(10, 20)...))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "base run-old.json predates recorded workload conditions: for hit-path only") {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+	_, err = compare(t, []*results.Run{old("old", 1000)}, []*results.Run{newRun("new", result("hit-path/p99-ttfb", true, around(10, 20)...))})
+	if err == nil || !strings.Contains(err.Error(), "rate_rps 1000 vs 5000") {
+		t.Errorf("err %v, want the config's rate checked", err)
+	}
+	// --rate overrides the workload's own rate.
+	over := old("over", 5000)
+	over.Config["rate_override"] = 1000.0
+	if _, err = compare(t, []*results.Run{over}, []*results.Run{old("old", 5000)}); err == nil || !strings.Contains(err.Error(), "rate_rps 1000 vs 5000") {
+		t.Errorf("err %v, want rate_override applied", err)
+	}
+	bare := old("bare", 5000)
+	bare.Config = nil
+	c, err = compare(t, []*results.Run{bare}, []*results.Run{newRun("new", result("hit-path/p99-ttfb", true, around(10, 20)...))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || c.Warnings[0] != "base run-bare.json records no workload conditions: those of hit-path were not checked" {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+}
+
+func TestRunsHostAndVersion(t *testing.T) {
+	newer := newRun("new", result("hit-path/p99-ttfb", true, around(10, 20)...))
+	newer.Host = results.Host{Hostname: "bench2", CPUModel: "EPYC 7443P"}
+	newer.Engines[0].Version = "1.1"
+	c, err := compare(t, []*results.Run{newRun("base", result("hit-path/p99-ttfb", true, around(10, 20)...))}, []*results.Run{newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rowOf(t, c, "builtin", "hit-path/p99-ttfb")
+	if strings.Join(r.Notes, ",") != "another host,another engine version" || r.Verdict != stats.NoChange {
+		t.Errorf("row notes %q verdict %s", r.Notes, r.Verdict)
+	}
+	want := []string{
+		"base ran on bench1 (Xeon E-2288G), new on bench2 (EPYC 7443P): a change may be the machine's, not the engine's",
+		"builtin: base ran version 1.0, new 1.1",
+	}
+	if strings.Join(c.Warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(c.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestRunsRunWarnings(t *testing.T) {
+	newer := newRun("new", result("hit-path/p99-ttfb", true, around(10, 20)...))
+	newer.Status = results.StatusInterrupted
+	newer.Interference = &results.Interference{Passes: 20, BusyPasses: 3}
+	c, err := compare(t, []*results.Run{newRun("base", result("hit-path/p99-ttfb", true, around(10, 20)...))}, []*results.Run{newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 2 || !strings.Contains(c.Warnings[0], "new run-new.json: the run was interrupted") ||
+		!strings.Contains(c.Warnings[1], "busy on the measured CPUs in 3 of 20 passes") {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+}
+
+// A file of schema 1 (see results.TestLoadSchema1) loads and compares: its
+// zeros that meant nothing are null, its invalid results stay out.
+func TestRunsSchema1(t *testing.T) {
+	dir := t.TempDir()
+	var passes []string
+	for i := range 20 {
+		passes = append(passes, fmt.Sprintf(`{"index": %d, "value": %g, "valid": true, "requests": 100, "errors": 0}`, i+1, 10+float64(i)/100))
+	}
+	old := `{"schema_version": 1, "id": "old", "finished_at": "2025-11-30T04:45:04Z", "interrupted": false,
+	 "host": {"hostname": "bench1", "cpu_model": "Xeon E-2288G"},
+	 "engines": [{"name": "builtin", "version": "1.0", "runtime": "process", "topology": "plaintext"}],
+	 "config": {"pass_duration": "5s", "timeout": "30s", "rate_override": 0,
+	            "workload_settings": {"hit-path": {"rate": 5000, "connections": 50}}},
+	 "results": [
+	  {"id": "hit-path/p99-ttfb", "workload": "hit-path", "test": "p99-ttfb", "engine": "builtin", "runtime": "process",
+	   "topology": "plaintext", "unit": "ms", "lower_is_better": true, "value": 10.1, "valid": true,
+	   "passes": [` + strings.Join(passes, ",") + `]},
+	  {"id": "hit-path/p50-ttfb", "workload": "hit-path", "test": "p50-ttfb", "engine": "builtin", "runtime": "process",
+	   "topology": "plaintext", "unit": "ms", "lower_is_better": true, "value": 0, "valid": false,
+	   "passes": [{"index": 1, "value": 0, "requests": 2500, "errors": 2500}]}]}`
+	if err := os.WriteFile(filepath.Join(dir, "run-old.json"), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, err := Load(filepath.Join(dir, "run-old.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := save(t, filepath.Join(dir, "new"), newRun("new", result("hit-path/p99-ttfb", true, around(15, 20)...),
+		result("hit-path/p50-ttfb", true, around(1, 20)...)))
+	c, err := Runs(base, newer, Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.Verdict != stats.Regression || len(r.Base.Values) != 20 {
+		t.Errorf("p99 row %+v", r)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Status != "invalid in base" || !strings.Contains(r.Reason, "no successful request") {
+		t.Errorf("p50 row %s (%s), want invalid in base: no successful request", r.Status, r.Reason)
+	}
+}
+
+func TestRunsBadInput(t *testing.T) {
+	one := func(id, test string) *results.Run {
+		return newRun(id, result(test, true, around(10, 20)...))
+	}
+	_, err := compare(t, []*results.Run{one("a", "hit-path/p99-ttfb")}, []*results.Run{one("b", "hit-path/p50-ttfb")})
+	if !errors.Is(err, ErrNothingInCommon) || !strings.Contains(err.Error(), "base has builtin hit-path/p99-ttfb; new has builtin hit-path/p50-ttfb") {
+		t.Errorf("err %v", err)
+	}
+	for _, o := range []Options{{Threshold: 5, Alpha: 0}, {Threshold: 5, Alpha: 1}, {Threshold: -1, Alpha: 0.05}} {
+		if _, err := Runs(nil, nil, o); err == nil {
+			t.Errorf("options %+v accepted", o)
+		}
+	}
+	dir := t.TempDir()
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "no run-*.json") {
+		t.Errorf("empty directory: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "run-x.json"), []byte(`{"schema_version": 99}`), 0o644)
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("newer schema: %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "nope.json")); err == nil {
+		t.Error("missing file: no error")
+	}
+}
+
+// Whatever two run files hold, Runs returns rows or an error; it never
+// panics.
+func FuzzRuns(f *testing.F) {
+	f.Add([]byte(`{"schema_version": 2, "results": [{"id": "a/b", "valid": true, "value": 1, "passes": [{"index": 1, "valid": true, "value": 1}]}]}`),
+		[]byte(`{"schema_version": 1, "results": [{"id": "a/b", "valid": true, "value": 0, "passes": [{"index": 1, "value": 0}]}]}`))
+	f.Add([]byte(`{"schema_version": 2, "config": {"workload_settings": {"a": {"rate": 5}}}, "results": [{"id": "a/b"}]}`),
+		[]byte(`{"schema_version": 2, "workloads": [{"name": "a", "conditions": {"rate_rps": 5}}], "results": [{"id": "a/b", "unit": "x"}]}`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		dir := t.TempDir()
+		var sides [2][]File
+		for i, body := range [][]byte{a, b} {
+			p := filepath.Join(dir, fmt.Sprintf("run-%d.json", i))
+			if err := os.WriteFile(p, body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fs, err := Load(p)
+			if err != nil {
+				return
+			}
+			sides[i] = fs
+		}
+		if c, err := Runs(sides[0], sides[1], Defaults()); err == nil && len(c.Rows) == 0 {
+			t.Error("no error and no rows")
+		}
+	})
+}

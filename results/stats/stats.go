@@ -1,0 +1,324 @@
+// Package stats holds the statistics behind `hlsbench compare`: the median,
+// the Mann-Whitney U test and a direction-aware verdict on two samples of
+// pass values.
+//
+// The U test is chosen over a t-test because pass values (a pass's p99
+// TTFB, say) are skewed and have outliers; it assumes only that passes are
+// independent. Its p-value is two-sided and computed
+//   - exactly, from the null distribution of U, when neither sample has more
+//     than ExactLimit values and no value occurs twice in the pooled samples;
+//   - otherwise from the normal approximation with the tie correction of the
+//     variance and a continuity correction of 1/2 (what R's wilcox.test and
+//     SciPy's mannwhitneyu do by default).
+//
+// The exact p-value has a floor: with n1 and n2 values it is never below
+// SmallestP(n1, n2) = 2/C(n1+n2, n1), so 3 passes against 3 can never reach
+// p < 0.05 however far apart they are. Compare says so ("not comparable")
+// rather than calling such a difference insignificant.
+package stats
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Defaults for Compare: the significance level, and the smallest change
+// (in percent of the base median) that counts as one.
+const (
+	DefaultAlpha     = 0.05
+	DefaultThreshold = 5.0
+)
+
+// ExactLimit is the largest sample size for which the exact distribution
+// of U is used (when there are no ties).
+const ExactLimit = 50
+
+// Median is the middle value of x (the mean of the two middle values for
+// an even count), NaN when x is empty. x is not modified.
+func Median(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(x)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// UTest is the outcome of a two-sided Mann-Whitney U test.
+type UTest struct {
+	// U counts the pairs (x[i], y[j]) with x[i] > y[j], a tie counting
+	// one half; it ranges from 0 to len(x)·len(y).
+	U float64
+	// P is the two-sided p-value: the probability, were both samples
+	// drawn from one distribution, of a U at least as far from its mean.
+	P float64
+	// Exact says P comes from the exact distribution of U; false means
+	// the normal approximation (ties, or a sample over ExactLimit).
+	Exact bool
+}
+
+// ErrEmpty is returned for a test on an empty sample.
+var ErrEmpty = errors.New("a sample is empty")
+
+// MannWhitneyU tests whether x and y come from the same distribution.
+func MannWhitneyU(x, y []float64) (UTest, error) {
+	n1, n2 := len(x), len(y)
+	if n1 == 0 || n2 == 0 {
+		return UTest{}, ErrEmpty
+	}
+	for _, v := range append(slices.Clone(x), y...) {
+		if math.IsNaN(v) {
+			return UTest{}, errors.New("a value is NaN")
+		}
+	}
+	ranks, tieSum := rank(x, y)
+	r1 := 0.0
+	for _, r := range ranks[:n1] {
+		r1 += r
+	}
+	u := r1 - float64(n1*(n1+1))/2
+	if tieSum == 0 && n1 <= ExactLimit && n2 <= ExactLimit {
+		// The distribution is symmetric: the lower tail of the nearer end.
+		k := int(math.Round(min(u, float64(n1*n2)-u)))
+		return UTest{U: u, P: min(1, 2*exactCDF(n1, n2, k)), Exact: true}, nil
+	}
+	return UTest{U: u, P: normalP(u, n1, n2, tieSum)}, nil
+}
+
+// rank gives the pooled samples' ranks (x's first, then y's), ties getting
+// the mean of the ranks they span, and Σ(t³−t) over the groups of t tied
+// values.
+func rank(x, y []float64) ([]float64, float64) {
+	n := len(x) + len(y)
+	idx := make([]int, n)
+	val := func(i int) float64 {
+		if i < len(x) {
+			return x[i]
+		}
+		return y[i-len(x)]
+	}
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		va, vb := val(a), val(b)
+		switch {
+		case va < vb:
+			return -1
+		case va > vb:
+			return 1
+		}
+		return 0
+	})
+	ranks := make([]float64, n)
+	tieSum := 0.0
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && val(idx[j]) == val(idx[i]) {
+			j++
+		}
+		mid := float64(i+j+1) / 2 // ranks i+1..j
+		for k := i; k < j; k++ {
+			ranks[idx[k]] = mid
+		}
+		if t := float64(j - i); t > 1 {
+			tieSum += t*t*t - t
+		}
+		i = j
+	}
+	return ranks, tieSum
+}
+
+// exactCDF is P(U ≤ k) for samples of n1 and n2 distinct values under the
+// null hypothesis, from the recurrence (Mann and Whitney, 1947)
+//
+//	p(u; m, n) = m/(m+n)·p(u−n; m−1, n) + n/(m+n)·p(u; m, n−1)
+//
+// kept as probabilities (no overflowing counts) and only up to k.
+func exactCDF(n1, n2, k int) float64 {
+	if k < 0 {
+		return 0
+	}
+	// prev[n] is p(·; m−1, n) and cur[n] is p(·; m, n), each over 0..k.
+	prev := make([][]float64, n2+1)
+	cur := make([][]float64, n2+1)
+	for n := range prev {
+		prev[n] = make([]float64, k+1)
+		cur[n] = make([]float64, k+1)
+		prev[n][0] = 1 // m = 0: U is 0
+	}
+	for m := 1; m <= n1; m++ {
+		clear(cur[0])
+		cur[0][0] = 1 // n = 0: U is 0
+		for n := 1; n <= n2; n++ {
+			a, b := float64(m)/float64(m+n), float64(n)/float64(m+n)
+			row, left, down := cur[n], prev[n], cur[n-1]
+			for u := 0; u <= k; u++ {
+				v := b * down[u]
+				if u >= n {
+					v += a * left[u-n]
+				}
+				row[u] = v
+			}
+		}
+		prev, cur = cur, prev
+	}
+	sum := 0.0
+	for _, p := range prev[n2] {
+		sum += p
+	}
+	return min(sum, 1)
+}
+
+// normalP is the two-sided p-value of U from the normal approximation, the
+// variance corrected for ties and |U − mean| reduced by 1/2 for continuity.
+func normalP(u float64, n1, n2 int, tieSum float64) float64 {
+	f1, f2 := float64(n1), float64(n2)
+	n := f1 + f2
+	mean := f1 * f2 / 2
+	variance := f1 * f2 / 12 * ((n + 1) - tieSum/(n*(n-1)))
+	if variance <= 0 {
+		return 1 // every value is the same
+	}
+	z := (math.Abs(u-mean) - 0.5) / math.Sqrt(variance)
+	if z <= 0 {
+		return 1
+	}
+	return min(1, math.Erfc(z/math.Sqrt2))
+}
+
+// SmallestP is the smallest two-sided p-value the exact test can give for
+// samples of n1 and n2 values: 2/C(n1+n2, n1), when one sample lies wholly
+// above the other. 1 when a sample is empty.
+func SmallestP(n1, n2 int) float64 {
+	if n1 <= 0 || n2 <= 0 {
+		return 1
+	}
+	// C(n2+i, i) for i = 1..n1: each step an integer, exact while it
+	// fits in 53 bits (so 3 against 3 gives 0.1, not 0.0999…).
+	c := 1.0
+	for i := 1; i <= n1; i++ {
+		c = c * float64(n2+i) / float64(i)
+	}
+	return min(1, 2/c)
+}
+
+// MinSamples is the smallest n for which n values against n can reach
+// p < alpha.
+func MinSamples(alpha float64) int {
+	n := 1
+	for SmallestP(n, n) >= alpha && n < 1000 {
+		n++
+	}
+	return n
+}
+
+// Verdict is Compare's conclusion.
+type Verdict string
+
+const (
+	Regression    Verdict = "regression"
+	Improvement   Verdict = "improvement"
+	NoChange      Verdict = "no significant change"
+	NotComparable Verdict = "not comparable"
+)
+
+// Delta compares a new sample with a base one.
+type Delta struct {
+	// BaseMedian and NewMedian are the samples' medians (NaN when empty).
+	BaseMedian float64
+	NewMedian  float64
+	// Change is the new median's change from the base median, in percent:
+	// +10 when it is 10 % higher. ±Inf when the base median is 0 and the
+	// new one is not; NaN when either is missing.
+	Change float64
+	// P is the U test's two-sided p-value (NaN when it could not run) and
+	// Exact whether it came from the exact distribution.
+	P     float64
+	Exact bool
+	// BaseN and NewN are the samples' sizes.
+	BaseN int
+	NewN  int
+	// Verdict is the conclusion and Reason, for anything but a
+	// regression or an improvement, why.
+	Verdict Verdict
+	Reason  string
+}
+
+// Compare judges new against base: a regression when new is worse (higher
+// when lowerIsBetter, lower otherwise) by at least threshold percent of the
+// base median with p < alpha; an improvement likewise the other way; no
+// significant change when p ≥ alpha or the change is under threshold; not
+// comparable when a sample is empty or too small to ever reach p < alpha.
+func Compare(base, new []float64, lowerIsBetter bool, threshold, alpha float64) Delta {
+	d := Delta{BaseMedian: Median(base), NewMedian: Median(new), Change: math.NaN(), P: math.NaN(),
+		BaseN: len(base), NewN: len(new)}
+	if len(base) > 0 && len(new) > 0 {
+		d.Change = change(d.BaseMedian, d.NewMedian)
+	}
+	switch {
+	case !(alpha > 0 && alpha < 1):
+		return d.not(fmt.Sprintf("alpha %g: want a level between 0 and 1", alpha))
+	case !(threshold >= 0) || math.IsInf(threshold, 0):
+		return d.not(fmt.Sprintf("threshold %g%%: want 0 or more", threshold))
+	case len(base) == 0 && len(new) == 0:
+		return d.not("no values in base or new")
+	case len(base) == 0:
+		return d.not("no values in base")
+	case len(new) == 0:
+		return d.not("no values in new")
+	}
+	t, err := MannWhitneyU(base, new)
+	if err != nil {
+		return d.not(err.Error())
+	}
+	d.P, d.Exact = t.P, t.Exact
+	if floor := SmallestP(d.BaseN, d.NewN); floor >= alpha {
+		need := MinSamples(alpha)
+		return d.not(fmt.Sprintf("too few valid passes: %d in base and %d in new can never give p < %g (the smallest p is %.3g); %d in each can",
+			d.BaseN, d.NewN, alpha, floor, need))
+	}
+	if d.P >= alpha {
+		d.Verdict, d.Reason = NoChange, fmt.Sprintf("p = %.3g is not below alpha %g", d.P, alpha)
+		return d
+	}
+	if d.NewMedian == d.BaseMedian {
+		d.Verdict, d.Reason = NoChange, "the medians are equal"
+		return d
+	}
+	if !(math.Abs(d.Change) >= threshold) {
+		d.Verdict, d.Reason = NoChange, fmt.Sprintf("the change, %+.2f%%, is under the %g%% threshold", d.Change, threshold)
+		return d
+	}
+	worse := d.NewMedian > d.BaseMedian
+	if !lowerIsBetter {
+		worse = d.NewMedian < d.BaseMedian
+	}
+	d.Verdict = Improvement
+	if worse {
+		d.Verdict = Regression
+	}
+	return d
+}
+
+func (d Delta) not(reason string) Delta {
+	d.Verdict, d.Reason = NotComparable, reason
+	return d
+}
+
+// change is new's change from base in percent.
+func change(base, new float64) float64 {
+	switch {
+	case base == new:
+		return 0
+	case base == 0:
+		return math.Inf(int(math.Copysign(1, new)))
+	}
+	return (new - base) / math.Abs(base) * 100
+}

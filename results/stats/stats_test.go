@@ -1,0 +1,288 @@
+package stats
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		x    []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{5, 5, 1, 9}, 5},
+	} {
+		x := append([]float64(nil), tc.x...)
+		if got := Median(x); got != tc.want {
+			t.Errorf("Median(%v) = %g, want %g", tc.x, got, tc.want)
+		}
+		for i := range x {
+			if x[i] != tc.x[i] {
+				t.Fatalf("Median reordered its argument: %v", x)
+			}
+		}
+	}
+	if !math.IsNaN(Median(nil)) {
+		t.Error("Median of nothing is not NaN")
+	}
+}
+
+// Published values: each names where it comes from.
+func TestMannWhitneyUKnown(t *testing.T) {
+	rep := func(counts ...int) []float64 { // R's rep(1:k, counts)
+		var out []float64
+		for v, n := range counts {
+			for range n {
+				out = append(out, float64(v+1))
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		x, y   []float64
+		u, p   float64
+		tol    float64
+		exact  bool
+		source string
+	}{
+		{"scipy", []float64{19, 22, 16, 29, 24}, []float64{20, 11, 17, 12}, 17, 1.0 / 9, 1e-12, true,
+			"scipy.stats.mannwhitneyu docs, method='exact': U1 17, p 0.1111111111111111"},
+		{"ansm", []float64{23, 18, 17, 25, 22, 19, 31, 26, 29, 33}, []float64{21, 28, 32, 30, 41, 24, 35, 34, 27, 39, 36}, 21, 0.015871126, 5e-9, true,
+			"Sprent & Smeeton, Applied Nonparametric Statistical Methods, example 6.1: U 21, exact p 0.015871126"},
+		{"nag-exact",
+			[]float64{13.0, 5.8, 11.7, 6.5, 12.3, 6.7, 9.2, 6.9, 10.0, 7.3, 16.0, 7.0, 10.5, 8.5, 9.0, 7.5},
+			[]float64{17.0, 6.2, 10.1, 8.0, 15.3, 8.2, 15.0, 9.6, 14.9, 10.4, 14.2, 9.8, 13.8, 11.0, 14.0, 11.1, 12.9, 11.6, 12.8, 12.0, 13.1, 12.4, 11.9},
+			86, 2 * 0.0022, 2 * 0.00005, true,
+			"NAG g08ajf example: U 86, exact one-tailed probability 0.0022"},
+		{"nag-ties",
+			[]float64{13, 6, 12, 7, 12, 7, 10, 7, 10, 7, 16, 7, 10, 8, 9, 8},
+			[]float64{17, 6, 10, 8, 15, 8, 15, 10, 15, 10, 14, 10, 14, 11, 14, 11, 13, 12, 13, 12, 13, 12, 12},
+			86, math.Erfc(2.8039 / math.Sqrt2), 2e-5, false,
+			"NAG g08ahf example (ties): U 86, normal statistic -2.8039 (ties and continuity corrected)"},
+		{"r-ties", rep(60, 21, 11, 4, 3, 1), rep(130, 50, 10, 6, 4, 0), 10756, 0.2126, 0.00005, false,
+			"R wilcox.test(x, y, exact = FALSE): W 10756, p 0.2126 (garciparedes/r-examples, non-parametric exercise 10)"},
+	} {
+		got, err := MannWhitneyU(tc.x, tc.y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.U != tc.u || !near(got.P, tc.p, tc.tol) || got.Exact != tc.exact {
+			t.Errorf("%s: U %g p %.10g exact %v; want U %g p %.10g±%g exact %v (%s)", tc.name, got.U, got.P, got.Exact, tc.u, tc.p, tc.tol, tc.exact, tc.source)
+		}
+		// Swapping the samples mirrors U and keeps p.
+		sw, _ := MannWhitneyU(tc.y, tc.x)
+		if sw.U != float64(len(tc.x)*len(tc.y))-tc.u || !near(sw.P, got.P, 1e-12) {
+			t.Errorf("%s swapped: U %g p %g", tc.name, sw.U, sw.P)
+		}
+	}
+}
+
+// The normal approximation against SciPy's method='asymptotic' for its
+// documented example (no ties): p 0.11134688653314041.
+func TestNormalPSciPy(t *testing.T) {
+	if p := normalP(17, 5, 4, 0); !near(p, 0.11134688653314041, 1e-12) {
+		t.Errorf("normalP = %.17g, want 0.11134688653314041", p)
+	}
+	// NAG g08ajf: normal statistic -2.7838, one-tailed 0.0027.
+	if p := normalP(86, 16, 23, 0); !near(p, math.Erfc(2.7838/math.Sqrt2), 2e-5) {
+		t.Errorf("normalP = %g, want the normal statistic -2.7838's two tails", p)
+	}
+}
+
+// The exact p-value agrees with counting every split of the pooled values.
+func TestExactAgainstEnumeration(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 40 {
+		n1, n2 := 1+r.IntN(6), 1+r.IntN(6)
+		pool := r.Perm(n1 + n2)
+		x, y := make([]float64, n1), make([]float64, n2)
+		for i, v := range pool {
+			if i < n1 {
+				x[i] = float64(v)
+			} else {
+				y[i-n1] = float64(v)
+			}
+		}
+		got, err := MannWhitneyU(x, y)
+		if err != nil || !got.Exact {
+			t.Fatalf("trial %d: %v exact %v", trial, err, got.Exact)
+		}
+		mean := float64(n1*n2) / 2
+		extreme, all := 0, 0
+		for mask := 0; mask < 1<<(n1+n2); mask++ {
+			if popcount(mask) != n1 {
+				continue
+			}
+			all++
+			u := 0 // U of the values whose bit is set: ranks are the values
+			for i := range n1 + n2 {
+				for j := range n1 + n2 {
+					if mask&(1<<i) != 0 && mask&(1<<j) == 0 && i > j {
+						u++
+					}
+				}
+			}
+			if math.Abs(float64(u)-mean) >= math.Abs(got.U-mean)-1e-9 {
+				extreme++
+			}
+		}
+		if want := float64(extreme) / float64(all); !near(got.P, want, 1e-12) {
+			t.Errorf("trial %d: %v vs %v: p %g, enumeration %d/%d = %g", trial, x, y, got.P, extreme, all, want)
+		}
+	}
+}
+
+func popcount(v int) int {
+	n := 0
+	for ; v != 0; v &= v - 1 {
+		n++
+	}
+	return n
+}
+
+func TestMannWhitneyUProperties(t *testing.T) {
+	seq := func(from, n int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = float64(from + i)
+		}
+		return out
+	}
+	for _, x := range [][]float64{{1, 2, 3}, seq(0, 20), {7, 7, 7, 7}} {
+		if got, _ := MannWhitneyU(x, x); got.P != 1 {
+			t.Errorf("identical samples %v: p %g, want 1", x, got.P)
+		}
+	}
+	if got, _ := MannWhitneyU(seq(0, 20), seq(100, 20)); !(got.P < 1e-6) || got.U != 0 || !got.Exact {
+		t.Errorf("20 vs 20 fully separated: %+v, want p < 1e-6", got)
+	}
+	// Fully separated with ties inside each sample (counts such as
+	// coalescing's 200×): the normal approximation, still far below 1e-6.
+	a, b := make([]float64, 20), make([]float64, 20)
+	for i := range a {
+		a[i], b[i] = 200, 100
+	}
+	if got, _ := MannWhitneyU(a, b); !(got.P < 1e-6) || got.Exact {
+		t.Errorf("20 × 200 vs 20 × 100: %+v, want p < 1e-6 from the normal approximation", got)
+	}
+	if got, _ := MannWhitneyU([]float64{1, 2, 3}, []float64{4, 5, 6}); !near(got.P, 0.1, 1e-12) {
+		t.Errorf("3 vs 3 fully separated: p %g, want 0.1", got.P)
+	}
+	if _, err := MannWhitneyU(nil, []float64{1}); err == nil {
+		t.Error("empty sample: no error")
+	}
+	if _, err := MannWhitneyU([]float64{math.NaN()}, []float64{1}); err == nil {
+		t.Error("NaN: no error")
+	}
+	// Large samples without ties use the normal approximation.
+	if got, _ := MannWhitneyU(seq(0, 60), seq(30, 60)); got.Exact || !(got.P < 0.01) {
+		t.Errorf("60 vs 60 half overlapping: %+v", got)
+	}
+}
+
+func TestSmallestP(t *testing.T) {
+	for _, tc := range []struct {
+		n1, n2 int
+		want   float64
+	}{{3, 3, 0.1}, {4, 4, 2.0 / 70}, {1, 20, 2.0 / 21}, {2, 2, 1.0 / 3}, {0, 5, 1}} {
+		if got := SmallestP(tc.n1, tc.n2); !near(got, tc.want, 1e-12) {
+			t.Errorf("SmallestP(%d, %d) = %g, want %g", tc.n1, tc.n2, got, tc.want)
+		}
+	}
+	for alpha, want := range map[float64]int{0.05: 4, 0.1: 4, 0.11: 3, 0.01: 5, 0.001: 7} {
+		if got := MinSamples(alpha); got != want {
+			t.Errorf("MinSamples(%g) = %d, want %d", alpha, got, want)
+		}
+	}
+}
+
+func TestCompare(t *testing.T) {
+	seq := func(from, step float64, n int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = from + step*float64(i)
+		}
+		return out
+	}
+	base := seq(10, 0.01, 20) // 10.00 … 10.19
+	slower := seq(12, 0.01, 20)
+	for _, tc := range []struct {
+		name      string
+		base, new []float64
+		lower     bool
+		want      Verdict
+		reason    string
+	}{
+		{"slower, lower is better", base, slower, true, Regression, ""},
+		{"slower, higher is better", base, slower, false, Improvement, ""},
+		{"faster, lower is better", slower, base, true, Improvement, ""},
+		{"fewer, higher is better", slower, base, false, Regression, ""},
+		{"identical", base, base, true, NoChange, "p = 1 is not below alpha 0.05"},
+		{"significant, same median", []float64{1, 1, 1, 1, 1, 5, 5, 5, 5, 5, 5}, []float64{5, 5, 5, 5, 5, 5, 9, 9, 9, 9, 9}, true, NoChange, "medians are equal"},
+		{"under the threshold", base, seq(10.3, 0.01, 20), true, NoChange, "under the 5% threshold"},
+		{"not significant", []float64{1, 3, 5, 7, 9}, []float64{2, 4, 6, 8, 10}, true, NoChange, "not below alpha"},
+		{"3 vs 3", []float64{1, 2, 3}, []float64{40, 50, 60}, true, NotComparable, "3 in base and 3 in new can never give p < 0.05 (the smallest p is 0.1); 4 in each can"},
+		{"no base", nil, base, true, NotComparable, "no values in base"},
+		{"no new", base, nil, true, NotComparable, "no values in new"},
+	} {
+		d := Compare(tc.base, tc.new, tc.lower, DefaultThreshold, DefaultAlpha)
+		if d.Verdict != tc.want || !strings.Contains(d.Reason, tc.reason) {
+			t.Errorf("%s: %s (%s), want %s (%s); %+v", tc.name, d.Verdict, d.Reason, tc.want, tc.reason, d)
+		}
+	}
+	d := Compare(base, slower, true, DefaultThreshold, DefaultAlpha)
+	if !near(d.BaseMedian, 10.095, 1e-9) || !near(d.NewMedian, 12.095, 1e-9) || !near(d.Change, 2/10.095*100, 1e-9) || !(d.P < 1e-6) || d.BaseN != 20 || d.NewN != 20 || !d.Exact {
+		t.Errorf("delta %+v", d)
+	}
+	if d := Compare([]float64{0, 0, 0, 0}, []float64{1, 1, 1, 1}, true, 5, 0.05); !math.IsInf(d.Change, 1) || d.Verdict != Regression {
+		t.Errorf("from 0: %+v, want +Inf%% and a regression", d)
+	}
+	for _, bad := range []struct{ threshold, alpha float64 }{{5, 0}, {5, 1}, {-1, 0.05}, {math.NaN(), 0.05}} {
+		if d := Compare(base, slower, true, bad.threshold, bad.alpha); d.Verdict != NotComparable {
+			t.Errorf("threshold %g alpha %g: %s", bad.threshold, bad.alpha, d.Verdict)
+		}
+	}
+}
+
+// Any values: p is a probability, U within its range, swapping the
+// samples keeps p.
+func FuzzMannWhitneyU(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6}, uint8(3))
+	f.Add([]byte{7, 7, 7, 1, 1, 200, 9}, uint8(2))
+	f.Fuzz(func(t *testing.T, b []byte, split uint8) {
+		if len(b) > 120 {
+			b = b[:120]
+		}
+		k := int(split) % (len(b) + 1)
+		x, y := make([]float64, k), make([]float64, len(b)-k)
+		for i, v := range b {
+			if i < k {
+				x[i] = float64(v)
+			} else {
+				y[i-k] = float64(v)
+			}
+		}
+		got, err := MannWhitneyU(x, y)
+		if err != nil {
+			if len(x) > 0 && len(y) > 0 {
+				t.Fatal(err)
+			}
+			return
+		}
+		sw, _ := MannWhitneyU(y, x)
+		if !(got.P > 0 && got.P <= 1) || got.U < 0 || got.U > float64(len(x)*len(y)) || math.Abs(got.P-sw.P) > 1e-9 {
+			t.Errorf("%v vs %v: %+v, swapped %+v", x, y, got, sw)
+		}
+		if got.Exact && got.P < SmallestP(len(x), len(y))-1e-12 {
+			t.Errorf("%v vs %v: exact p %g below the floor %g", x, y, got.P, SmallestP(len(x), len(y)))
+		}
+	})
+}
