@@ -283,6 +283,10 @@ type localInstance struct {
 func (l *localInstance) URL() string          { return l.url }
 func (l *localInstance) Info() results.Engine { return l.info }
 
+// PGID is the engine's process group. StartLocal returns an instance only
+// once its process has started.
+func (l *localInstance) PGID() int { return l.p.PGID() }
+
 // Stop ends the engine (SIGTERM, then SIGKILL) and removes its directories.
 func (l *localInstance) Stop(ctx context.Context) error {
 	var err error
@@ -317,4 +321,7 @@ var (
 	_ UpstreamCounter = NGINX{}
 	_ UpstreamCounter = (*processCache)(nil)
 	_ UpstreamCounter = (*inprocCache)(nil)
+	_ Instance        = (*localInstance)(nil)
+	_ Counters        = (*localInstance)(nil)
+	_ ProcessGroup    = (*localInstance)(nil)
 )

@@ -46,6 +46,17 @@ type UpstreamCounter interface {
 	UpstreamCounter() string
 }
 
+// ProcessGroup is implemented by instances that run as local processes:
+// the process group holds the engine's every process (varnishd's manager
+// and child; nginx's master, workers and cache manager), so measuring it
+// (engines/cost) measures the engine. The in-process built-in cache has
+// none: it shares hlsbench's process, and its cost cannot be told from
+// the generator's. The origin, when it is a child process (StartSelf), is
+// a *Process, which has one too.
+type ProcessGroup interface {
+	PGID() int
+}
+
 // StartSpec is what every engine start needs.
 type StartSpec struct {
 	Policy    Policy
@@ -145,6 +156,7 @@ func (c *processCache) URL() string                    { return c.url }
 func (c *processCache) Info() results.Engine           { return c.info }
 func (c *processCache) Stop(ctx context.Context) error { return c.p.Stop(ctx) }
 func (c *processCache) UpstreamCounter() string        { return builtinUpstream }
+func (c *processCache) PGID() int                      { return c.p.PGID() }
 func (c *processCache) Counters(ctx context.Context) (map[string]float64, error) {
 	return fetchCounters(ctx, c.url+"/_hlsbench/stats")
 }
@@ -245,9 +257,10 @@ func ParseCPUList(s string) ([]int, error) {
 }
 
 var (
-	_ Instance = (*inprocCache)(nil)
-	_ Counters = (*inprocCache)(nil)
-	_ Instance = (*processCache)(nil)
-	_ Counters = (*processCache)(nil)
-	_ Instance = (*External)(nil)
+	_ Instance     = (*inprocCache)(nil)
+	_ Counters     = (*inprocCache)(nil)
+	_ Instance     = (*processCache)(nil)
+	_ Counters     = (*processCache)(nil)
+	_ ProcessGroup = (*processCache)(nil)
+	_ Instance     = (*External)(nil)
 )

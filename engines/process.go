@@ -124,6 +124,10 @@ func StartSelf(ctx context.Context, name, self string, args []string, cpus []int
 // PID is the process id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
+// PGID is the process group the process leads (started with Setpgid): it
+// and every process it forks, unless one moves to a group of its own.
+func (p *Process) PGID() int { return p.cmd.Process.Pid }
+
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
@@ -249,3 +253,5 @@ func lastLines(s string, n int) string {
 
 // ErrNotFound is returned when an engine's binary is not installed.
 var ErrNotFound = errors.New("not found")
+
+var _ ProcessGroup = (*Process)(nil)

@@ -27,7 +27,7 @@ func TestStartProcessRecordsInRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := r.State()
-	if len(st.Procs) != 1 || st.Procs[0].PID != p.PID() || st.Procs[0].PGID != p.PID() || st.Procs[0].Name != "sleeper" ||
+	if len(st.Procs) != 1 || st.Procs[0].PID != p.PID() || st.Procs[0].PGID != p.PGID() || p.PGID() != p.PID() || st.Procs[0].Name != "sleeper" ||
 		st.Procs[0].Start == 0 || strings.Join(st.Procs[0].Command, " ") != "sleep 60" {
 		t.Errorf("state %+v", st.Procs)
 	}

@@ -43,6 +43,8 @@ type RunSpec struct {
 	// finished every pass.
 	Skip func(engine, workload string) bool
 	Done func(engine, workload string)
+	// Started, when set, is told the results file's path once it exists.
+	Started func(path string)
 }
 
 // CPUPlan splits the machine: the generator gets the last CPUs (one event
@@ -141,6 +143,9 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	spec.Progress.begin(planned)
 	if err := rc.Save(); err != nil {
 		return run, rc, fmt.Errorf("save results: %w", err)
+	}
+	if spec.Started != nil && rc.Path() != "" {
+		spec.Started(rc.Path())
 	}
 	spec.Progress.Note("run %s: %s on %s, about %s", run.ID, names(spec.Workloads), strings.Join(spec.Engines, ", "), clock(planned))
 	if rc.Path() != "" {

@@ -51,6 +51,20 @@ func Quick() Config {
 	return c
 }
 
+// Nightly is the regression profile: enough measured passes that a real
+// change can be significant (3 against 3 passes can never reach p < 0.05;
+// 10 against 10 reach p < 0.001), short enough that two suites of builtin,
+// varnish and nginx run back to back in under 30 minutes.
+func Nightly() Config {
+	c := Defaults()
+	c.Warmups, c.Passes, c.PassDuration = 2, 10, 3*time.Second
+	c.Cycles, c.HealthyPhase, c.FailPhase = 5, 4*time.Second, 8*time.Second
+	return c
+}
+
+// NightlyText says what --nightly runs, for the help text.
+const NightlyText = "2 warm-up and 10 measured passes of 3s; miss-storm 2+10 bursts; origin-flap 5 cycles of 4s healthy + 8s failing"
+
 // QuickText says what --quick changes, for the help text.
 const QuickText = "1 warm-up and 3 measured passes of 2s (instead of 3 and 20 of 5s); miss-storm 1+3 bursts; origin-flap 3 cycles of 3s healthy + 6s failing (instead of 5 of 5s + 10s)"
 

@@ -43,6 +43,11 @@ type RunOptions struct {
 	Lock         string // wait, fail or none: see runstate.go
 
 	set map[string]bool // flags given on the command line
+
+	// nightly picks the nightly profile (suite --nightly); suite, when
+	// set, keeps a suite directory's manifest.
+	nightly bool
+	suite   *suiteState
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -129,16 +134,22 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		return err
 	}
 	cfg := workloads.Defaults()
-	if o.Quick {
+	profile := o.Quick || o.nightly // a profile's pass counts unless given
+	switch {
+	case o.Quick && o.nightly:
+		return usagef("--quick and --nightly are two profiles: give one")
+	case o.Quick:
 		cfg = workloads.Quick()
+	case o.nightly:
+		cfg = workloads.Nightly()
 	}
-	if o.set["passes"] || !o.Quick {
+	if o.set["passes"] || !profile {
 		cfg.Passes = o.Passes
 	}
-	if o.set["warmups"] || !o.Quick {
+	if o.set["warmups"] || !profile {
 		cfg.Warmups = o.Warmups
 	}
-	if o.set["pass-duration"] || !o.Quick {
+	if o.set["pass-duration"] || !profile {
 		cfg.PassDuration = o.PassDuration
 	}
 	if o.Passes < 1 {
@@ -221,7 +232,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 
 	settings := map[string]any{"engines": engineNames, "workloads": o.Workload, "passes": cfg.Passes,
 		"warmups": max(cfg.Warmups, 0), "pass_duration": cfg.PassDuration.String(), "rate_override": cfg.Rate,
-		"quick": o.Quick, "runtime": o.Runtime, "fail_mode": cfg.FailMode.String(),
+		"quick": o.Quick, "nightly": o.nightly, "runtime": o.Runtime, "fail_mode": cfg.FailMode.String(),
 		"origin_flap":        map[string]any{"cycles": cfg.Cycles, "healthy_phase": cfg.HealthyPhase.String(), "fail_phase": cfg.FailPhase.String()},
 		"miss_storm_clients": cfg.Clients, "timeout": cfg.Timeout.String()}
 	pols := map[string]any{}
@@ -247,9 +258,20 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if !o.Quiet {
 		progress = workloads.NewProgress(stderr, isTerminal(stderr))
 	}
-	run, rc, err := workloads.Execute(ctx, workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg,
+	rs := workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg,
 		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, OutDir: out, Self: self,
-		Version: Version, Commit: Commit, Settings: settings, Progress: progress}, tables)
+		Version: Version, Commit: Commit, Settings: settings, Progress: progress}
+	if o.suite != nil {
+		if err := o.suite.begin(&rs, stderr); err != nil {
+			return err
+		}
+	}
+	run, rc, err := workloads.Execute(ctx, rs, tables)
+	if o.suite != nil {
+		if merr := o.suite.end(run, rc); merr != nil && err == nil {
+			err = merr
+		}
+	}
 	writeWarnings(stderr, run)
 	if rc != nil && rc.Path() != "" {
 		fmt.Fprintf(stderr, "hlsbench: results saved to %s (status %s)\n", rc.Path(), run.Status)

@@ -32,9 +32,8 @@ import (
 	"github.com/hlsbench/hlsbench/engines/internal/procfs"
 )
 
-// TicksPerSecond is USER_HZ, the unit of /proc/stat and /proc/PID/stat: 100
-// on every Linux architecture's user ABI.
-const TicksPerSecond = 100
+// TicksPerSecond is USER_HZ, the unit of /proc/stat and /proc/PID/stat.
+const TicksPerSecond = procfs.TicksPerSecond
 
 // DefaultBusiest is how many other processes Between names.
 const DefaultBusiest = 5

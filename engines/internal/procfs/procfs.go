@@ -1,5 +1,5 @@
 // Package procfs reads the few facts hlsbench needs from Linux's /proc: a
-// process's group, session, start time and CPU time.
+// process's group, session, start time, CPU time and peak memory.
 package procfs
 
 import (
@@ -15,6 +15,10 @@ import (
 // Root is where proc is mounted.
 const Root = "/proc"
 
+// TicksPerSecond is USER_HZ, the unit of CPU times in /proc/stat and
+// /proc/PID/stat: 100 on every Linux architecture's user ABI.
+const TicksPerSecond = 100
+
 // Stat is the part of /proc/PID/stat (or /proc/PID/task/TID/stat) we use.
 type Stat struct {
 	PID   int
@@ -25,6 +29,10 @@ type Stat struct {
 	SID   int
 	UTime uint64 // clock ticks
 	STime uint64 // clock ticks
+	// CUTime and CSTime are the CPU time of children it has waited for
+	// (reaped), theirs and their own reaped children's, in clock ticks.
+	CUTime uint64
+	CSTime uint64
 	// Start is when the process started, in clock ticks since boot (field
 	// 22). With the boot it identifies a process: a reused PID has a later
 	// Start.
@@ -70,7 +78,7 @@ func ParseStat(b []byte) (Stat, error) {
 	uints := []struct {
 		n   int
 		dst *uint64
-	}{{14, &s.UTime}, {15, &s.STime}, {22, &s.Start}}
+	}{{14, &s.UTime}, {15, &s.STime}, {16, &s.CUTime}, {17, &s.CSTime}, {22, &s.Start}}
 	for _, x := range uints {
 		if *x.dst, err = strconv.ParseUint(field(x.n), 10, 64); err != nil {
 			return Stat{}, fmt.Errorf("stat: field %d: %w", x.n, err)

@@ -1,0 +1,332 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/workloads"
+)
+
+// SuiteOptions are the flags of `hlsbench suite`: run's, a suite directory
+// and --resume.
+type SuiteOptions struct {
+	RunOptions
+	Resume  string
+	Nightly bool
+}
+
+func newSuiteCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := SuiteOptions{}
+	c := &cobra.Command{
+		Use:   "suite --out DIR",
+		Short: "Run the whole matrix, engines × workloads, into a suite directory",
+		Long: `Run the whole matrix — every engine × every workload — into one suite directory.
+
+For each workload every engine is up at once, on its own port with its own
+origin (counters and failure switch), and the passes are interleaved: pass k
+of every engine before pass k+1 of any, so drift on a shared machine hits all
+alike. The directory holds the run files and manifest.json, which says which
+engine × workload cells finished. Ctrl-C keeps the finished passes; --resume
+DIR runs only the cells that did not finish (their partial passes are
+dropped), with the settings the suite started with.
+
+Without --engine: builtin and every process engine installed here
+(varnish, vinyl, nginx). Profiles: the reference protocol by default (3
+warm-ups + 20 passes), --quick (` + workloads.QuickText + `), --nightly
+(` + workloads.NightlyText + `).
+
+Exit codes as run: 0 every result valid; 3 finished with some result invalid
+or without a value; 1 failure; 2 bad input; 130 interrupted.`,
+		Example: `  hlsbench suite --quick --engine builtin,varnish,nginx --out suites/today
+  hlsbench suite --nightly --out suites/nightly-head
+  hlsbench suite --resume suites/today`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.set = map[string]bool{}
+			c.Flags().Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
+			return RunSuite(c.Context(), stdout, stderr, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Engine, "engine", "", "engines, a comma list (default: builtin and every process engine installed)")
+	f.StringVar(&o.Workload, "workload", "all", "workloads: hit-path, segment, miss-storm, origin-flap or all (comma list)")
+	f.IntVar(&o.Passes, "passes", 20, "measured passes per test")
+	f.IntVar(&o.Warmups, "warmups", 3, "unmeasured warm-up passes per test")
+	f.DurationVar(&o.PassDuration, "pass-duration", 5*time.Second, "length of one pass of a rate workload")
+	f.Float64Var(&o.Rate, "rate", 0, "override every rate workload's rate")
+	f.StringVar(&o.Out, "out", "", "the suite directory (required unless --resume)")
+	f.StringVar(&o.Resume, "resume", "", "a suite directory to finish: runs only the cells its manifest does not list as complete")
+	f.BoolVar(&o.Quick, "quick", false, "short profile: "+workloads.QuickText)
+	f.BoolVar(&o.Nightly, "nightly", false, "regression profile: "+workloads.NightlyText)
+	f.BoolVar(&o.JSON, "json", false, "print the saved run document on stdout")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines")
+	f.StringVar(&o.Runtime, "runtime", "process", "process or inproc")
+	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
+	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running: wait, fail, or none")
+	return c
+}
+
+// Manifest is a suite directory's index: what the suite runs, with which
+// settings, which cells finished and in which run file.
+type Manifest struct {
+	SchemaVersion int       `json:"schema_version"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	Tool          string    `json:"tool"`
+	Engines       []string  `json:"engines"`
+	Workloads     []string  `json:"workloads"`
+	// Args are the flags the suite started with; --resume runs with them.
+	Args  []string `json:"args"`
+	Cells []Cell   `json:"cells"`
+	Runs  []string `json:"runs"`
+}
+
+// Cell is one engine × workload of a suite.
+type Cell struct {
+	Engine   string `json:"engine"`
+	Workload string `json:"workload"`
+	Complete bool   `json:"complete"`
+	File     string `json:"file,omitempty"` // the run file with its passes
+}
+
+const manifestName = "manifest.json"
+
+// suiteState keeps a suite directory's manifest while a run writes to it.
+type suiteState struct {
+	dir string
+	m   Manifest
+}
+
+// RunSuite is `hlsbench suite`.
+func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) error {
+	st := &suiteState{}
+	ro := o.RunOptions
+	ro.nightly = o.Nightly
+	switch {
+	case o.Resume != "" && o.Out != "":
+		return usagef("--resume %s continues that directory; --out does not go with it", o.Resume)
+	case o.Resume != "":
+		m, err := readManifest(o.Resume)
+		if err != nil {
+			return usagef("--resume %s: %v", o.Resume, err)
+		}
+		// The suite's own settings, not this command's: only how it
+		// reports and locks may change.
+		cmd := newSuiteCmd(io.Discard, io.Discard)
+		if err := cmd.ParseFlags(m.Args); err != nil {
+			return usagef("--resume %s: %s has flags this hlsbench does not know: %v", o.Resume, manifestName, err)
+		}
+		saved := SuiteOptions{}
+		saved.set = map[string]bool{}
+		cmd.Flags().Visit(func(f *pflag.Flag) { saved.set[f.Name] = true })
+		readSuiteFlags(cmd.Flags(), &saved)
+		ro = saved.RunOptions
+		ro.nightly = saved.Nightly
+		ro.JSON, ro.Quiet, ro.Lock = o.JSON, o.Quiet, o.Lock
+		ro.Out, st.dir, st.m = o.Resume, o.Resume, m
+		if err := st.dropUnfinished(); err != nil {
+			return err
+		}
+	default:
+		if o.Out == "" {
+			return usagef("--out: a suite needs a directory (or --resume DIR)")
+		}
+		if _, err := os.Stat(filepath.Join(o.Out, manifestName)); err == nil {
+			return usagef("--out %s already holds a suite: --resume %s finishes it, or give a new directory", o.Out, o.Out)
+		}
+		if ro.Engine == "" {
+			ro.Engine = defaultSuiteEngines(stderr)
+		}
+		st.dir = o.Out
+		st.m = Manifest{SchemaVersion: 1, CreatedAt: time.Now().UTC(), Tool: Version, Args: suiteArgs(o.set, &o, ro.Engine)}
+	}
+	ro.suite = st
+	return RunBench(ctx, stdout, stderr, ro)
+}
+
+// readSuiteFlags copies parsed flag values into o (the flags were bound to
+// a throwaway command's options).
+func readSuiteFlags(fs *pflag.FlagSet, o *SuiteOptions) {
+	str := func(n string) string { v, _ := fs.GetString(n); return v }
+	o.Engine, o.Workload, o.Runtime, o.FailMode = str("engine"), str("workload"), str("runtime"), str("fail-mode")
+	o.Passes, _ = fs.GetInt("passes")
+	o.Warmups, _ = fs.GetInt("warmups")
+	o.PassDuration, _ = fs.GetDuration("pass-duration")
+	o.Rate, _ = fs.GetFloat64("rate")
+	o.Quick, _ = fs.GetBool("quick")
+	o.Nightly, _ = fs.GetBool("nightly")
+}
+
+// suiteArgs are the settings flags a suite started with, for --resume.
+func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
+	args := []string{"--engine", engine}
+	add := func(name, val string) {
+		if set[name] {
+			args = append(args, "--"+name, val)
+		}
+	}
+	add("workload", o.Workload)
+	add("passes", fmt.Sprint(o.Passes))
+	add("warmups", fmt.Sprint(o.Warmups))
+	add("pass-duration", o.PassDuration.String())
+	add("rate", fmt.Sprint(o.Rate))
+	add("runtime", o.Runtime)
+	add("fail-mode", o.FailMode)
+	if o.Quick {
+		args = append(args, "--quick")
+	}
+	if o.Nightly {
+		args = append(args, "--nightly")
+	}
+	return args
+}
+
+// defaultSuiteEngines is builtin and every process engine installed here.
+func defaultSuiteEngines(stderr io.Writer) string {
+	list := []string{"builtin"}
+	var missing []string
+	for _, name := range engines.ProcessEngines() {
+		e, _ := engines.Lookup(name)
+		if _, err := engines.FindBinary(e, ""); err != nil {
+			missing = append(missing, name)
+			continue
+		}
+		list = append(list, name)
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(stderr, "hlsbench: suite without %s (not installed here; --engine names the engines)\n", strings.Join(missing, ", "))
+	}
+	return strings.Join(list, ",")
+}
+
+func readManifest(dir string) (Manifest, error) {
+	var m Manifest
+	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("%s: %w", manifestName, err)
+	}
+	if m.SchemaVersion != 1 {
+		return m, fmt.Errorf("%s: schema_version %d, want 1", manifestName, m.SchemaVersion)
+	}
+	return m, nil
+}
+
+// begin lists the suite's cells and hooks the run to them: finished cells
+// are skipped, each cell that finishes is recorded.
+func (s *suiteState) begin(rs *workloads.RunSpec, stderr io.Writer) error {
+	if s.m.Engines == nil {
+		s.m.Engines = rs.Engines
+		for _, w := range rs.Workloads {
+			s.m.Workloads = append(s.m.Workloads, w.Name)
+			for _, e := range rs.Engines {
+				s.m.Cells = append(s.m.Cells, Cell{Engine: e, Workload: w.Name})
+			}
+		}
+	}
+	todo := 0
+	for _, c := range s.m.Cells {
+		if !c.Complete {
+			todo++
+		}
+	}
+	if todo == 0 {
+		return usagef("the suite in %s is complete: nothing to resume", s.dir)
+	}
+	if todo < len(s.m.Cells) {
+		fmt.Fprintf(stderr, "hlsbench: resuming %s: %d of %d cells to run\n", s.dir, todo, len(s.m.Cells))
+	}
+	rs.OutDir = s.dir
+	rs.Skip = func(engine, workload string) bool {
+		c := s.cell(engine, workload)
+		return c != nil && c.Complete
+	}
+	var runFile string
+	rs.Done = func(engine, workload string) {
+		if c := s.cell(engine, workload); c != nil {
+			c.Complete, c.File = true, runFile
+		}
+		_ = s.save()
+	}
+	// The run file's name is known once the run starts; Done needs it.
+	rs.Started = func(path string) {
+		runFile = filepath.Base(path)
+		if !slices.Contains(s.m.Runs, runFile) {
+			s.m.Runs = append(s.m.Runs, runFile)
+		}
+		_ = s.save()
+	}
+	return nil
+}
+
+func (s *suiteState) cell(engine, workload string) *Cell {
+	for i := range s.m.Cells {
+		if c := &s.m.Cells[i]; c.Engine == engine && c.Workload == workload {
+			return c
+		}
+	}
+	return nil
+}
+
+// end writes the manifest once the run is over.
+func (s *suiteState) end(*results.Run, *workloads.Recorder) error {
+	return s.save()
+}
+
+func (s *suiteState) save() error {
+	s.m.UpdatedAt = time.Now().UTC()
+	b, err := json.MarshalIndent(s.m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.dir, "."+manifestName+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("suite manifest: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(s.dir, manifestName))
+}
+
+// dropUnfinished removes, from the suite's run files, the passes of cells
+// that did not finish: a resumed suite runs those cells again from the
+// start, and a reader of the directory must not see both.
+func (s *suiteState) dropUnfinished() error {
+	for _, name := range s.m.Runs {
+		path := filepath.Join(s.dir, name)
+		run, err := results.Load(path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return fmt.Errorf("--resume %s: %w", s.dir, err)
+		}
+		kept := run.Results[:0]
+		for _, r := range run.Results {
+			if c := s.cell(r.Engine, r.Workload); c == nil || (c.Complete && c.File == name) {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) == len(run.Results) {
+			continue
+		}
+		run.Results = kept
+		if _, err := run.Save(s.dir); err != nil {
+			return fmt.Errorf("--resume %s: %w", s.dir, err)
+		}
+	}
+	return nil
+}

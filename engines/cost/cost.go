@@ -1,0 +1,231 @@
+// Package cost measures what an engine costs in a benchmark pass: the CPU
+// time and the peak resident memory of its process groups. Every engine and
+// origin hlsbench starts leads a process group of its own (engines.Process),
+// so the group is everything the engine forked: varnishd's manager and
+// child, nginx's master, workers and cache manager.
+//
+//	m := cost.Start([]cost.Group{{Name: "nginx", PGID: pg.PGID()}})
+//	… the pass …
+//	for _, u := range m.Stop() { fmt.Println(u.Name, u.CPUSeconds, u.PeakRSSBytes) }
+//
+// CPU time is utime+stime from /proc/PID/stat, which covers every thread of
+// the process, ended ones included, in clock ticks (10 ms): a reading is
+// within a tick or so per process. A process that starts during the pass
+// counts whole. One that ends during the pass is counted up to the start
+// only, unless a parent in the group reaps it: its time then arrives in the
+// parent's cutime and cstime, and the part from before the pass is taken
+// off again. What one reaped outside the group (the group's leader, reaped
+// by hlsbench) or by no one (its parent ignores SIGCHLD) used after the
+// start is lost; Usage.Exited says how many ended. A zombie at the end is
+// counted, with no peak.
+//
+// The peak is each process's VmHWM, reset at the start by writing 5 to
+// /proc/PID/clear_refs. A process that ends during the pass takes its peak
+// with it. The reset is the process's, not the Meter's: two Meters over
+// one group at once spoil each other's peaks.
+package cost
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hlsbench/hlsbench/engines/internal/procfs"
+)
+
+// Group is a process group to measure.
+type Group struct {
+	Name string // for reports: "nginx", "origin"
+	PGID int
+}
+
+// Usage is what a group used in a pass.
+type Usage struct {
+	Name string
+	PGID int
+	// Interval is the pass's wall time, from Start to Stop.
+	Interval time.Duration
+	// CPUSeconds is user and system CPU time, every thread of every
+	// process in the group, in the pass.
+	CPUSeconds float64
+	// PeakRSSBytes is the sum of the peak resident sizes of the processes
+	// in the group at the end. The processes need not have peaked at once,
+	// and pages they share (the binary, shared memory such as NGINX's keys
+	// zone) count once in each, so it is an upper bound of the group's true
+	// peak. Memory the group holds outside its processes, such as NGINX's
+	// cache files in a RAM-backed directory, is not in it.
+	PeakRSSBytes int64
+	// MaxProcRSSBytes is the largest single process's peak: a lower bound
+	// of the group's true peak.
+	MaxProcRSSBytes int64
+	// Procs is how many processes were in the group at the start or the end.
+	Procs int
+	// Exited is how many of them were there at the start and gone at the
+	// end: their peak is lost, and their CPU time since the start unless a
+	// parent in the group reaped them.
+	Exited int
+	// PeakSinceStart says the peak of a process could not be reset at the
+	// start (writing /proc/PID/clear_refs needs root, or the process's own
+	// user, and Linux 4.0): its peak is since it started, not the pass's.
+	PeakSinceStart bool
+	// Err is why the group could not be measured; the figures are then zero.
+	Err error
+}
+
+// Meter measures a pass. It is not safe for concurrent use.
+type Meter struct {
+	groups []Group
+	start  sample
+}
+
+// Start reads the CPU times of the groups' processes and resets their
+// peaks; the pass starts once they are reset. Errors are kept for Stop to
+// report.
+func Start(groups []Group) *Meter {
+	m := &Meter{groups: slices.Clone(groups)}
+	m.start = take(m.pgids(), true)
+	return m
+}
+
+// Stop reads the groups again and returns what each used since Start, in
+// the order given. It may be called more than once; each call measures
+// from Start.
+func (m *Meter) Stop() []Usage {
+	end := take(m.pgids(), false)
+	out := make([]Usage, len(m.groups))
+	for i, g := range m.groups {
+		out[i] = between(g, m.start, end)
+	}
+	return out
+}
+
+func (m *Meter) pgids() []int {
+	p := make([]int, len(m.groups))
+	for i, g := range m.groups {
+		p[i] = g.PGID
+	}
+	return p
+}
+
+// key identifies a process: a reused PID has a later start.
+type key struct {
+	pid   int
+	start uint64
+}
+
+// proc is one process as read at one end of the pass.
+type proc struct {
+	ppid     int
+	pgid     int
+	ticks    uint64 // utime+stime
+	children uint64 // cutime+cstime: reaped children's
+	hwm      int64  // peak RSS, bytes; read at the end only
+	reset    bool   // at the start: its peak was reset
+}
+
+type sample struct {
+	at    time.Time
+	procs map[key]proc
+	err   error
+}
+
+// take reads the processes of pgids: at the start resetting their peaks,
+// at the end reading them.
+func take(pgids []int, start bool) sample {
+	s := sample{at: time.Now()}
+	all, err := procfs.All()
+	if err != nil {
+		s.err = fmt.Errorf("read processes: %w", err)
+		return s
+	}
+	s.procs = map[key]proc{}
+	for _, st := range all {
+		if !slices.Contains(pgids, st.PGID) {
+			continue
+		}
+		p := proc{ppid: st.PPID, pgid: st.PGID, ticks: st.UTime + st.STime, children: st.CUTime + st.CSTime}
+		if start {
+			p.reset = procfs.ResetPeakRSS(st.PID) == nil
+		} else if status, err := procfs.ReadStatus(st.PID); err == nil {
+			p.hwm = status.HWM
+		} // else it ended just now, and took its peak with it
+		s.procs[key{st.PID, st.Start}] = p
+	}
+	if start {
+		s.at = time.Now() // the pass starts once the peaks are reset
+	}
+	return s
+}
+
+// between is what group g used from sample a to sample b.
+func between(g Group, a, b sample) Usage {
+	u := Usage{Name: g.Name, PGID: g.PGID, Interval: b.at.Sub(a.at)}
+	if u.Err = errors.Join(a.err, b.err); u.Err != nil {
+		return u
+	}
+	byPID := make(map[int]key, len(a.procs))
+	for k := range a.procs {
+		byPID[k.pid] = k
+	}
+	// reaped[k] is what processes gone by the end had used by the start,
+	// by the nearest ancestor still there: reaped, their time goes up the
+	// chain of parents into its cutime and cstime.
+	reaped := map[key]uint64{}
+	for k, pa := range a.procs {
+		if pa.pgid != g.PGID {
+			continue
+		}
+		u.Procs++
+		if _, ok := b.procs[k]; ok {
+			continue
+		}
+		u.Exited++
+		up, ok := byPID[pa.ppid]
+		for steps := 0; ok && steps < len(a.procs); steps++ {
+			if _, alive := b.procs[up]; alive {
+				reaped[up] += pa.ticks + pa.children
+				break
+			}
+			up, ok = byPID[a.procs[up].ppid]
+		}
+	}
+	var ticks uint64
+	for k, pb := range b.procs {
+		if pb.pgid != g.PGID {
+			continue
+		}
+		u.PeakRSSBytes += pb.hwm
+		u.MaxProcRSSBytes = max(u.MaxProcRSSBytes, pb.hwm)
+		pa, seen := a.procs[k]
+		if !seen || pa.pgid != g.PGID {
+			u.Procs++
+		}
+		if !seen {
+			// New in the pass: all its time is the pass's, and so is that
+			// of children it reaped, which started after it.
+			ticks += pb.ticks + pb.children
+			continue
+		}
+		u.PeakSinceStart = u.PeakSinceStart || !pa.reset
+		ticks += sub(pb.ticks, pa.ticks)
+		// Children reaped in the pass brought all their time, some of it
+		// from before the start. A parent that ignores SIGCHLD gains
+		// nothing when they end, hence the bound.
+		got := sub(pb.children, pa.children)
+		ticks += got - min(got, reaped[k])
+	}
+	if u.Procs == 0 {
+		u.Err = fmt.Errorf("%s: no process in group %d", g.Name, g.PGID)
+		return u
+	}
+	u.CPUSeconds = float64(ticks) / procfs.TicksPerSecond
+	return u
+}
+
+func sub(b, a uint64) uint64 {
+	if b < a {
+		return 0
+	}
+	return b - a
+}
