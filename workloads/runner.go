@@ -137,6 +137,9 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	if spec.Runtime == "" {
 		spec.Runtime = engines.RuntimeProcess
 	}
+	if err := spec.Config.withDefaults().Validate(); err != nil {
+		return nil, nil, err
+	}
 	run := results.NewRun(spec.Version, spec.Commit, spec.Settings)
 	rc := &Recorder{Run: run, Dir: spec.OutDir, Progress: spec.Progress}
 	planned := EstimateRun(spec.Workloads, len(spec.Engines), spec.Config)
@@ -155,7 +158,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	if spec.Runtime == engines.RuntimeProcess {
 		plan = PlanCPUs()
 	}
-	cfg := spec.Config
+	cfg := spec.Config.withDefaults()
 	cfg.CPUs = plan.Generator
 	if len(plan.Generator) > 0 {
 		// The whole generator process, not only its event loops: the Go

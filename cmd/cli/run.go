@@ -267,6 +267,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		}
 	}
 	run, rc, err := workloads.Execute(ctx, rs, tables)
+	if run == nil {
+		return err
+	}
 	if o.suite != nil {
 		if merr := o.suite.end(run, rc); merr != nil && err == nil {
 			err = merr

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hlsbench/hlsbench/results"
+)
+
+// A suite writes a manifest of its cells; --resume runs only the cells it
+// does not list as complete, with the suite's own settings, and drops the
+// unfinished cells' passes from the earlier file.
+func TestSuiteResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs workloads")
+	}
+	dir := filepath.Join(t.TempDir(), "suite")
+	code, _, errs := runCLI(t, context.Background(), "suite", "--runtime", "inproc", "--engine", "builtin",
+		"--workload", "hit-path,miss-storm", "--passes", "1", "--warmups", "0", "--pass-duration", "300ms", "--rate", "200",
+		"--quiet", "--out", dir)
+	if code != ExitOK && code != ExitInvalid {
+		t.Fatalf("suite: exit %d: %s", code, errs)
+	}
+	m, err := readManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Cells) != 2 || !m.Cells[0].Complete || !m.Cells[1].Complete || len(m.Runs) != 1 {
+		t.Fatalf("manifest %+v", m)
+	}
+	// As if the suite had been stopped during miss-storm.
+	m.Cells[1].Complete, m.Cells[1].File = false, ""
+	b, _ := json.Marshal(m)
+	os.WriteFile(filepath.Join(dir, manifestName), b, 0o644)
+
+	code, _, errs = runCLI(t, context.Background(), "suite", "--resume", dir, "--quiet")
+	if code != ExitOK && code != ExitInvalid {
+		t.Fatalf("resume: exit %d: %s", code, errs)
+	}
+	t.Logf("resume: %s", errs)
+	if !strings.Contains(errs, "1 of 2 cells to run") {
+		t.Errorf("resume said: %s", errs)
+	}
+	m, _ = readManifest(dir)
+	if len(m.Runs) != 2 || !m.Cells[1].Complete || m.Cells[1].File != m.Runs[1] {
+		t.Fatalf("manifest after resume %+v", m)
+	}
+	first, err := results.Load(filepath.Join(dir, m.Runs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := results.Load(filepath.Join(dir, m.Runs[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range first.Results {
+		if r.Workload != "hit-path" {
+			t.Errorf("first file still holds %s", r.ID)
+		}
+	}
+	for _, r := range second.Results {
+		if r.Workload != "miss-storm" || r.MeasuredPasses != 1 {
+			t.Errorf("second file holds %s with %d passes: want miss-storm only, as the suite was set up", r.ID, r.MeasuredPasses)
+		}
+	}
+	code, _, errs = runCLI(t, context.Background(), "suite", "--resume", dir, "--quiet")
+	if code != ExitUsage || !strings.Contains(errs, "complete") {
+		t.Errorf("resuming a complete suite: exit %d: %s", code, errs)
+	}
+	code, _, errs = runCLI(t, context.Background(), "suite", "--quiet", "--out", dir)
+	if code != ExitUsage || !strings.Contains(errs, "--resume") {
+		t.Errorf("a second suite into the same directory: exit %d: %s", code, errs)
+	}
+}
