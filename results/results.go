@@ -247,6 +247,13 @@ type Result struct {
 	// GraceErrors are origin-flap's failed answers while the origin failed
 	// and the object's TTL had expired.
 	GraceErrors *int64 `json:"grace_errors,omitempty"`
+
+	// EngineCPUMsPer1000 is the median over the valid measured passes of
+	// the engine's CPU milliseconds per 1000 requests served, and
+	// EnginePeakRSSBytes the largest peak of its processes' resident
+	// memory in a measured pass (null where the engine runs in-process).
+	EngineCPUMsPer1000 *float64 `json:"engine_cpu_ms_per_1000,omitempty"`
+	EnginePeakRSSBytes *int64   `json:"engine_peak_rss_bytes,omitempty"`
 }
 
 // ErrorSample is one distinct failure message and how often it was seen.
@@ -314,6 +321,28 @@ func (r *Result) Recount() {
 	}
 	r.Valid = r.MeasuredPasses > 0 && r.ValidPasses == r.MeasuredPasses
 	r.Spread = SpreadOf(r.Passes)
+	r.EngineCPUMsPer1000, r.EnginePeakRSSBytes = nil, nil
+	var perK []float64
+	for _, p := range r.Passes {
+		if p.Warmup || p.Evidence == nil || p.Evidence.Cost == nil {
+			continue
+		}
+		c := p.Evidence.Cost
+		if c.EngineCPUMsPer1000 != nil && p.Valid {
+			perK = append(perK, *c.EngineCPUMsPer1000)
+		}
+		if c.EnginePeakRSSBytes != nil && (r.EnginePeakRSSBytes == nil || *c.EnginePeakRSSBytes > *r.EnginePeakRSSBytes) {
+			r.EnginePeakRSSBytes = c.EnginePeakRSSBytes
+		}
+	}
+	if len(perK) > 0 {
+		sort.Float64s(perK)
+		m := perK[len(perK)/2]
+		if len(perK)%2 == 0 {
+			m = (perK[len(perK)/2-1] + perK[len(perK)/2]) / 2
+		}
+		r.EngineCPUMsPer1000 = &m
+	}
 	if r.Value != nil {
 		r.NoValue = ""
 		return

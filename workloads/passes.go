@@ -12,6 +12,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/cost"
 	"github.com/hlsbench/hlsbench/engines/cpuload"
 	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/results"
@@ -42,7 +43,17 @@ type Target struct {
 	// processes took during each pass. Nil Ours measures nothing.
 	CPUs []int
 	Ours func() cpuload.Ours
+	// Groups are the process groups whose CPU time and peak memory each
+	// pass records: the engine's and the origin's, when they are local
+	// processes.
+	Groups []cost.Group
 }
+
+// The names of Target.Groups.
+const (
+	costEngine = "engine"
+	costOrigin = "origin"
+)
 
 // Recorder collects the results of a run and saves the file after every
 // pass, so an interrupted run keeps what finished.
@@ -121,6 +132,9 @@ func newPass(i, warmups int, r *loadgen.Result, reasons []string) *passInfo {
 func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *passInfo, before snapshot) snapshot {
 	after := take(ctx, tgt)
 	p.ev = delta(tgt, before, after)
+	if before.meter != nil {
+		p.ev.Cost = costOf(before.meter.Stop(), p.lr)
+	}
 	agree(rc, spec, tgt, p)
 	noteBusy(rc, p)
 	return after
@@ -248,12 +262,16 @@ type snapshot struct {
 	origin  origin.Stats
 	engine  map[string]float64
 	cpu     *cpuload.Sample
+	meter   *cost.Meter // started with the snapshot
 	errs    []string
 	takenAt time.Time
 }
 
 func take(ctx context.Context, tgt *Target) snapshot {
 	s := snapshot{takenAt: time.Now()}
+	if len(tgt.Groups) > 0 {
+		s.meter = cost.Start(tgt.Groups)
+	}
 	if tgt.Ours != nil {
 		cs := cpuload.Take(tgt.CPUs, tgt.Ours())
 		s.cpu = &cs
@@ -306,6 +324,32 @@ func delta(tgt *Target, a, b snapshot) *results.Evidence {
 		}
 	}
 	return ev
+}
+
+// costOf is what the engine and the origin used in a pass, and the
+// engine's CPU per 1000 requests served (null when none was).
+func costOf(us []cost.Usage, r *loadgen.Result) *results.Cost {
+	c := &results.Cost{}
+	for _, u := range us {
+		if u.Err != nil {
+			c.Errors = append(c.Errors, fmt.Sprintf("%s: %v", u.Name, u.Err))
+			continue
+		}
+		cpu, peak := ptr(round3(u.CPUSeconds)), ptr(u.PeakRSSBytes)
+		switch u.Name {
+		case costEngine:
+			c.EngineCPUSeconds, c.EnginePeakRSSBytes = cpu, peak
+			if r != nil && r.OK > 0 {
+				c.EngineCPUMsPer1000 = ptr(round3(u.CPUSeconds * 1e3 / (float64(r.OK) / 1e3)))
+			}
+		case costOrigin:
+			c.OriginCPUSeconds, c.OriginPeakRSSBytes = cpu, peak
+		}
+		if u.PeakSinceStart {
+			c.Errors = append(c.Errors, u.Name+": peak RSS since the process started (the reset was refused)")
+		}
+	}
+	return c
 }
 
 // minBusiest is the CPU time a process must have taken in a pass to be

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/cost"
 	"github.com/hlsbench/hlsbench/engines/cpuload"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/origin"
@@ -80,6 +81,7 @@ type originHandle struct {
 	seed    uint64
 	control OriginControl
 	stop    func(context.Context) error
+	pgid    int // its process group; 0 in-process
 }
 
 type inprocOrigin struct{ o *origin.Origin }
@@ -124,7 +126,7 @@ func startOrigin(ctx context.Context, rt string, cfg origin.Config, listen strin
 			p.Stop(context.WithoutCancel(ctx))
 			return nil, p.Err(fmt.Errorf("origin control: %w", err))
 		}
-		return &originHandle{dataURL: f[1], seed: cfg.Seed, control: cl, stop: p.Stop}, nil
+		return &originHandle{dataURL: f[1], seed: cfg.Seed, control: cl, stop: p.Stop, pgid: p.PGID()}, nil
 	}
 	return nil, fmt.Errorf("runtime %q: want %s or %s", rt, engines.RuntimeProcess, engines.RuntimeInproc)
 }
@@ -336,6 +338,12 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	}
 	if u, ok := c.inst.(engines.UpstreamCounter); ok {
 		c.tgt.UpstreamKey = u.UpstreamCounter()
+	}
+	if pg, ok := c.inst.(engines.ProcessGroup); ok {
+		c.tgt.Groups = append(c.tgt.Groups, cost.Group{Name: costEngine, PGID: pg.PGID()})
+	}
+	if orig.pgid > 0 {
+		c.tgt.Groups = append(c.tgt.Groups, cost.Group{Name: costOrigin, PGID: orig.pgid})
 	}
 	return nil
 }

@@ -56,7 +56,32 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	tw.Flush()
 	fmt.Fprintln(w, "  value: the test's figure over its valid measured passes; [min–max]: the valid passes' own")
 	fmt.Fprintln(w, "  values; valid: valid of measured passes")
+	writeCost(w, rs)
 	causes.write(w)
+}
+
+// writeCost prints each engine's CPU per 1000 requests and peak memory,
+// from its first test (every test of a workload shares its passes).
+func writeCost(w io.Writer, rs []*results.Result) {
+	seen := map[string]bool{}
+	for _, r := range rs {
+		eng := EngineLabel(r)
+		if seen[eng] {
+			continue
+		}
+		seen[eng] = true
+		if r.EngineCPUMsPer1000 == nil && r.EnginePeakRSSBytes == nil {
+			continue
+		}
+		cpu, mem := "—", "—"
+		if r.EngineCPUMsPer1000 != nil {
+			cpu = sig3(*r.EngineCPUMsPer1000) + " CPU-ms per 1000 requests"
+		}
+		if r.EnginePeakRSSBytes != nil {
+			mem = fmt.Sprintf("peak RSS %s MB", sig3(float64(*r.EnginePeakRSSBytes)/(1<<20)))
+		}
+		fmt.Fprintf(w, "  engine cost, %s: %s (median of valid passes), %s\n", eng, cpu, mem)
+	}
 }
 
 // EngineLabel names an engine as it ran: name, version, runtime, topology.
