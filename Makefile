@@ -1,4 +1,4 @@
-.PHONY: build run test bench-loadgen
+.PHONY: build run test lint nightly bench-loadgen
 
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
@@ -19,3 +19,13 @@ test:
 # The load generator's figures from issue 2 (takes 2-3 minutes; BENCH_QUICK=1 for a smoke run).
 bench-loadgen:
 	bash workloads/loadgen/bench/bench.sh
+
+# The workflows, checked with actionlint (installed with go install).
+ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+lint:
+	go run $(ACTIONLINT) .github/workflows/*.yml
+
+# The nightly regression job: BASE (default: the last tag, else the previous
+# commit) and HEAD, suites back to back here, then compare (its exit code).
+nightly:
+	BASE=$(BASE) bash .ci/nightly
