@@ -37,9 +37,10 @@ func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
 
 BASE and NEW are each a run file or a directory, which stands for every
 run-*.json in it (a suite); several runs are merged per engine, workload and
-test. Only the valid measured passes count: not warm-ups, not invalid passes. A
-test that is invalid, missing or without a value on either side is listed as
-such and never compared. base and new are the medians of the passes' own values
+test. Only the valid measured passes count: not warm-ups, not invalid passes
+(a test with some invalid passes is compared on its valid ones, noted
+"partial" with a warning). A test with no valid pass, missing, or without a
+value on either side is listed as such and never compared. base and new are the medians of the passes' own values
 (a pass's p99, say), so they can differ from a run's headline value, which
 merges every request of its passes.
 
@@ -250,6 +251,8 @@ func notesText(notes []string) string {
 			out = append(out, "host")
 		case compare.NoteVersion:
 			out = append(out, "version")
+		case compare.NotePartial:
+			out = append(out, "partial")
 		default:
 			out = append(out, n)
 		}

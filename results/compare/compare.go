@@ -116,7 +116,8 @@ const (
 	OK State = "ok"
 	// Missing: no file of the side has the test.
 	Missing State = "missing"
-	// Invalid: some measured pass of the test is invalid, in some file.
+	// Invalid: no measured pass of the test is valid, in some file (a
+	// test with some valid passes is compared on them, with NotePartial).
 	Invalid State = "invalid"
 	// NoValue: valid, but nothing was measured.
 	NoValue State = "no value"
@@ -158,6 +159,10 @@ type Row struct {
 const (
 	NoteHost    = "another host"
 	NoteVersion = "another engine version"
+	// NotePartial: some measured passes were invalid on a side; its valid
+	// passes are compared, the invalid ones left out (a warning says
+	// which).
+	NotePartial = "invalid passes left out"
 )
 
 // Side is what one side holds for a row.
@@ -222,6 +227,7 @@ type gathered struct {
 	first    *results.Result
 	values   []float64
 	invalid  []string
+	partial  []string // files whose test had some invalid passes
 	noValue  []string
 	versions []string
 	hosts    []string
@@ -332,8 +338,10 @@ func gather(files []File, order *[]key, seen map[key]bool) map[key]*gathered {
 					vals = append(vals, *p.Value)
 				}
 			}
+			// A test is compared on its valid passes (its value comes from
+			// them); it is invalid only when none is.
 			switch {
-			case !r.Valid:
+			case (r.Value == nil || len(vals) == 0) && !r.Valid:
 				g.invalid = append(g.invalid, name+": "+invalidReason(r))
 			case r.Value == nil || len(vals) == 0:
 				why := r.NoValue
@@ -341,6 +349,9 @@ func gather(files []File, order *[]key, seen map[key]bool) map[key]*gathered {
 					why = "no valid measured pass has a value"
 				}
 				g.noValue = append(g.noValue, name+": "+why)
+			case !r.Valid:
+				g.partial = append(g.partial, fmt.Sprintf("%s: %d of %d measured passes invalid (%s)",
+					name, r.MeasuredPasses-len(vals), r.MeasuredPasses, invalidReason(r)))
 			}
 			g.values = append(g.values, vals...)
 		}
@@ -424,6 +435,17 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 		if len(b.versions) > 0 && len(n.versions) > 0 && !sameSet(b.versions, n.versions) {
 			r.Notes = append(r.Notes, NoteVersion)
 			warn.add(fmt.Sprintf("%s: base ran version %s, new %s", label, strings.Join(b.versions, ", "), strings.Join(n.versions, ", ")))
+		}
+	}
+	for _, g := range []*gathered{b, n} {
+		if g == nil || len(g.partial) == 0 || len(g.invalid) > 0 || len(g.noValue) > 0 {
+			continue
+		}
+		if !slices.Contains(r.Notes, NotePartial) {
+			r.Notes = append(r.Notes, NotePartial)
+		}
+		for _, p := range g.partial {
+			warn.add(fmt.Sprintf("%s: compared on its valid passes only; %s", r.ID, p))
 		}
 	}
 	for _, s := range []State{Missing, Invalid, NoValue} {

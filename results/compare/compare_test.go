@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,7 @@ func TestRunsVerdicts(t *testing.T) {
 		result("miss-storm/p50-ttfb", true, 100, 101, 102),
 		result("hit-path/only-base", true, around(1, 20)...),
 		result("hit-path/invalid-new", true, around(1, 20)...),
+		result("hit-path/all-invalid-new", true, around(1, 5)...),
 		null, noValue)
 	newer := newRun("new",
 		result("hit-path/p99-ttfb", true, around(12, 20)...),       // slower: regression
@@ -130,6 +132,7 @@ func TestRunsVerdicts(t *testing.T) {
 		result("miss-storm/p99-ttfb", true, around(200, 20)...),    // faster: improvement
 		result("miss-storm/p50-ttfb", true, 200, 201, 202),         // 3 vs 3: never significant
 		invalid(result("hit-path/invalid-new", true, around(1, 20)...), 3),
+		allInvalid(result("hit-path/all-invalid-new", true, around(1, 5)...)),
 		result("hit-path/p50-ttfb", true, around(1, 20)...),
 		result("hit-path/only-new", true, around(1, 20)...),
 		result("hit-path/null-valid", true, around(1, 20)...))
@@ -150,7 +153,8 @@ func TestRunsVerdicts(t *testing.T) {
 		{"miss-storm/p50-ttfb", Compared, stats.NotComparable, "too few valid passes: 3 in base and 3 in new"},
 		{"hit-path/only-base", "missing in new", "", "no file has it"},
 		{"hit-path/only-new", "missing in base", "", "no file has it"},
-		{"hit-path/invalid-new", "invalid in new", "", "run-new.json: pass 3: the generator was late"},
+		{"hit-path/invalid-new", Compared, stats.NoChange, ""},
+		{"hit-path/all-invalid-new", "invalid in new", "", "run-new.json: pass 1: the generator was late"},
 		{"hit-path/p50-ttfb", "invalid in base", "", "run-base.json: pass 1: no successful request"},
 		{"hit-path/null-valid", "no value in base", "", "run-base.json: nothing was measured"},
 	} {
@@ -168,7 +172,12 @@ func TestRunsVerdicts(t *testing.T) {
 		len(r.Base.Values) != 20 || !r.Exact || r.Unit != "ms" || !r.LowerIsBetter {
 		t.Errorf("regression row: %+v (warm-ups must not count)", r)
 	}
-	if inv := rowOf(t, c, "builtin", "hit-path/invalid-new"); inv.New.Median != nil || inv.Base.Median == nil {
+	// A side with some invalid passes is compared on its valid ones, and
+	// says so; a side with none valid has no median.
+	if p := rowOf(t, c, "builtin", "hit-path/invalid-new"); len(p.New.Values) != 19 || !slices.Contains(p.Notes, NotePartial) {
+		t.Errorf("partly invalid side: %d values, notes %v: want the 19 valid passes and the note", len(p.New.Values), p.Notes)
+	}
+	if inv := rowOf(t, c, "builtin", "hit-path/all-invalid-new"); inv.New.Median != nil || inv.Base.Median == nil {
 		t.Errorf("an invalid side has no median: %+v", inv)
 	}
 	if got := len(c.Regressions()); got != 2 {
@@ -184,8 +193,8 @@ func TestRunsVerdicts(t *testing.T) {
 	if strings.Join(wls, ",") != "hit-path,miss-storm" {
 		t.Errorf("workload order %v", wls)
 	}
-	if len(c.Warnings) != 0 {
-		t.Errorf("warnings %q for two runs on one host, engine and conditions", c.Warnings)
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "hit-path/invalid-new: compared on its valid passes only; run-new.json: 1 of 20") {
+		t.Errorf("warnings %q for two runs on one host, engine and conditions: want only the left-out pass", c.Warnings)
 	}
 }
 
@@ -205,9 +214,17 @@ func TestRunsMerge(t *testing.T) {
 	if r.Verdict != stats.Regression || len(r.Base.Values) != 12 || len(r.New.Files) != 4 {
 		t.Errorf("merged row %+v", r)
 	}
-	// One invalid file makes the side invalid: its valid passes are not
-	// picked out of it.
+	// A file whose test had an invalid pass contributes its valid ones.
 	newer[2].Results[0] = invalid(newer[2].Results[0], 2)
+	c, err = compare(t, base, newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.Status != Compared || len(r.New.Values) != 11 || !slices.Contains(r.Notes, NotePartial) {
+		t.Errorf("row %s (%s) with %d new values, want compared on 11 and the note", r.Status, r.Reason, len(r.New.Values))
+	}
+	// A file with no valid pass of it makes the side invalid.
+	newer[2].Results[0] = allInvalid(newer[2].Results[0])
 	c, err = compare(t, base, newer)
 	if err != nil {
 		t.Fatal(err)
@@ -215,6 +232,18 @@ func TestRunsMerge(t *testing.T) {
 	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.Status != "invalid in new" || !strings.Contains(r.Reason, "run-n2.json") {
 		t.Errorf("row %s (%s), want invalid in new naming run-n2.json", r.Status, r.Reason)
 	}
+}
+
+// allInvalid marks every pass of a result invalid: it has no value.
+func allInvalid(r results.Result) results.Result {
+	r.Passes = append([]results.Pass(nil), r.Passes...)
+	for i := range r.Passes {
+		r.Passes[i].Valid = false
+		r.Passes[i].InvalidReasons = []string{"the generator was late"}
+	}
+	r.Value = nil
+	r.Recount()
+	return r
 }
 
 func TestRunsConditions(t *testing.T) {

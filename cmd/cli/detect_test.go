@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/builtin"
+	"github.com/hlsbench/hlsbench/workloads"
+)
+
+// delayProxy forwards to target, adding d to every answer before its
+// first byte (spinning, for a delay the timer's granularity cannot blur).
+func delayProxy(t *testing.T, target string, d time.Duration) string {
+	u, _ := url.Parse(target)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for start := time.Now(); time.Since(start) < d; {
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Detection: a proxy in front of the built-in cache that adds 0.2 ms to
+// every answer makes compare exit 1 and name the hit-path tests, against
+// the same proxy adding nothing, measured back to back.
+func TestCompareDetectsDelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two runs of 11 passes")
+	}
+	specs, err := workloads.Specs(workloads.HitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	originAddr := freeAddr(t)
+	cache, err := builtin.New(builtin.Config{Origin: "http://" + originAddr, Policy: engines.BuiltinPolicy(specs[0].Policy)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close()
+	cacheSrv := httptest.NewServer(cache)
+	defer cacheSrv.Close()
+
+	dir := t.TempDir()
+	measure := func(name string, d time.Duration) string {
+		out := filepath.Join(dir, name)
+		code, _, errs := runCLI(t, context.Background(), "run", "--runtime", "inproc", "--engine", "external",
+			"--url", delayProxy(t, cacheSrv.URL, d), "--origin-listen", originAddr, "--workload", "hit-path",
+			"--passes", "10", "--warmups", "1", "--pass-duration", "1s", "--rate", "500", "--quiet", "--out", out)
+		if code != ExitOK && code != ExitInvalid {
+			t.Fatalf("%s: exit %d: %s", name, code, errs)
+		}
+		return out
+	}
+	base := measure("base", 0)
+	slow := measure("new", 200*time.Microsecond)
+	code, out, errs := runCLI(t, context.Background(), "compare", base, slow)
+	t.Logf("compare:\n%s%s", out, errs)
+	if code != 1 {
+		t.Fatalf("compare exit %d, want 1 for a 0.2 ms slower proxy", code)
+	}
+	found := false
+	for _, line := range strings.Split(out, "\n") {
+		found = found || (strings.Contains(line, "p50-ttfb") && strings.Contains(line, "regression"))
+	}
+	if !found || !strings.Contains(errs, "hit-path") {
+		t.Errorf("compare does not name hit-path p50-ttfb as a regression")
+	}
+}
