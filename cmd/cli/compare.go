@@ -139,7 +139,7 @@ func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase
 	legend := fmt.Sprintf("base, new: median of the valid measured passes' own values; n: how many, base/new; "+
 		"change: new vs base; p: two-sided Mann-Whitney U; ~: no significant change (p ≥ %g or |change| < %g%%)", c.Alpha, c.Threshold)
 	if notes {
-		legend += "; note: another host or engine version (see the warnings)"
+		legend += "; note: another host or engine version, or partial: invalid passes left out (see the warnings)"
 	}
 	fmt.Fprintln(w, wrap(legend, "  "))
 	for _, warn := range c.Warnings {
