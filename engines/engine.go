@@ -116,7 +116,7 @@ func FindBinary(e Engine, override string) (string, error) {
 	if override != "" {
 		p, err := exec.LookPath(override)
 		if err != nil {
-			return "", fmt.Errorf("%s: --binary %s: %w", e.Name(), override, err)
+			return "", &BinaryError{Engine: e.Name(), Path: override, Err: err}
 		}
 		return p, nil
 	}
@@ -135,6 +135,15 @@ func FindBinary(e Engine, override string) (string, error) {
 	}
 	return "", fmt.Errorf("%s: %s %w on PATH%s", e.Name(), e.Binary(), ErrNotFound, hint)
 }
+
+// BinaryError is a binary the caller named that cannot be run.
+type BinaryError struct {
+	Engine, Path string
+	Err          error
+}
+
+func (e *BinaryError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Engine, e.Path, e.Err) }
+func (e *BinaryError) Unwrap() error { return e.Err }
 
 // FreePort asks the kernel for a free loopback port. Engines are given a real
 // port because not all of them can report one they picked.

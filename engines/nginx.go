@@ -45,7 +45,7 @@ func (NGINX) Binary() string { return "nginx" }
 func (NGINX) UpstreamCounter() string { return "upstream_requests" }
 
 func (NGINX) InstallHint() string {
-	return "install it with `apt-get install nginx-light` (or nginx), or give its path with --binary"
+	return "install it with `apt-get install nginx-light` (or nginx), or give the path of its binary"
 }
 
 // NGINXConf is the name of the rendered configuration in WorkDir.

@@ -81,7 +81,7 @@ func (Varnish) UpstreamCounter() string { return "MAIN.backend_req" }
 func (Vinyl) UpstreamCounter() string   { return "MAIN.backend_req" }
 
 func (Varnish) InstallHint() string {
-	return "install Debian's package (apt-get install varnish), or give --binary /path/to/varnishd"
+	return "install Debian's package (apt-get install varnish), or give the path of its varnishd"
 }
 
 func (Vinyl) Name() string   { return vinylNames.name }
@@ -106,7 +106,7 @@ func (Vinyl) ReadCounters(ctx context.Context, cfg Config, binary string) (map[s
 func (Vinyl) InstallHint() string {
 	return "Vinyl Cache is not packaged in Debian bookworm; build it from the project's source release " +
 		"(https://vinyl-cache.org/) or install a newer distribution's vinyl-cache package, " +
-		"then put vinyld on PATH or give --binary /path/to/vinyld"
+		"then put vinyld on PATH or give the path of the vinyld binary"
 }
 
 // launch is the command line: the manager in the foreground (-F), so it

@@ -198,7 +198,7 @@ func TestVinylNotInstalledHint(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("err %v, want ErrNotFound", err)
 	}
-	for _, want := range []string{"vinyld", "not packaged in Debian bookworm", "--binary", "vinyl-cache.org"} {
+	for _, want := range []string{"vinyld", "not packaged in Debian bookworm", "path of the vinyld binary", "vinyl-cache.org"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

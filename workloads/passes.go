@@ -201,6 +201,9 @@ func addPass(r *results.Result, p *passInfo, value *float64, noValue string, mor
 			reasons = []string{noValue}
 		}
 	}
+	if value != nil {
+		noValue = ""
+	}
 	rp := results.Pass{Index: p.index, Warmup: p.warmup, Value: value, NoValue: noValue, Valid: len(reasons) == 0,
 		InvalidReasons: reasons, StartedAt: p.started.UTC(), Evidence: p.ev}
 	if p.lr != nil {

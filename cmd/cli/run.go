@@ -208,10 +208,11 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	for _, name := range engineNames {
 		if e, ok := engines.Lookup(name); ok {
 			if _, err := engines.FindBinary(e, binaries[name]); err != nil {
-				if binaries[name] != "" {
-					return usagef("--binary %s: %v (want the path of %s's %s, or a name on PATH)", binaries[name], errors.Unwrap(err), name, e.Binary())
+				var be *engines.BinaryError
+				if errors.As(err, &be) {
+					return usagef("--binary %s: %v (want the path of %s's %s, or a name on PATH)", be.Path, be.Err, name, e.Binary())
 				}
-				return err
+				return fmt.Errorf("%w (--binary gives its path)", err)
 			}
 		}
 	}

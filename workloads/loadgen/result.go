@@ -168,7 +168,7 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 		r.ShardCPU = append(r.ShardCPU, share)
 		if s.wall >= 100*time.Millisecond && share > CPULimit {
 			r.checks = append(r.checks, fmt.Sprintf(
-				"generator CPU saturated: event loop %d used %.0f%% of a core while sending; the figures measure the generator, not the server: lower --rate, or give the generator more cores",
+				"generator CPU saturated: event loop %d used %.0f%% of a core while sending; the figures measure the generator, not the server: lower the rate, or give the generator more cores",
 				i, 100*share))
 		}
 	}
@@ -206,7 +206,7 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 	}
 	if r.Dropped > 0 {
 		r.checks = append(r.checks, fmt.Sprintf(
-			"%d of %d requests were dropped, never sent: every connection was busy and the waiting queue was full; the server answered slower than the rate: lower --rate or raise --connections",
+			"%d of %d requests were dropped, never sent: every connection was busy and the waiting queue was full; the server answered slower than the rate: lower the rate or open more connections",
 			r.Dropped, r.Requests))
 	}
 	r.judge()
@@ -313,7 +313,7 @@ func (r *Result) Lateness(figure string, quantiles ...float64) []string {
 	if figure == "ttfb" {
 		name = "TTFB"
 	}
-	return []string{fmt.Sprintf("the generator's own lateness moved %s %s: lower --rate or --connections, or run on a quieter machine (%s)",
+	return []string{fmt.Sprintf("the generator's own lateness moved %s %s: lower the rate or the connections, or run on a quieter machine (%s)",
 		name, strings.Join(moved, ", "), r.worst)}
 }
 

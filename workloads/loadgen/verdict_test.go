@@ -85,7 +85,7 @@ func TestLateGeneratorIsInvalid(t *testing.T) {
 	}
 	valid, why := r.Verdict(50, 99)
 	if valid || r.Valid || !strings.Contains(strings.Join(why, "\n"), "lateness moved TTFB p50") ||
-		!strings.Contains(strings.Join(why, "\n"), "lower --rate") {
+		!strings.Contains(strings.Join(why, "\n"), "lower the rate") {
 		t.Errorf("Verdict(50, 99) %v %q, want invalid naming TTFB p50 and what to do", valid, why)
 	}
 	// Only non-lateness checks without a quantile.
