@@ -330,7 +330,5 @@ var (
 	_ UpstreamCounter = NGINX{}
 	_ UpstreamCounter = (*processCache)(nil)
 	_ UpstreamCounter = (*inprocCache)(nil)
-	_ Instance        = (*localInstance)(nil)
-	_ Counters        = (*localInstance)(nil)
 	_ ProcessGroup    = (*localInstance)(nil)
 )

@@ -95,14 +95,17 @@ type Conditions struct {
 	RangeBytes  int64 `json:"range_bytes,omitempty"`
 	// Burst is how many requests a burst releases at once.
 	Burst int `json:"burst,omitempty"`
-	// Cycles, HealthyPhase and FailPhase shape origin-flap; FailMode is
-	// how the origin fails.
+	// Cycles (its pass count: not compared), HealthyPhase and FailPhase
+	// shape origin-flap; FailMode is how the origin fails.
 	Cycles       int      `json:"cycles,omitempty"`
 	HealthyPhase Duration `json:"healthy_phase,omitempty"`
 	FailPhase    Duration `json:"fail_phase,omitempty"`
 	FailMode     string   `json:"fail_mode,omitempty"`
 	PassDuration Duration `json:"pass_duration,omitempty"`
 	Timeout      Duration `json:"timeout,omitempty"`
+	// Policy is a digest of the cache policy every engine was given (TTLs,
+	// grace, probe, timeouts): runs under another policy do not compare.
+	Policy string `json:"policy,omitempty"`
 	// Warmups and Passes are the protocol; they may differ between runs
 	// that are compared.
 	Warmups int `json:"warmups"`
@@ -123,11 +126,14 @@ func (c Conditions) Comparable(o Conditions) (bool, []string) {
 	check("object_bytes", c.ObjectBytes, o.ObjectBytes)
 	check("range_bytes", c.RangeBytes, o.RangeBytes)
 	check("burst", c.Burst, o.Burst)
-	check("cycles", c.Cycles, o.Cycles)
 	check("healthy_phase", c.HealthyPhase, o.HealthyPhase)
 	check("fail_phase", c.FailPhase, o.FailPhase)
 	check("fail_mode", c.FailMode, o.FailMode)
 	check("pass_duration", c.PassDuration, o.PassDuration)
+	check("timeout", c.Timeout, o.Timeout)
+	if c.Policy != "" && o.Policy != "" {
+		check("policy", c.Policy, o.Policy)
+	}
 	return len(diff) == 0, diff
 }
 
@@ -248,8 +254,9 @@ type Result struct {
 	// and the object's TTL had expired.
 	GraceErrors *int64 `json:"grace_errors,omitempty"`
 
-	// EngineCPUMsPer1000 is the median over the valid measured passes of
-	// the engine's CPU milliseconds per 1000 requests served, and
+	// EngineCPUMsPer1000 is the median over the measured passes of the
+	// engine's CPU milliseconds per 1000 requests served (the generator's
+	// lateness, which can invalidate a latency, does not move it), and
 	// EnginePeakRSSBytes the largest peak of its processes' resident
 	// memory in a measured pass (null where the engine runs in-process).
 	EngineCPUMsPer1000 *float64 `json:"engine_cpu_ms_per_1000,omitempty"`
@@ -328,7 +335,7 @@ func (r *Result) Recount() {
 			continue
 		}
 		c := p.Evidence.Cost
-		if c.EngineCPUMsPer1000 != nil && p.Valid {
+		if c.EngineCPUMsPer1000 != nil {
 			perK = append(perK, *c.EngineCPUMsPer1000)
 		}
 		if c.EnginePeakRSSBytes != nil && (r.EnginePeakRSSBytes == nil || *c.EnginePeakRSSBytes > *r.EnginePeakRSSBytes) {
@@ -535,7 +542,7 @@ func Load(path string) (*Run, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	if r.SchemaVersion < 3 {
+	if probe.SchemaVersion < 3 {
 		upgrade2(&r)
 	}
 	if r.FinishedAt.IsZero() {

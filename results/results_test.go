@@ -75,7 +75,8 @@ func TestLoadSchema1(t *testing.T) {
 	os.WriteFile(p, []byte(`{"schema_version": 1, "id": "x", "finished_at": "2026-11-30T04:45:04Z", "interrupted": false,
 	 "results": [
 	  {"id": "origin-flap/grace-ratio", "value": 100, "valid": true, "errors": 3, "stale": 97,
-	   "passes": [{"index": 1, "value": 97, "valid": true, "requests": 2000, "errors": 0}]},
+	   "passes": [{"index": 1, "value": 97, "valid": true, "requests": 2000, "errors": 0,
+	     "extra": {"origin_fetches": 2, "origin_failed": 18, "expired_window": {"stale": 97, "errors": 3}}}]},
 	  {"id": "segment/full-p50-ttfb", "value": 0, "valid": false,
 	   "passes": [{"index": 1, "value": 0, "requests": 2500, "errors": 2500, "errors_by_kind": {"short_body": 2500}}]}]}`), 0o644)
 	r, err := Load(p)
@@ -88,6 +89,9 @@ func TestLoadSchema1(t *testing.T) {
 	g := r.Results[0]
 	if g.GraceErrors == nil || *g.GraceErrors != 3 || g.Errors != 0 || g.Requests != 2000 || g.ValidPasses != 1 {
 		t.Errorf("grace result %+v: schema 1 errors are grace_errors", g)
+	}
+	if ev := g.Passes[0].Evidence; ev == nil || ev.Origin == nil || ev.Origin.Failed != 18 || ev.Flap == nil || ev.Flap.Window.Stale != 97 || g.Passes[0].Extra != nil {
+		t.Errorf("schema 1 extra not typed: %+v", ev)
 	}
 	s := r.Results[1]
 	if s.Errors != 2500 || s.ErrorsByKind["short_body"] != 2500 || s.Value != nil || s.Passes[0].Value != nil || s.Passes[0].NoValue == "" {

@@ -39,11 +39,15 @@ func (hitPath) Estimate(cfg Config) time.Duration {
 
 func (hitPath) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
 	path := ManifestPath + "?run=" + tgt.Nonce
-	return openRate(ctx, &s, cfg, tgt, rc, -1, path, []series{{
+	sess, err := openRate(ctx, &s, cfg, tgt, rc, -1, path, []series{{
 		pass: loadgen.Pass{Path: path, Rate: pick(cfg.Rate, s.Rate), Duration: cfg.PassDuration},
 		tests: []*latencyTest{
 			rc.latency(&s, tgt, "p50-ttfb", "p50 TTFB", 50),
 			rc.latency(&s, tgt, "p99-ttfb", "p99 TTFB", 99),
 		},
 	}})
+	if err != nil {
+		return nil, err // a nil *rateSession is not a nil Session
+	}
+	return sess, nil
 }

@@ -130,10 +130,15 @@ func newPass(i, warmups int, r *loadgen.Result, reasons []string) *passInfo {
 // other processes' CPU, from before to now) and tells the run what it must
 // know of it. It returns the snapshot taken after the pass.
 func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *passInfo, before snapshot) snapshot {
-	after := take(ctx, tgt)
-	p.ev = delta(tgt, before, after)
+	// The meter stops first: the next one resets the peaks it reads.
+	var used []cost.Usage
 	if before.meter != nil {
-		p.ev.Cost = costOf(before.meter.Stop(), p.lr)
+		used = before.meter.Stop()
+	}
+	after := takeAfter(ctx, tgt)
+	p.ev = delta(tgt, before, after)
+	if used != nil {
+		p.ev.Cost = costOf(used, p.lr)
 	}
 	agree(rc, spec, tgt, p)
 	noteBusy(rc, p)
@@ -270,11 +275,18 @@ type snapshot struct {
 	takenAt time.Time
 }
 
+// take is the snapshot before a pass: it starts the cost meter (which
+// resets the peaks); takeAfter is the one after, which does not.
 func take(ctx context.Context, tgt *Target) snapshot {
-	s := snapshot{takenAt: time.Now()}
+	s := takeAfter(ctx, tgt)
 	if len(tgt.Groups) > 0 {
 		s.meter = cost.Start(tgt.Groups)
 	}
+	return s
+}
+
+func takeAfter(ctx context.Context, tgt *Target) snapshot {
+	s := snapshot{takenAt: time.Now()}
 	if tgt.Ours != nil {
 		cs := cpuload.Take(tgt.CPUs, tgt.Ours())
 		s.cpu = &cs
@@ -348,6 +360,9 @@ func costOf(us []cost.Usage, r *loadgen.Result) *results.Cost {
 		case costOrigin:
 			c.OriginCPUSeconds, c.OriginPeakRSSBytes = cpu, peak
 		}
+		if u.Exited > 0 {
+			c.Errors = append(c.Errors, fmt.Sprintf("%s: %d of its processes ended during the pass; part of their CPU time may be missing", u.Name, u.Exited))
+		}
 		if u.PeakSinceStart {
 			c.Errors = append(c.Errors, u.Name+": peak RSS since the process started (the reset was refused)")
 		}
@@ -364,7 +379,7 @@ const minBusiest = 0.05
 const BusyShare = 0.05
 
 // noteBusy records in the run how busy the measured CPUs were with other
-// processes (each pass's own figures are in its extra).
+// processes (each pass's own figures are in its evidence).
 func noteBusy(rc *Recorder, p *passInfo) {
 	oc := p.ev.OtherCPU
 	if oc == nil || p.warmup {

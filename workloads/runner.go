@@ -177,10 +177,13 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	var runErr error
 	for _, w := range spec.Workloads {
 		w = w.WithRate(cfg.Rate)
-		run.Workloads = append(run.Workloads, w.Describe(cfg))
 		if ctx.Err() != nil {
 			break
 		}
+		if !spec.runs(w.Name) {
+			continue // every engine of it finished before (a resumed suite)
+		}
+		run.Workloads = append(run.Workloads, w.Describe(cfg))
 		err := runWorkload(ctx, spec, w, cfg, plan, rc)
 		spec.Progress.Clear()
 		WriteTable(tables, w, rc.Results())
@@ -212,6 +215,16 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 		run.Status, run.Error = results.StatusFailed, runErr.Error()
 	}
 	return run, rc, runErr
+}
+
+// runs says whether any engine runs the workload.
+func (spec *RunSpec) runs(workload string) bool {
+	for _, e := range spec.Engines {
+		if spec.Skip == nil || !spec.Skip(e, workload) {
+			return true
+		}
+	}
+	return false
 }
 
 // cell is one engine under one workload: its own origin, the engine, and

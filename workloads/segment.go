@@ -46,7 +46,7 @@ func (segment) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Re
 	path := fmt.Sprintf(SegmentPath, 0) + "?run=" + tgt.Nonce
 	rate := pick(cfg.Rate, s.Rate)
 	rng := [][2]string{{"Range", fmt.Sprintf("bytes=0-%d", rangeBytes-1)}}
-	return openRate(ctx, &s, cfg, tgt, rc, 0, path, []series{
+	sess, err := openRate(ctx, &s, cfg, tgt, rc, 0, path, []series{
 		{label: "full GET ", pass: loadgen.Pass{Path: path, Rate: rate, Duration: cfg.PassDuration}, tests: []*latencyTest{
 			rc.latency(&s, tgt, "full-p50-ttfb", "p50 TTFB, 4 MiB full GET", 50),
 			rc.latency(&s, tgt, "full-p99-ttfb", "p99 TTFB, 4 MiB full GET", 99),
@@ -56,4 +56,8 @@ func (segment) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Re
 			rc.latency(&s, tgt, "range-p99-ttfb", "p99 TTFB, 64 KiB Range GET", 99),
 		}},
 	})
+	if err != nil {
+		return nil, err // a nil *rateSession is not a nil Session
+	}
+	return sess, nil
 }

@@ -61,15 +61,23 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 }
 
 // writeCost prints each engine's CPU per 1000 requests and peak memory,
-// from its first test (every test of a workload shares its passes).
+// once per series of passes (tests that share their passes, as p50 and p99
+// of one request do; a segment's full and Range GETs are two series).
 func writeCost(w io.Writer, rs []*results.Result) {
-	seen := map[string]bool{}
+	type series struct{ eng, first string }
+	seen := map[series][]string{}
+	var order []series
+	byKey := map[series]*results.Result{}
 	for _, r := range rs {
-		eng := EngineLabel(r)
-		if seen[eng] {
-			continue
+		k := series{eng: EngineLabel(r), first: firstStart(r)}
+		if _, ok := seen[k]; !ok {
+			order = append(order, k)
+			byKey[k] = r
 		}
-		seen[eng] = true
+		seen[k] = append(seen[k], r.Test)
+	}
+	for _, k := range order {
+		r := byKey[k]
 		if r.EngineCPUMsPer1000 == nil && r.EnginePeakRSSBytes == nil {
 			continue
 		}
@@ -80,8 +88,18 @@ func writeCost(w io.Writer, rs []*results.Result) {
 		if r.EnginePeakRSSBytes != nil {
 			mem = fmt.Sprintf("peak RSS %s MB", sig3(float64(*r.EnginePeakRSSBytes)/(1<<20)))
 		}
-		fmt.Fprintf(w, "  engine cost, %s: %s (median of valid passes), %s\n", eng, cpu, mem)
+		fmt.Fprintln(w, wrap(fmt.Sprintf("engine cost, %s (%s): %s, %s", k.eng, strings.Join(seen[k], ", "), cpu, mem), TableWidth, "  ", "    "))
 	}
+}
+
+// firstStart identifies a test's series of passes by its first pass's start.
+func firstStart(r *results.Result) string {
+	for _, p := range r.Passes {
+		if !p.StartedAt.IsZero() {
+			return p.StartedAt.String()
+		}
+	}
+	return r.Test
 }
 
 // EngineLabel names an engine as it ran: name, version, runtime, topology.

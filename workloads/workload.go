@@ -2,6 +2,9 @@ package workloads
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -57,8 +60,12 @@ func lookup(name string) (Workload, bool) {
 
 // Describe is the workload as it runs under cfg, for the results file.
 func (s Spec) Describe(cfg Config) results.Workload {
-	return results.Workload{Name: s.Name, Title: s.Title, Description: s.Description,
-		Conditions: s.w.Conditions(s, cfg.withDefaults())}
+	c := s.w.Conditions(s, cfg.withDefaults())
+	if b, err := json.Marshal(s.Policy); err == nil {
+		sum := sha256.Sum256(b)
+		c.Policy = hex.EncodeToString(sum[:8])
+	}
+	return results.Workload{Name: s.Name, Title: s.Title, Description: s.Description, Conditions: c}
 }
 
 // Run runs one workload against a target, recording every pass in rc and

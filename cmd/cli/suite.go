@@ -106,8 +106,9 @@ const manifestName = "manifest.json"
 
 // suiteState keeps a suite directory's manifest while a run writes to it.
 type suiteState struct {
-	dir string
-	m   Manifest
+	dir    string
+	resume bool
+	m      Manifest
 }
 
 // RunSuite is `hlsbench suite`.
@@ -136,10 +137,7 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 		ro = saved.RunOptions
 		ro.nightly = saved.Nightly
 		ro.JSON, ro.Quiet, ro.Lock = o.JSON, o.Quiet, o.Lock
-		ro.Out, st.dir, st.m = o.Resume, o.Resume, m
-		if err := st.dropUnfinished(); err != nil {
-			return err
-		}
+		ro.Out, st.dir, st.resume = o.Resume, o.Resume, true
 	default:
 		if o.Out == "" {
 			return usagef("--out: a suite needs a directory (or --resume DIR)")
@@ -229,7 +227,21 @@ func readManifest(dir string) (Manifest, error) {
 
 // begin lists the suite's cells and hooks the run to them: finished cells
 // are skipped, each cell that finishes is recorded.
+//
+// It runs once the bench lock is held: a resumed suite reads its manifest
+// and drops its unfinished cells' passes only then, never while another
+// hlsbench may still be writing them.
 func (s *suiteState) begin(rs *workloads.RunSpec, stderr io.Writer) error {
+	if s.resume {
+		m, err := readManifest(s.dir)
+		if err != nil {
+			return usagef("--resume %s: %v", s.dir, err)
+		}
+		s.m = m
+		if err := s.dropUnfinished(); err != nil {
+			return err
+		}
+	}
 	if s.m.Engines == nil {
 		s.m.Engines = rs.Engines
 		for _, w := range rs.Workloads {
@@ -261,7 +273,9 @@ func (s *suiteState) begin(rs *workloads.RunSpec, stderr io.Writer) error {
 		if c := s.cell(engine, workload); c != nil {
 			c.Complete, c.File = true, runFile
 		}
-		_ = s.save()
+		if err := s.save(); err != nil {
+			fmt.Fprintf(stderr, "hlsbench: %v: --resume would run %s on %s again\n", err, workload, engine)
+		}
 	}
 	// The run file's name is known once the run starts; Done needs it.
 	rs.Started = func(path string) {
@@ -269,7 +283,9 @@ func (s *suiteState) begin(rs *workloads.RunSpec, stderr io.Writer) error {
 		if !slices.Contains(s.m.Runs, runFile) {
 			s.m.Runs = append(s.m.Runs, runFile)
 		}
-		_ = s.save()
+		if err := s.save(); err != nil {
+			fmt.Fprintf(stderr, "hlsbench: %v\n", err)
+		}
 	}
 	return nil
 }
