@@ -85,7 +85,7 @@ func (p *Progress) step(what string, planned time.Duration) {
 	elapsed := p.now().Sub(p.start)
 	line := fmt.Sprintf("%s: %s · %s elapsed · %s", p.where, what, clock(elapsed), p.etaLocked(elapsed))
 	if p.live {
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		fmt.Fprintf(p.w, "\r\033[K%s %s", bar(p.done, p.planned), line)
 		p.shown = true
 		return
 	}
@@ -120,6 +120,16 @@ func (p *Progress) clearLocked() {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.shown = false
 	}
+}
+
+// bar is a ten-step progress bar of done against planned.
+func bar(done, planned time.Duration) string {
+	f := 0.0
+	if planned > 0 {
+		f = min(float64(done)/float64(planned), 1)
+	}
+	n := int(f * 10)
+	return fmt.Sprintf("[%s%s] %3.0f%%", strings.Repeat("#", n), strings.Repeat("-", 10-n), 100*f)
 }
 
 func clock(d time.Duration) string {

@@ -121,7 +121,7 @@ func TestProgress(t *testing.T) {
 	live.begin(time.Minute)
 	live.at("[nginx] segment")
 	live.Note("saved")
-	if got := b.String(); !strings.HasPrefix(got, "\r\033[K[nginx] segment") || !strings.Contains(got, "\r\033[Khlsbench: saved\n") {
+	if got := b.String(); !strings.HasPrefix(got, "\r\033[K[----------]   0% [nginx] segment") || !strings.Contains(got, "\r\033[Khlsbench: saved\n") {
 		t.Errorf("live output %q: want the line redrawn and cleared before a note", got)
 	}
 	var none *Progress
