@@ -23,9 +23,10 @@ import (
 type CompareOptions struct {
 	Base, New string
 	// Threshold is in percent of the base median.
-	Threshold float64
-	Alpha     float64
-	JSON      bool
+	Threshold    float64
+	Alpha        float64
+	ResolutionMs float64
+	JSON         bool
 }
 
 func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -72,6 +73,7 @@ workload under different conditions, nothing in common, bad flags.`,
 	f := c.Flags()
 	f.Float64Var(&o.Threshold, "threshold", stats.DefaultThreshold, "smallest change of the median, in percent, reported as a regression or an improvement")
 	f.Float64Var(&o.Alpha, "alpha", stats.DefaultAlpha, "significance level of the U test")
+	f.Float64Var(&o.ResolutionMs, "resolution", compare.DefaultResolutionMs, "smallest change of a latency's median, in ms, reported as a regression or an improvement (the generator's timing tolerance)")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON object: the rows (typed) and the warnings")
 	return c
 }
@@ -95,7 +97,10 @@ func RunCompare(ctx context.Context, stdout, stderr io.Writer, o CompareOptions)
 	if err != nil {
 		return usagef("NEW: %v", err)
 	}
-	c, err := compare.Runs(base, nw, compare.Options{Threshold: o.Threshold, Alpha: o.Alpha})
+	if !(o.ResolutionMs >= 0) || math.IsInf(o.ResolutionMs, 0) {
+		return usagef("--resolution %g: want milliseconds, 0 or more, e.g. 0.05", o.ResolutionMs)
+	}
+	c, err := compare.Runs(base, nw, compare.Options{Threshold: o.Threshold, Alpha: o.Alpha, ResolutionMs: o.ResolutionMs})
 	if err != nil {
 		return usageError{err}
 	}
@@ -137,7 +142,7 @@ func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase
 	}
 	fmt.Fprintln(w)
 	legend := fmt.Sprintf("base, new: median of the valid measured passes' own values; n: how many, base/new; "+
-		"change: new vs base; p: two-sided Mann-Whitney U; ~: no significant change (p ≥ %g or |change| < %g%%)", c.Alpha, c.Threshold)
+		"change: new vs base; p: two-sided Mann-Whitney U; ~: no significant change (p ≥ %g, |change| < %g%%, or under %g ms for a latency)", c.Alpha, c.Threshold, c.ResolutionMs)
 	if notes {
 		legend += "; note: another host or engine version, or partial: invalid passes left out (see the warnings)"
 	}

@@ -68,17 +68,26 @@ type Options struct {
 	Threshold float64
 	// Alpha is the significance level of the U test.
 	Alpha float64
+	// ResolutionMs is the smallest change of a latency's median, in ms,
+	// reported as a regression or an improvement: below it the generator's
+	// own timing (its tolerance for lateness, loadgen.LagToleranceFloor)
+	// cannot tell a change from noise.
+	ResolutionMs float64
 }
+
+// DefaultResolutionMs is the generator's lateness tolerance floor.
+const DefaultResolutionMs = 0.05
 
 // Defaults are the options of `hlsbench compare` without flags.
 func Defaults() Options {
-	return Options{Threshold: stats.DefaultThreshold, Alpha: stats.DefaultAlpha}
+	return Options{Threshold: stats.DefaultThreshold, Alpha: stats.DefaultAlpha, ResolutionMs: DefaultResolutionMs}
 }
 
 // Comparison is the outcome of Runs.
 type Comparison struct {
-	Threshold float64 `json:"threshold_pct"`
-	Alpha     float64 `json:"alpha"`
+	Threshold    float64 `json:"threshold_pct"`
+	Alpha        float64 `json:"alpha"`
+	ResolutionMs float64 `json:"resolution_ms"`
 	// Base and New are the files compared.
 	Base []string `json:"base"`
 	New  []string `json:"new"`
@@ -244,7 +253,7 @@ func Runs(base, new []File, o Options) (*Comparison, error) {
 	if !(o.Threshold >= 0) || math.IsInf(o.Threshold, 0) {
 		return nil, fmt.Errorf("threshold %g%%: want 0 or more, e.g. 5", o.Threshold)
 	}
-	c := &Comparison{Threshold: o.Threshold, Alpha: o.Alpha, Base: paths(base), New: paths(new), Rows: []Row{}, Warnings: []string{}}
+	c := &Comparison{Threshold: o.Threshold, Alpha: o.Alpha, ResolutionMs: o.ResolutionMs, Base: paths(base), New: paths(new), Rows: []Row{}, Warnings: []string{}}
 	var order []key
 	seen := map[key]bool{}
 	sides := [2]map[key]*gathered{gather(base, &order, seen), gather(new, &order, seen)}
@@ -468,6 +477,11 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 		return r
 	}
 	d := stats.Compare(b.values, n.values, r.LowerIsBetter, o.Threshold, o.Alpha)
+	if (d.Verdict == stats.Regression || d.Verdict == stats.Improvement) && r.Unit == "ms" &&
+		math.Abs(d.NewMedian-d.BaseMedian) < o.ResolutionMs {
+		d.Verdict, d.Reason = stats.NoChange, fmt.Sprintf("the change, %+.3f ms, is under the %g ms resolution of the generator's timing",
+			d.NewMedian-d.BaseMedian, o.ResolutionMs)
+	}
 	r.Verdict, r.Reason, r.Exact = d.Verdict, d.Reason, d.Exact
 	r.ChangePct, r.P = finite(d.Change), finite(d.P)
 	return r

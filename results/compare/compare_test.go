@@ -438,3 +438,25 @@ func FuzzRuns(f *testing.F) {
 		}
 	})
 }
+
+// A latency change smaller than the generator's timing resolution is no
+// change, however significant: 0.080 ms against 0.093 ms here.
+func TestRunsResolution(t *testing.T) {
+	base := newRun("base", result("origin-flap/p50-ttfb-failing", true, around(0.080, 10)...))
+	slow := newRun("new", result("origin-flap/p50-ttfb-failing", true, around(0.093, 10)...))
+	for _, tc := range []struct {
+		res  float64
+		want stats.Verdict
+	}{{0, stats.Regression}, {DefaultResolutionMs, stats.NoChange}} {
+		o := Defaults()
+		o.ResolutionMs = tc.res
+		c, err := Runs([]File{{Path: "run-base.json", Run: base}}, []File{{Path: "run-new.json", Run: slow}}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rowOf(t, c, "builtin", "origin-flap/p50-ttfb-failing")
+		if r.Verdict != tc.want || (tc.res > 0 && !strings.Contains(r.Reason, "resolution")) {
+			t.Errorf("resolution %g ms: %s (%s), want %s", tc.res, r.Verdict, r.Reason, tc.want)
+		}
+	}
+}
