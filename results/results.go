@@ -95,8 +95,8 @@ type Conditions struct {
 	RangeBytes  int64 `json:"range_bytes,omitempty"`
 	// Burst is how many requests a burst releases at once.
 	Burst int `json:"burst,omitempty"`
-	// Cycles (its pass count: not compared), HealthyPhase and FailPhase
-	// shape origin-flap; FailMode is how the origin fails.
+	// Cycles, HealthyPhase and FailPhase shape origin-flap; FailMode is
+	// how the origin fails.
 	Cycles       int      `json:"cycles,omitempty"`
 	HealthyPhase Duration `json:"healthy_phase,omitempty"`
 	FailPhase    Duration `json:"fail_phase,omitempty"`
@@ -126,6 +126,7 @@ func (c Conditions) Comparable(o Conditions) (bool, []string) {
 	check("object_bytes", c.ObjectBytes, o.ObjectBytes)
 	check("range_bytes", c.RangeBytes, o.RangeBytes)
 	check("burst", c.Burst, o.Burst)
+	check("cycles", c.Cycles, o.Cycles)
 	check("healthy_phase", c.HealthyPhase, o.HealthyPhase)
 	check("fail_phase", c.FailPhase, o.FailPhase)
 	check("fail_mode", c.FailMode, o.FailMode)
