@@ -95,23 +95,29 @@ invalid or has no value (the reasons are under each table and in the file);
 	}
 	f := c.Flags()
 	f.StringVar(&o.Engine, "engine", "builtin", "engine: builtin, varnish, vinyl, nginx or external (a comma list runs several, one table)")
+	f.StringVar(&o.Out, "out", "", "directory for the run's JSON file (default $XDG_DATA_HOME/hlsbench/runs)")
+	f.BoolVar(&o.NoSave, "no-save", false, "do not write a results file")
+	f.StringVar(&o.URL, "url", "", "with --engine external: the proxy's URL")
+	f.StringVar(&o.OriginListen, "origin-listen", "", "with --engine external: the address the origin listens on (the proxy fetches from it)")
+	f.StringVar(&o.Binary, "binary", "", "the engine's binary when it is not on PATH (one process engine only), e.g. /opt/vinyl/sbin/vinyld")
+	protocolFlags(f, &o)
+	return c
+}
+
+// protocolFlags are the flags run and suite share: what runs, how long,
+// and how it reports and locks.
+func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringVar(&o.Workload, "workload", "all", "workload: hit-path, segment, miss-storm, origin-flap or all (comma list)")
 	f.IntVar(&o.Passes, "passes", 20, "measured passes per test")
 	f.IntVar(&o.Warmups, "warmups", 3, "unmeasured warm-up passes per test")
 	f.DurationVar(&o.PassDuration, "pass-duration", 5*time.Second, "length of one pass of a rate workload")
 	f.Float64Var(&o.Rate, "rate", 0, "override every rate workload's rate (0: hit-path 5000, segment 500, origin-flap 200)")
-	f.StringVar(&o.Out, "out", "", "directory for the run's JSON file (default $XDG_DATA_HOME/hlsbench/runs)")
-	f.BoolVar(&o.NoSave, "no-save", false, "do not write a results file")
 	f.BoolVar(&o.Quick, "quick", false, "short profile: "+workloads.QuickText)
-	f.BoolVar(&o.JSON, "json", false, "print one JSON object with every result on stdout")
+	f.BoolVar(&o.JSON, "json", false, "print the saved run document (with file and run_id) on stdout")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines (tables, results and errors are still printed)")
 	f.StringVar(&o.Runtime, "runtime", "process", "where the builtin cache and the origin run: process (child processes pinned apart from the generator) or inproc")
-	f.StringVar(&o.URL, "url", "", "with --engine external: the proxy's URL")
-	f.StringVar(&o.OriginListen, "origin-listen", "", "with --engine external: the address the origin listens on (the proxy fetches from it)")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
-	f.StringVar(&o.Binary, "binary", "", "the engine's binary when it is not on PATH (one process engine only), e.g. /opt/vinyl/sbin/vinyld")
-	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines (tables, results and errors are still printed)")
-	return c
 }
 
 // runJSON is `hlsbench run --json`: the saved run document (see the

@@ -62,20 +62,10 @@ or without a value; 1 failure; 2 bad input; 130 interrupted.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Engine, "engine", "", "engines, a comma list (default: builtin and every process engine installed)")
-	f.StringVar(&o.Workload, "workload", "all", "workloads: hit-path, segment, miss-storm, origin-flap or all (comma list)")
-	f.IntVar(&o.Passes, "passes", 20, "measured passes per test")
-	f.IntVar(&o.Warmups, "warmups", 3, "unmeasured warm-up passes per test")
-	f.DurationVar(&o.PassDuration, "pass-duration", 5*time.Second, "length of one pass of a rate workload")
-	f.Float64Var(&o.Rate, "rate", 0, "override every rate workload's rate")
 	f.StringVar(&o.Out, "out", "", "the suite directory (required unless --resume)")
 	f.StringVar(&o.Resume, "resume", "", "a suite directory to finish: runs only the cells its manifest does not list as complete")
-	f.BoolVar(&o.Quick, "quick", false, "short profile: "+workloads.QuickText)
 	f.BoolVar(&o.Nightly, "nightly", false, "regression profile: "+workloads.NightlyText)
-	f.BoolVar(&o.JSON, "json", false, "print the saved run document on stdout")
-	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines")
-	f.StringVar(&o.Runtime, "runtime", "process", "process or inproc")
-	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
-	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running: wait, fail, or none")
+	protocolFlags(f, &o.RunOptions)
 	return c
 }
 
