@@ -20,6 +20,8 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/hlsbench/hlsbench/results/stats"
 	"golang.org/x/sys/unix"
 )
 
@@ -344,11 +346,7 @@ func (r *Result) Recount() {
 		}
 	}
 	if len(perK) > 0 {
-		sort.Float64s(perK)
-		m := perK[len(perK)/2]
-		if len(perK)%2 == 0 {
-			m = (perK[len(perK)/2-1] + perK[len(perK)/2]) / 2
-		}
+		m := stats.Median(perK)
 		r.EngineCPUMsPer1000 = &m
 	}
 	if r.Value != nil {
@@ -388,11 +386,7 @@ func SpreadOf(ps []Pass) Spread {
 		return Spread{}
 	}
 	sort.Float64s(v)
-	med := v[len(v)/2]
-	if len(v)%2 == 0 {
-		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	return Spread{N: len(v), Min: v[0], Median: med, Max: v[len(v)-1]}
+	return Spread{N: len(v), Min: v[0], Median: stats.Median(v), Max: v[len(v)-1]}
 }
 
 // EncodeHistogram is the compressed V2 encoding, base64.
