@@ -20,9 +20,9 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/hlsbench/hlsbench/results/stats"
-	"golang.org/x/sys/unix"
 )
 
 // SchemaVersion is bumped whenever a field changes meaning or disappears.
