@@ -82,11 +82,12 @@ func writeCost(w io.Writer, rs []*results.Result) {
 			continue
 		}
 		cpu, mem := "—", "—"
+		// A no-break space keeps each number with its unit when wrapped.
 		if r.EngineCPUMsPer1000 != nil {
-			cpu = sig3(*r.EngineCPUMsPer1000) + " CPU-ms per 1000 requests"
+			cpu = sig3(*r.EngineCPUMsPer1000) + "\u00a0CPU-ms per 1000 requests"
 		}
 		if r.EnginePeakRSSBytes != nil {
-			mem = fmt.Sprintf("peak RSS %s MB", sig3(float64(*r.EnginePeakRSSBytes)/(1<<20)))
+			mem = fmt.Sprintf("peak RSS %s\u00a0MB", sig3(float64(*r.EnginePeakRSSBytes)/(1<<20)))
 		}
 		fmt.Fprintln(w, wrap(fmt.Sprintf("engine cost, %s (%s): %s, %s", k.eng, strings.Join(seen[k], ", "), cpu, mem), TableWidth, "  ", "    "))
 	}
@@ -252,7 +253,9 @@ func wrap(text string, width int, first, indent string) string {
 	var b strings.Builder
 	b.WriteString(first)
 	line := len(first)
-	for i, word := range strings.Fields(text) {
+	// Words break at ASCII white space only: a no-break space holds.
+	words := strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
+	for i, word := range words {
 		if i > 0 && line+1+len([]rune(word)) > width {
 			b.WriteString("\n" + indent)
 			line = len(indent)

@@ -187,3 +187,12 @@ func TestLatenessPerFigure(t *testing.T) {
 		t.Errorf("p50 TTFB: %v", got)
 	}
 }
+
+// A wrapped line never parts a number from its unit where a no-break space
+// joins them (with a plain space, this line breaks between 21.8 and MB).
+func TestWrapKeepsNoBreakSpace(t *testing.T) {
+	got := wrap("engine cost, builtin (full-p50-ttfb, full-p99-ttfb): 716\u00a0CPU-ms per 1000 requests, peak RSS 21.8\u00a0MB", 98, "  ", "    ")
+	if !strings.Contains(got, "21.8\u00a0MB") || strings.Contains(got, "21.8\n") {
+		t.Errorf("wrapped:\n%s", got)
+	}
+}
