@@ -1,0 +1,135 @@
+// Package report turns result files into what a reader sees: charts, an
+// HTML page, Markdown and CSV. It reads runs (package results) and nothing
+// else: no workload code, no re-measuring. Each output is a small writer
+// over the Report model, writing to an io.Writer (the vegeta way).
+package report
+
+import (
+	"github.com/hlsbench/hlsbench/results"
+)
+
+// Report is everything the outputs show, built from result files by Build.
+// It holds no clock and no map iteration order: the same runs give the same
+// Report, and every writer gives the same bytes.
+type Report struct {
+	Title   string
+	Summary string
+	// Sources are the result files read, in the order given (a suite
+	// directory's in its manifest's order).
+	Sources []Source
+	// Workloads in the order of the reference page (hit-path, segment,
+	// miss-storm, origin-flap, then any other in the order first seen).
+	Workloads []Workload
+	// Learned is one sentence per workload for the page's summary.
+	Learned []string
+	// Conditions are the test conditions, as label/value rows.
+	Conditions []Fact
+	// Caveats are "What this does not prove", generated from the runs.
+	Caveats []string
+	// Warnings are about the inputs (a killed run, a cell that did not
+	// finish); they are shown on the page too.
+	Warnings []string
+}
+
+// Source is one result file.
+type Source struct {
+	// Name is the file's base name; the page links to runs/Name.
+	Name string
+	// Path is where it was read from.
+	Path string
+	Run  *results.Run
+	// Raw is the file's bytes, copied under the output directory as is.
+	Raw []byte
+}
+
+// Fact is one row of the test conditions.
+type Fact struct {
+	Label, Value string
+}
+
+// Workload is one section of the page.
+type Workload struct {
+	Name        string
+	Title       string
+	Description string
+	// Conditions are the workload's conditions as they ran, as text rows
+	// (one set when every run agrees; otherwise each run's, named).
+	Conditions []Fact
+	Tests      []Test
+	// Takeaway is a sentence computed from the data; ties are called ties.
+	Takeaway string
+	// Cost is the engines' CPU time and memory in this workload.
+	Cost []Cost
+}
+
+// Test is one chart and one table: a figure of a workload across cells.
+type Test struct {
+	// ID is "workload/test", Slug its file-name form ("hit-path-p99-ttfb").
+	ID, Slug      string
+	Workload      string
+	Name          string // the result's Test, e.g. "p99-ttfb"
+	Title         string
+	Unit          string
+	LowerIsBetter bool
+	Cells         []Cell
+	// Finding says which cell leads and which do not differ from it
+	// significantly (a tie), computed with results/stats.Compare.
+	Finding string
+}
+
+// Cell is one engine × runtime × topology's result for a test.
+type Cell struct {
+	// Label is what a reader sees: "varnish 7.1.1 (plaintext)".
+	Label    string
+	Engine   string
+	Version  string
+	Runtime  string
+	Topology string
+	// Value is the result's value (valid passes only); nil with NoValue
+	// saying why.
+	Value   *float64
+	NoValue string
+	Valid   bool
+	// ValidPasses of MeasuredPasses are behind Value.
+	ValidPasses, MeasuredPasses int
+	// Passes are the measured passes, in order: each with its value (nil
+	// when it has none) and whether it was valid.
+	Passes []PassPoint
+	Spread results.Spread
+	// Invalid explains invalid passes ("pass 3: …").
+	Invalid []string
+	Errors  int64
+	// Requests behind the figure.
+	Requests int64
+	// Source is the result file's name.
+	Source string
+}
+
+// PassPoint is one measured pass of a cell.
+type PassPoint struct {
+	Index   int
+	Value   *float64
+	NoValue string
+	Valid   bool
+}
+
+// Cost is one engine's cost in a workload.
+type Cost struct {
+	Label string
+	// CPUMsPer1000 is the engine's CPU-ms per 1000 requests (median of the
+	// passes), nil when not measured; PeakRSSBytes its largest resident set.
+	CPUMsPer1000 *float64
+	PeakRSSBytes *int64
+}
+
+// ValidValues are the values of a cell's valid measured passes: the sample
+// its value and the statistics rest on.
+func (c Cell) ValidValues() []float64 {
+	var v []float64
+	for _, p := range c.Passes {
+		if p.Valid && p.Value != nil {
+			v = append(v, *p.Value)
+		}
+	}
+	return v
+}
