@@ -82,6 +82,12 @@ type CounterReader interface {
 	ReadCounters(ctx context.Context, cfg Config, binary string) (map[string]float64, error)
 }
 
+// Differ states what no configuration makes equal between an engine and
+// the others; runs record it beside the engine's version.
+type Differ interface {
+	Differences() []string
+}
+
 // Installer explains how to get an engine that is not installed.
 type Installer interface {
 	InstallHint() string
@@ -253,6 +259,9 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	}
 	li.info = results.Engine{Name: e.Name(), Version: version, Runtime: RuntimeProcess, Topology: "plaintext",
 		Pinning: map[string]string{"engine": CPUList(s.CPUs)}}
+	if d, ok := e.(Differ); ok {
+		li.info.Differences = d.Differences()
+	}
 	return li, nil
 }
 
@@ -331,4 +340,10 @@ var (
 	_ UpstreamCounter = (*processCache)(nil)
 	_ UpstreamCounter = (*inprocCache)(nil)
 	_ ProcessGroup    = (*localInstance)(nil)
+)
+
+var (
+	_ Differ = Varnish{}
+	_ Differ = Vinyl{}
+	_ Differ = NGINX{}
 )

@@ -536,3 +536,14 @@ var (
 	_ CounterReader = NGINX{}
 	_ Installer     = NGINX{}
 )
+
+// Differences are NGINX's (METHODOLOGY.md, "what no configuration can
+// make equal").
+func (NGINX) Differences() []string {
+	return []string{
+		"NGINX's proxy_cache_lock makes waiters poll, every 500 ms at most, and hands them the object only once it is complete: its miss-storm TTFB is about half a second by design.",
+		"NGINX has no grace duration: proxy_cache_use_stale serves an expired object as long as it stays in the cache, and open-source NGINX has no active health probe, so it keeps retrying a failing origin in the background.",
+		"NGINX counts TTLs in whole seconds: a 2 s TTL lasts 2–3 s.",
+		"NGINX's hit and origin counts are read from its access log ($upstream_cache_status), coarser than varnishstat's live counters.",
+	}
+}

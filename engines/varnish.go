@@ -562,3 +562,21 @@ var (
 	_ CounterReader = Vinyl{}
 	_ Installer     = Vinyl{}
 )
+
+// Differences are Varnish's (METHODOLOGY.md, "what no configuration can
+// make equal").
+func (Varnish) Differences() []string { return varnishDifferences("Varnish") }
+
+// Differences are Vinyl Cache's: it shares Varnish's code base.
+func (Vinyl) Differences() []string {
+	return append(varnishDifferences("Vinyl Cache"),
+		"Vinyl Cache and Varnish Cache share a maintainer team and an ancestor commit; this measures shipped binaries and configuration only.")
+}
+
+func varnishDifferences(name string) []string {
+	return []string{
+		name + " releases coalesced waiters as soon as the origin's headers arrive and streams the body to all of them.",
+		name + " serves stale for the policy's grace (capped at healthy_grace while its probe says the origin is healthy) and abandons a failed background fetch.",
+		name + "'s origin and hit counters are varnishstat's live counters (MAIN.backend_req and the rest).",
+	}
+}

@@ -210,6 +210,10 @@ type Engine struct {
 	Topology string `json:"topology"`
 	// Pinning says which CPUs each party was confined to ("" when unpinned).
 	Pinning map[string]string `json:"pinning,omitempty"`
+	// Differences are what no configuration makes equal between this
+	// engine and the others (how it coalesces, serves stale, counts): a
+	// reader of its figures needs them.
+	Differences []string `json:"differences,omitempty"`
 }
 
 // Result is one test of one workload on one engine: the headline value and

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,36 +68,11 @@ or without a value; 1 failure; 2 bad input; 130 interrupted.`,
 	return c
 }
 
-// Manifest is a suite directory's index: what the suite runs, with which
-// settings, which cells finished and in which run file.
-type Manifest struct {
-	SchemaVersion int       `json:"schema_version"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
-	Tool          string    `json:"tool"`
-	Engines       []string  `json:"engines"`
-	Workloads     []string  `json:"workloads"`
-	// Args are the flags the suite started with; --resume runs with them.
-	Args  []string `json:"args"`
-	Cells []Cell   `json:"cells"`
-	Runs  []string `json:"runs"`
-}
-
-// Cell is one engine × workload of a suite.
-type Cell struct {
-	Engine   string `json:"engine"`
-	Workload string `json:"workload"`
-	Complete bool   `json:"complete"`
-	File     string `json:"file,omitempty"` // the run file with its passes
-}
-
-const manifestName = "manifest.json"
-
 // suiteState keeps a suite directory's manifest while a run writes to it.
 type suiteState struct {
 	dir    string
 	resume bool
-	m      Manifest
+	m      results.Manifest
 }
 
 // RunSuite is `hlsbench suite`.
@@ -110,7 +84,7 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 	case o.Resume != "" && o.Out != "":
 		return usagef("--resume %s continues that directory; --out does not go with it", o.Resume)
 	case o.Resume != "":
-		m, err := readManifest(o.Resume)
+		m, err := results.ReadManifest(o.Resume)
 		if err != nil {
 			return usagef("--resume %s: %v", o.Resume, err)
 		}
@@ -118,7 +92,7 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 		// reports and locks may change.
 		cmd := newSuiteCmd(io.Discard, io.Discard)
 		if err := cmd.ParseFlags(m.Args); err != nil {
-			return usagef("--resume %s: %s has flags this hlsbench does not know: %v", o.Resume, manifestName, err)
+			return usagef("--resume %s: %s has flags this hlsbench does not know: %v", o.Resume, results.ManifestName, err)
 		}
 		saved := SuiteOptions{}
 		saved.set = map[string]bool{}
@@ -132,14 +106,15 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 		if o.Out == "" {
 			return usagef("--out: a suite needs a directory (or --resume DIR)")
 		}
-		if _, err := os.Stat(filepath.Join(o.Out, manifestName)); err == nil {
+		if _, err := os.Stat(filepath.Join(o.Out, results.ManifestName)); err == nil {
 			return usagef("--out %s already holds a suite: --resume %s finishes it, or give a new directory", o.Out, o.Out)
 		}
+		var missing []results.MissingEngine
 		if ro.Engine == "" {
-			ro.Engine = defaultSuiteEngines(stderr)
+			ro.Engine, missing = defaultSuiteEngines(stderr)
 		}
 		st.dir = o.Out
-		st.m = Manifest{SchemaVersion: 1, CreatedAt: time.Now().UTC(), Tool: Version, Args: suiteArgs(o.set, &o, ro.Engine)}
+		st.m = results.Manifest{SchemaVersion: 1, CreatedAt: time.Now().UTC(), Tool: Version, Args: suiteArgs(o.set, &o, ro.Engine), Missing: missing}
 	}
 	ro.suite = st
 	return RunBench(ctx, stdout, stderr, ro)
@@ -182,37 +157,25 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	return args
 }
 
-// defaultSuiteEngines is builtin and every process engine installed here.
-func defaultSuiteEngines(stderr io.Writer) string {
+// defaultSuiteEngines is builtin and every process engine installed here,
+// and the ones that are not, with why (the page says so).
+func defaultSuiteEngines(stderr io.Writer) (string, []results.MissingEngine) {
 	list := []string{"builtin"}
-	var missing []string
+	var missing []results.MissingEngine
+	var names []string
 	for _, name := range engines.ProcessEngines() {
 		e, _ := engines.Lookup(name)
 		if _, err := engines.FindBinary(e, ""); err != nil {
-			missing = append(missing, name)
+			missing = append(missing, results.MissingEngine{Name: name, Reason: err.Error()})
+			names = append(names, name)
 			continue
 		}
 		list = append(list, name)
 	}
 	if len(missing) > 0 {
-		fmt.Fprintf(stderr, "hlsbench: suite without %s (not installed here; --engine names the engines)\n", strings.Join(missing, ", "))
+		fmt.Fprintf(stderr, "hlsbench: suite without %s (not installed here; --engine names the engines)\n", strings.Join(names, ", "))
 	}
-	return strings.Join(list, ",")
-}
-
-func readManifest(dir string) (Manifest, error) {
-	var m Manifest
-	b, err := os.ReadFile(filepath.Join(dir, manifestName))
-	if err != nil {
-		return m, err
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("%s: %w", manifestName, err)
-	}
-	if m.SchemaVersion != 1 {
-		return m, fmt.Errorf("%s: schema_version %d, want 1", manifestName, m.SchemaVersion)
-	}
-	return m, nil
+	return strings.Join(list, ","), missing
 }
 
 // begin lists the suite's cells and hooks the run to them: finished cells
@@ -223,7 +186,7 @@ func readManifest(dir string) (Manifest, error) {
 // hlsbench may still be writing them.
 func (s *suiteState) begin(rs *workloads.RunSpec, stderr io.Writer) error {
 	if s.resume {
-		m, err := readManifest(s.dir)
+		m, err := results.ReadManifest(s.dir)
 		if err != nil {
 			return usagef("--resume %s: %v", s.dir, err)
 		}
@@ -237,7 +200,7 @@ func (s *suiteState) begin(rs *workloads.RunSpec, stderr io.Writer) error {
 		for _, w := range rs.Workloads {
 			s.m.Workloads = append(s.m.Workloads, w.Name)
 			for _, e := range rs.Engines {
-				s.m.Cells = append(s.m.Cells, Cell{Engine: e, Workload: w.Name})
+				s.m.Cells = append(s.m.Cells, results.SuiteCell{Engine: e, Workload: w.Name})
 			}
 		}
 	}
@@ -280,7 +243,7 @@ func (s *suiteState) begin(rs *workloads.RunSpec, stderr io.Writer) error {
 	return nil
 }
 
-func (s *suiteState) cell(engine, workload string) *Cell {
+func (s *suiteState) cell(engine, workload string) *results.SuiteCell {
 	for i := range s.m.Cells {
 		if c := &s.m.Cells[i]; c.Engine == engine && c.Workload == workload {
 			return c
@@ -295,16 +258,7 @@ func (s *suiteState) end(*results.Run, *workloads.Recorder) error {
 }
 
 func (s *suiteState) save() error {
-	s.m.UpdatedAt = time.Now().UTC()
-	b, err := json.MarshalIndent(s.m, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(s.dir, "."+manifestName+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("suite manifest: %w", err)
-	}
-	return os.Rename(tmp, filepath.Join(s.dir, manifestName))
+	return s.m.Save(s.dir)
 }
 
 // dropUnfinished removes, from the suite's run files, the passes of cells

@@ -25,7 +25,7 @@ func TestSuiteResume(t *testing.T) {
 	if code != ExitOK && code != ExitInvalid {
 		t.Fatalf("suite: exit %d: %s", code, errs)
 	}
-	m, err := readManifest(dir)
+	m, err := results.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestSuiteResume(t *testing.T) {
 	// As if the suite had been stopped during miss-storm.
 	m.Cells[1].Complete, m.Cells[1].File = false, ""
 	b, _ := json.Marshal(m)
-	os.WriteFile(filepath.Join(dir, manifestName), b, 0o644)
+	os.WriteFile(filepath.Join(dir, results.ManifestName), b, 0o644)
 
 	code, _, errs = runCLI(t, context.Background(), "suite", "--resume", dir, "--quiet")
 	if code != ExitOK && code != ExitInvalid {
@@ -45,7 +45,7 @@ func TestSuiteResume(t *testing.T) {
 	if !strings.Contains(errs, "1 of 2 cells to run") {
 		t.Errorf("resume said: %s", errs)
 	}
-	m, _ = readManifest(dir)
+	m, _ = results.ReadManifest(dir)
 	if len(m.Runs) != 2 || !m.Cells[1].Complete || m.Cells[1].File != m.Runs[1] {
 		t.Fatalf("manifest after resume %+v", m)
 	}
