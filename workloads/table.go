@@ -3,7 +3,6 @@ package workloads
 import (
 	"fmt"
 	"io"
-	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -84,10 +83,10 @@ func writeCost(w io.Writer, rs []*results.Result) {
 		cpu, mem := "—", "—"
 		// A no-break space keeps each number with its unit when wrapped.
 		if r.EngineCPUMsPer1000 != nil {
-			cpu = sig3(*r.EngineCPUMsPer1000) + "\u00a0CPU-ms per 1000 requests"
+			cpu = results.Sig3(*r.EngineCPUMsPer1000) + "\u00a0CPU-ms per 1000 requests"
 		}
 		if r.EnginePeakRSSBytes != nil {
-			mem = fmt.Sprintf("peak RSS %s\u00a0MB", sig3(float64(*r.EnginePeakRSSBytes)/(1<<20)))
+			mem = fmt.Sprintf("peak RSS %s\u00a0MB", results.Sig3(float64(*r.EnginePeakRSSBytes)/(1<<20)))
 		}
 		fmt.Fprintln(w, wrap(fmt.Sprintf("engine cost, %s (%s): %s, %s", k.eng, strings.Join(seen[k], ", "), cpu, mem), TableWidth, "  ", "    "))
 	}
@@ -131,29 +130,13 @@ func FormatValue(r *results.Result) string {
 	if r.Unit == "ms" && hi >= 1000 {
 		unit, scale = "s", 1000
 	}
-	s := sig3(v/scale) + " " + unit
+	s := results.Sig3(v/scale) + " " + unit
 	if r.Spread.N > 1 {
-		s += fmt.Sprintf(" [%s–%s %s]", sig3(r.Spread.Min/scale), sig3(r.Spread.Max/scale), unit)
+		s += fmt.Sprintf(" [%s–%s %s]", results.Sig3(r.Spread.Min/scale), results.Sig3(r.Spread.Max/scale), unit)
 	}
 	return s
 }
 
-// sig3 prints three significant figures without exponents.
-func sig3(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a == 0:
-		return "0"
-	case a >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case a >= 10:
-		return fmt.Sprintf("%.1f", v)
-	case a >= 1:
-		return fmt.Sprintf("%.2f", v)
-	}
-	d := 2 - int(math.Floor(math.Log10(a)))
-	return fmt.Sprintf("%.*f", d, v)
-}
 
 // causes groups invalid reasons by engine and cause: the same cause in
 // several passes and tests (p50 and p99 of one pass) is printed once.

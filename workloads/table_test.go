@@ -70,13 +70,6 @@ func TestTable(t *testing.T) {
 	}
 }
 
-func TestSig3(t *testing.T) {
-	for v, want := range map[float64]string{0.38249: "0.382", 0.465: "0.465", 0.0504: "0.0504", 2.3456: "2.35", 56.78: "56.8", 542.6: "543", 0: "0", 100: "100"} {
-		if got := sig3(v); got != want {
-			t.Errorf("sig3(%v) = %s, want %s", v, got, want)
-		}
-	}
-}
 
 func TestPlanCPUs(t *testing.T) {
 	for n, want := range map[int][2]int{1: {0, 0}, 2: {1, 1}, 3: {1, 2}, 4: {1, 3}, 16: {4, 12}} {
