@@ -137,7 +137,6 @@ func FormatValue(r *results.Result) string {
 	return s
 }
 
-
 // causes groups invalid reasons by engine and cause: the same cause in
 // several passes and tests (p50 and p99 of one pass) is printed once.
 type causes struct {

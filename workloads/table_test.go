@@ -70,7 +70,6 @@ func TestTable(t *testing.T) {
 	}
 }
 
-
 func TestPlanCPUs(t *testing.T) {
 	for n, want := range map[int][2]int{1: {0, 0}, 2: {1, 1}, 3: {1, 2}, 4: {1, 3}, 16: {4, 12}} {
 		p := planCPUs(n)
