@@ -29,6 +29,10 @@ type Report struct {
 	// Warnings are about the inputs (a killed run, a cell that did not
 	// finish); they are shown on the page too.
 	Warnings []string
+
+	// manifest is the suite's manifest, copied beside the runs.
+	manifest    bool
+	manifestRaw []byte
 }
 
 // Source is one result file.

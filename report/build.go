@@ -1,0 +1,461 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/stats"
+)
+
+// Input is what a report is built from: result files and, for a suite
+// directory, its manifest.
+type Input struct {
+	Sources []Source
+	// Manifest is the suite directory's, nil for a list of files.
+	Manifest *results.Manifest
+	// ManifestRaw is its bytes, copied beside the runs.
+	ManifestRaw []byte
+}
+
+// Options tune the statistics behind a finding: the same as compare's.
+type Options struct {
+	// Alpha is the significance level of the Mann-Whitney U test and
+	// Threshold the smallest difference, in percent, that counts.
+	Alpha, Threshold float64
+	// Title replaces the page's title.
+	Title string
+}
+
+// DefaultTitle is the page's title without --title.
+const DefaultTitle = "HTTP caching proxies for HLS delivery"
+
+// DefaultOptions are compare's defaults.
+func DefaultOptions() Options {
+	return Options{Alpha: stats.DefaultAlpha, Threshold: stats.DefaultThreshold, Title: DefaultTitle}
+}
+
+// Read loads the inputs named on the command line: one or more suite
+// directories or result files. A directory with a manifest.json gives the
+// runs its manifest lists; one without gives its run-*.json files.
+func Read(args []string) (*Input, error) {
+	if len(args) == 0 {
+		return nil, errors.New("no input: give a suite directory or result files")
+	}
+	in := &Input{}
+	var paths []string
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a, err)
+		}
+		if !st.IsDir() {
+			paths = append(paths, a)
+			continue
+		}
+		m, err := results.ReadManifest(a)
+		switch {
+		case err == nil:
+			if len(args) > 1 {
+				return nil, fmt.Errorf("%s is a suite directory: give it alone (its manifest says which cells finished), or give run files", a)
+			}
+			raw, err := os.ReadFile(filepath.Join(a, results.ManifestName))
+			if err != nil {
+				return nil, err
+			}
+			in.Manifest, in.ManifestRaw = &m, raw
+			if len(m.Runs) == 0 {
+				return nil, fmt.Errorf("%s: its %s lists no run file: the suite never started a run", a, results.ManifestName)
+			}
+			for _, name := range m.Runs {
+				paths = append(paths, filepath.Join(a, name))
+			}
+		case errors.Is(err, os.ErrNotExist):
+			found, _ := filepath.Glob(filepath.Join(a, "run-*.json"))
+			if len(found) == 0 {
+				return nil, fmt.Errorf("%s: no %s and no run-*.json file in it: not a suite or results directory", a, results.ManifestName)
+			}
+			sort.Strings(found)
+			paths = append(paths, found...)
+		default:
+			return nil, fmt.Errorf("%s: %w", a, err)
+		}
+	}
+	seen := map[string]string{}
+	for _, p := range paths {
+		name := filepath.Base(p)
+		if name == results.ManifestName {
+			return nil, fmt.Errorf("%s: a manifest, not a run file: give its directory", p)
+		}
+		if prev, ok := seen[name]; ok {
+			if prev == p {
+				continue
+			}
+			return nil, fmt.Errorf("%s and %s have one name: the page links result files by name, rename one", prev, p)
+		}
+		seen[name] = p
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		run, err := results.Load(p)
+		if err != nil {
+			return nil, err
+		}
+		in.Sources = append(in.Sources, Source{Name: name, Path: p, Run: run, Raw: raw})
+	}
+	return in, nil
+}
+
+// workloadOrder is the reference page's order; others follow as found.
+var workloadOrder = []string{"hit-path", "segment", "miss-storm", "origin-flap"}
+
+// topologyOrder is the reference page's order of topologies.
+var topologyOrder = []string{"plaintext", "tls", "proxyv2"}
+
+// displayNames are engines as a reader knows them.
+var displayNames = map[string]string{
+	"varnish": "Varnish",
+	"vinyl":   "Vinyl Cache",
+	"nginx":   "NGINX",
+	"builtin": "built-in",
+}
+
+type cellKey struct{ engine, runtime, topology string }
+
+type found struct {
+	res    *results.Result
+	source *Source
+}
+
+// Build computes the report from its input. It fails only on inputs that
+// cannot be shown together (two results for one cell); everything else,
+// from a killed run to a cell without a value, is shown and said.
+func Build(in *Input, o Options) (*Report, error) {
+	if len(in.Sources) == 0 {
+		return nil, errors.New("no result file to report")
+	}
+	if o.Title == "" {
+		o.Title = DefaultTitle
+	}
+	rep := &Report{Title: o.Title, Sources: in.Sources, manifest: in.Manifest != nil, manifestRaw: in.ManifestRaw}
+	var warn []string
+
+	// Which results count: a suite's cells that finished, in the file
+	// its manifest names; every result of plain files.
+	complete := map[[2]string]string{}
+	if m := in.Manifest; m != nil {
+		for _, c := range m.Cells {
+			if c.Complete {
+				complete[[2]string{c.Engine, c.Workload}] = c.File
+			} else {
+				warn = append(warn, fmt.Sprintf("the suite did not finish %s on %s: its cell has no value", c.Workload, c.Engine))
+			}
+		}
+	}
+	byTest := map[string]map[cellKey]found{}
+	var testOrder []string
+	var cellOrder []cellKey
+	engineOrder := []string{}
+	if in.Manifest != nil {
+		engineOrder = append(engineOrder, in.Manifest.Engines...)
+	}
+	versions := map[cellKey]string{}
+	for i := range in.Sources {
+		s := &in.Sources[i]
+		run := s.Run
+		switch run.Status {
+		case results.StatusComplete:
+		case results.StatusKilled:
+			warn = append(warn, fmt.Sprintf("%s: the run was killed before it finished; its finished passes are shown", s.Name))
+		default:
+			w := fmt.Sprintf("%s: the run ended %s", s.Name, run.Status)
+			if run.Error != "" {
+				w += ": " + run.Error
+			}
+			warn = append(warn, w+"; its finished passes are shown")
+		}
+		for _, e := range run.Engines {
+			if !slices.Contains(engineOrder, e.Name) {
+				engineOrder = append(engineOrder, e.Name)
+			}
+			versions[cellKey{e.Name, e.Runtime, e.Topology}] = e.Version
+		}
+		for j := range run.Results {
+			r := &run.Results[j]
+			if in.Manifest != nil {
+				if file, ok := complete[[2]string{r.Engine, r.Workload}]; !ok || file != s.Name {
+					continue
+				}
+			}
+			id := r.Workload + "/" + r.Test
+			if byTest[id] == nil {
+				byTest[id] = map[cellKey]found{}
+				testOrder = append(testOrder, id)
+			}
+			k := cellKey{r.Engine, r.Runtime, r.Topology}
+			if prev, ok := byTest[id][k]; ok {
+				return nil, fmt.Errorf("%s and %s both have %s for %s (%s, %s): report one of them", prev.source.Name, s.Name, id, r.Engine, r.Runtime, r.Topology)
+			}
+			byTest[id][k] = found{r, s}
+			if !slices.Contains(cellOrder, k) {
+				cellOrder = append(cellOrder, k)
+			}
+		}
+	}
+	if len(testOrder) == 0 {
+		return nil, errors.New("the result files hold no result: no pass of any test finished")
+	}
+	sortCells(cellOrder, engineOrder)
+	runtimes := map[string]bool{}
+	for _, k := range cellOrder {
+		runtimes[k.runtime] = true
+	}
+	label := func(k cellKey) string {
+		name := displayNames[k.engine]
+		if name == "" {
+			name = k.engine
+		}
+		if v := versions[k]; v != "" && v != "unknown" {
+			name += " " + v
+		}
+		extra := k.topology
+		if len(runtimes) > 1 {
+			extra += ", " + k.runtime
+		}
+		return name + " (" + extra + ")"
+	}
+
+	// Workloads in the reference page's order.
+	var wlOrder []string
+	for _, id := range testOrder {
+		wl, _, _ := strings.Cut(id, "/")
+		if !slices.Contains(wlOrder, wl) {
+			wlOrder = append(wlOrder, wl)
+		}
+	}
+	sort.SliceStable(wlOrder, func(i, j int) bool { return rank(workloadOrder, wlOrder[i]) < rank(workloadOrder, wlOrder[j]) })
+
+	for _, wl := range wlOrder {
+		w := Workload{Name: wl, Title: wl}
+		desc, conds := describe(in.Sources, wl, &warn)
+		if desc != nil {
+			w.Title, w.Description = desc.Title, desc.Description
+		}
+		w.Conditions = conds
+		costs := map[cellKey]Cost{}
+		var costOrder []cellKey
+		for _, id := range testOrder {
+			if wlOf(id) != wl {
+				continue
+			}
+			t := Test{ID: id, Slug: strings.ReplaceAll(id, "/", "-"), Workload: wl}
+			t.Name = strings.TrimPrefix(id, wl+"/")
+			for _, k := range cellOrder {
+				f, ok := byTest[id][k]
+				if !ok {
+					if !cellRan(byTest, wl, k) {
+						continue // the cell ran no test of this workload
+					}
+					t.Cells = append(t.Cells, Cell{Label: label(k), Engine: k.engine, Version: versions[k], Runtime: k.runtime,
+						Topology: k.topology, NoValue: "this cell has no result for the test"})
+					continue
+				}
+				r := f.res
+				if t.Title == "" {
+					t.Title, t.Unit, t.LowerIsBetter = r.Title, r.Unit, r.LowerIsBetter
+				}
+				t.Cells = append(t.Cells, cellOf(r, label(k), versions[k], f.source.Name))
+				if _, ok := costs[k]; !ok {
+					costs[k] = Cost{Label: label(k), CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes}
+					costOrder = append(costOrder, k)
+				}
+			}
+			// Cells the suite did not finish show as such.
+			if in.Manifest != nil {
+				for _, c := range in.Manifest.Cells {
+					if c.Workload == wl && !c.Complete && !hasEngine(t.Cells, c.Engine) {
+						t.Cells = append(t.Cells, Cell{Label: displayName(c.Engine), Engine: c.Engine,
+							NoValue: "the suite did not finish this cell"})
+					}
+				}
+			}
+			t.Finding = finding(t, o)
+			w.Tests = append(w.Tests, t)
+		}
+		for _, k := range costOrder {
+			w.Cost = append(w.Cost, costs[k])
+		}
+		w.Takeaway = takeaway(w, o)
+		rep.Workloads = append(rep.Workloads, w)
+		rep.Learned = append(rep.Learned, w.Title+": "+w.Takeaway)
+	}
+	rep.Summary = summary(rep, cellOrder, label)
+	rep.Conditions = conditions(in)
+	rep.Caveats = caveats(in, rep)
+	rep.Warnings = warn
+	return rep, nil
+}
+
+func wlOf(id string) string {
+	wl, _, _ := strings.Cut(id, "/")
+	return wl
+}
+
+func cellRan(byTest map[string]map[cellKey]found, wl string, k cellKey) bool {
+	for id, cells := range byTest {
+		if wlOf(id) == wl {
+			if _, ok := cells[k]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasEngine(cells []Cell, engine string) bool {
+	for _, c := range cells {
+		if c.Engine == engine {
+			return true
+		}
+	}
+	return false
+}
+
+func displayName(engine string) string {
+	if n := displayNames[engine]; n != "" {
+		return n
+	}
+	return engine
+}
+
+// rank is a name's place in order; names not in it come after, as found.
+func rank(order []string, name string) int {
+	if i := slices.Index(order, name); i >= 0 {
+		return i
+	}
+	return len(order)
+}
+
+func sortCells(cells []cellKey, engines []string) {
+	sort.SliceStable(cells, func(i, j int) bool {
+		a, b := cells[i], cells[j]
+		if ra, rb := rank(engines, a.engine), rank(engines, b.engine); ra != rb {
+			return ra < rb
+		}
+		if a.engine != b.engine {
+			return a.engine < b.engine
+		}
+		if ra, rb := rank(topologyOrder, a.topology), rank(topologyOrder, b.topology); ra != rb {
+			return ra < rb
+		}
+		if a.topology != b.topology {
+			return a.topology < b.topology
+		}
+		return a.runtime < b.runtime
+	})
+}
+
+func cellOf(r *results.Result, label, version, source string) Cell {
+	c := Cell{Label: label, Engine: r.Engine, Version: version, Runtime: r.Runtime, Topology: r.Topology,
+		Value: r.Value, NoValue: r.NoValue, Valid: r.Valid, ValidPasses: r.ValidPasses, MeasuredPasses: r.MeasuredPasses,
+		Spread: r.Spread, Invalid: r.InvalidReasons, Errors: r.Errors, Requests: r.Requests, Source: source}
+	if c.Value == nil && c.NoValue == "" {
+		c.NoValue = "nothing was measured"
+	}
+	for _, p := range r.Passes {
+		if p.Warmup {
+			continue
+		}
+		c.Passes = append(c.Passes, PassPoint{Index: p.Index, Value: p.Value, NoValue: p.NoValue, Valid: p.Valid && p.Value != nil})
+	}
+	return c
+}
+
+// describe finds a workload's description and conditions in the runs; runs
+// that ran it under other conditions are each shown, with a warning.
+func describe(srcs []Source, wl string, warn *[]string) (*results.Workload, []Fact) {
+	var first *results.Workload
+	var firstName string
+	var facts []Fact
+	for i := range srcs {
+		w, ok := srcs[i].Run.WorkloadOf(wl)
+		if !ok {
+			continue
+		}
+		if first == nil {
+			first, firstName = &w, srcs[i].Name
+			facts = conditionFacts(w.Conditions)
+			continue
+		}
+		if ok, diff := first.Conditions.Comparable(w.Conditions); !ok {
+			*warn = append(*warn, fmt.Sprintf("%s ran under other conditions in %s than in %s (%s): those figures do not compare",
+				wl, srcs[i].Name, firstName, strings.Join(diff, ", ")))
+			for _, f := range conditionFacts(w.Conditions) {
+				facts = append(facts, Fact{Label: f.Label + " (" + srcs[i].Name + ")", Value: f.Value})
+			}
+		} else if w.Conditions.Passes != first.Conditions.Passes || w.Conditions.Warmups != first.Conditions.Warmups {
+			facts = append(facts, Fact{Label: "Protocol (" + srcs[i].Name + ")",
+				Value: fmt.Sprintf("%d warm-up + %d measured passes", w.Conditions.Warmups, w.Conditions.Passes)})
+		}
+	}
+	return first, facts
+}
+
+func conditionFacts(c results.Conditions) []Fact {
+	var f []Fact
+	add := func(label, value string) { f = append(f, Fact{label, value}) }
+	if c.RateRPS > 0 {
+		add("Rate", fmt.Sprintf("%s requests/s, open loop", results.Sig3(c.RateRPS)))
+	}
+	if c.Burst > 0 {
+		add("Burst", fmt.Sprintf("%d clients released at once", c.Burst))
+	}
+	if c.Connections > 0 {
+		add("Connections", fmt.Sprint(c.Connections))
+	}
+	if c.ObjectBytes > 0 {
+		add("Object", bytesText(c.ObjectBytes))
+	}
+	if c.RangeBytes > 0 {
+		add("Range", bytesText(c.RangeBytes))
+	}
+	if c.Cycles > 0 {
+		add("Origin failure", fmt.Sprintf("%d cycles: %s healthy, then %s failing (%s)", c.Cycles, c.HealthyPhase, c.FailPhase, c.FailMode))
+	}
+	if c.PassDuration > 0 {
+		add("Pass", c.PassDuration.String())
+	}
+	if c.Timeout > 0 {
+		add("Request timeout", c.Timeout.String())
+	}
+	add("Protocol", fmt.Sprintf("%d warm-up + %d measured passes", c.Warmups, c.Passes))
+	if c.Policy != "" {
+		add("Cache policy", "digest "+c.Policy+" (the same for every engine)")
+	}
+	return f
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB (%d bytes)", n>>20, n)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB (%d bytes)", n>>10, n)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// valueText is a value with its unit, seconds for 1000 ms and more.
+func valueText(v float64, unit string) string {
+	if unit == "ms" && math.Abs(v) >= 1000 {
+		return results.Sig3(v/1000) + " s"
+	}
+	return results.Sig3(v) + " " + unit
+}

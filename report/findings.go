@@ -1,0 +1,398 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/stats"
+)
+
+// verdict is how one cell stands against the test's leader.
+type verdict struct {
+	cell  Cell
+	delta stats.Delta
+}
+
+// standing sorts a test's cells against its leader: the cell with the best
+// value, compared with every other valued cell by compare's statistics
+// (Mann-Whitney U over the valid passes' values, the same threshold).
+type standing struct {
+	leader  *Cell
+	ties    []verdict
+	behind  []verdict // significantly worse than the leader
+	ahead   []verdict // passes significantly better though the merged value is not
+	unknown []verdict // too few passes to tell
+	none    []Cell    // no value
+}
+
+func stand(t Test, o Options) standing {
+	var s standing
+	for i := range t.Cells {
+		c := t.Cells[i]
+		if c.Value == nil {
+			s.none = append(s.none, c)
+			continue
+		}
+		if s.leader == nil || better(*c.Value, *s.leader.Value, t.LowerIsBetter) {
+			s.leader = &t.Cells[i]
+		}
+	}
+	if s.leader == nil {
+		return s
+	}
+	for _, c := range t.Cells {
+		if c.Value == nil || c.Label == s.leader.Label {
+			continue
+		}
+		d := stats.Compare(s.leader.ValidValues(), c.ValidValues(), t.LowerIsBetter, o.Threshold, o.Alpha)
+		v := verdict{c, d}
+		switch d.Verdict {
+		case stats.NoChange:
+			s.ties = append(s.ties, v)
+		case stats.Regression:
+			s.behind = append(s.behind, v)
+		case stats.Improvement:
+			s.ahead = append(s.ahead, v)
+		default:
+			s.unknown = append(s.unknown, v)
+		}
+	}
+	return s
+}
+
+func better(a, b float64, lower bool) bool {
+	if lower {
+		return a < b
+	}
+	return a > b
+}
+
+func labels(vs []verdict) string {
+	var l []string
+	for _, v := range vs {
+		l = append(l, v.cell.Label)
+	}
+	return list(l)
+}
+
+// list joins names as prose: "a", "a and b", "a, b and c".
+func list(l []string) string {
+	switch len(l) {
+	case 0:
+		return ""
+	case 1:
+		return l[0]
+	}
+	return strings.Join(l[:len(l)-1], ", ") + " and " + l[len(l)-1]
+}
+
+func pText(d stats.Delta) string {
+	if math.IsNaN(d.P) {
+		return ""
+	}
+	return "p = " + results.Sig3(d.P)
+}
+
+// finding is a test's sentence: who leads, who ties with it, who is
+// behind and by how much, who cannot be told apart for lack of passes, and
+// who has no value.
+func finding(t Test, o Options) string {
+	s := stand(t, o)
+	best := "lowest"
+	if !t.LowerIsBetter {
+		best = "highest"
+	}
+	var b strings.Builder
+	if s.leader == nil {
+		fmt.Fprintf(&b, "No cell has a value for %s.", t.Title)
+		noValues(&b, s.none)
+		return b.String()
+	}
+	lead := valueText(*s.leader.Value, t.Unit)
+	others := len(s.ties) + len(s.behind) + len(s.ahead) + len(s.unknown)
+	switch {
+	case others == 0:
+		fmt.Fprintf(&b, "Only %s has a value: %s.", s.leader.Label, lead)
+	case len(s.ties) == others:
+		fmt.Fprintf(&b, "A tie: %s and %s do not differ significantly (Mann-Whitney U over the valid passes, α = %g, differences under %g %% ignored); %s is %s at %s.",
+			s.leader.Label, labels(s.ties), o.Alpha, o.Threshold, s.leader.Label, best, lead)
+	default:
+		fmt.Fprintf(&b, "%s is %s at %s.", s.leader.Label, best, lead)
+		if len(s.ties) > 0 {
+			fmt.Fprintf(&b, " %s %s not differ from it significantly: a tie.", labels(s.ties), plural(len(s.ties), "does", "do"))
+		}
+		for _, v := range s.behind {
+			fmt.Fprintf(&b, " %s is %s %s (%s).", v.cell.Label, results.Sig3(math.Abs(v.delta.Change))+" %", worse(t.LowerIsBetter), pText(v.delta))
+		}
+		for _, v := range s.ahead {
+			fmt.Fprintf(&b, " %s's passes are better (%s) though its merged value is not.", v.cell.Label, pText(v.delta))
+		}
+		if len(s.unknown) > 0 {
+			fmt.Fprintf(&b, " %s cannot be told apart from it: %s.", labels(s.unknown), s.unknown[0].delta.Reason)
+		}
+	}
+	noValues(&b, s.none)
+	return b.String()
+}
+
+func worse(lower bool) string {
+	if lower {
+		return "higher"
+	}
+	return "lower"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func noValues(b *strings.Builder, none []Cell) {
+	for _, c := range none {
+		fmt.Fprintf(b, " %s has no value: %s.", c.Label, strings.TrimSuffix(c.NoValue, "."))
+	}
+}
+
+// takeaway is a workload's sentence: each test's leader and ties, short.
+func takeaway(w Workload, o Options) string {
+	var parts []string
+	for _, t := range w.Tests {
+		s := stand(t, o)
+		switch {
+		case s.leader == nil:
+			parts = append(parts, t.Title+": no value")
+		case len(s.ties) > 0 && len(s.behind)+len(s.ahead)+len(s.unknown) == 0:
+			parts = append(parts, fmt.Sprintf("%s: a tie between %s and %s", t.Title, s.leader.Label, labels(s.ties)))
+		case len(s.ties) > 0:
+			parts = append(parts, fmt.Sprintf("%s: %s leads (%s), tied with %s", t.Title, s.leader.Label, valueText(*s.leader.Value, t.Unit), labels(s.ties)))
+		default:
+			parts = append(parts, fmt.Sprintf("%s: %s leads (%s)", t.Title, s.leader.Label, valueText(*s.leader.Value, t.Unit)))
+		}
+	}
+	return strings.Join(parts, "; ") + "."
+}
+
+func summary(rep *Report, cells []cellKey, label func(cellKey) string) string {
+	var names []string
+	for _, k := range cells {
+		names = append(names, label(k))
+	}
+	var wls []string
+	tests := 0
+	for _, w := range rep.Workloads {
+		wls = append(wls, strings.ToLower(w.Title[:1])+w.Title[1:])
+		tests += len(w.Tests)
+	}
+	h := rep.Sources[0].Run.Host
+	return fmt.Sprintf("%s across %d %s (%s): %d tests, from %d result %s measured on one machine (%s, %d cores).",
+		list(names), len(wls), plural(len(wls), "workload", "workloads"), list(wls), tests,
+		len(rep.Sources), plural(len(rep.Sources), "file", "files"), orUnknown(h.CPUModel), h.Cores)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// conditions are the test conditions from the recorded host, tool, engines
+// and runs.
+func conditions(in *Input) []Fact {
+	var f []Fact
+	add := func(l, v string) { f = append(f, Fact{l, v}) }
+	hosts := map[string]bool{}
+	for _, s := range in.Sources {
+		h := s.Run.Host
+		key := fmt.Sprintf("%s, %d cores, %s memory; Linux %s (%s/%s)", orUnknown(h.CPUModel), h.Cores, gib(h.MemBytes), orUnknown(h.Kernel), h.OS, h.Arch)
+		if !hosts[key] {
+			hosts[key] = true
+			add("Machine", key)
+		}
+	}
+	tools := map[string]bool{}
+	for _, s := range in.Sources {
+		t := s.Run.Tool
+		key := fmt.Sprintf("%s %s (commit %s, %s)", t.Name, t.Version, shortCommit(t.Commit), t.GoVersion)
+		if !tools[key] {
+			tools[key] = true
+			add("Tool", key)
+		}
+	}
+	seen := map[string]bool{}
+	for _, s := range in.Sources {
+		for _, e := range s.Run.Engines {
+			v := fmt.Sprintf("%s %s, %s, %s", displayName(e.Name), e.Version, e.Runtime, e.Topology)
+			if p := pinning(e.Pinning); p != "" {
+				v += "; " + p
+			}
+			if !seen[v] {
+				seen[v] = true
+				add("Engine", v)
+			}
+		}
+	}
+	add("Load generator", "hlsbench's own open-loop generator: latency counts from each request's intended send time (corrected for coordinated omission); TTFB is the first response byte (kernel receive timestamp); each pass's requests go into one HDR histogram and percentiles are taken from the merged histograms; a pass where the generator itself fell behind is marked invalid")
+	add("Process", "every engine up at once, each with its own origin; passes interleaved (pass k of every engine before pass k+1 of any); the engine's CPU time and memory measured per pass")
+	for _, s := range in.Sources {
+		r := s.Run
+		v := fmt.Sprintf("%s, started %s, %s", r.ID, r.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC"), r.Status)
+		if !r.FinishedAt.IsZero() {
+			v += fmt.Sprintf(" after %s", r.FinishedAt.Sub(r.StartedAt).Round(1e9))
+		}
+		add("Run", v)
+	}
+	return f
+}
+
+func gib(b uint64) string {
+	if b == 0 {
+		return "unknown"
+	}
+	return results.Sig3(float64(b)/(1<<30)) + " GiB"
+}
+
+func shortCommit(c string) string {
+	base, dirty := strings.CutSuffix(c, "+dirty")
+	if len(base) > 12 {
+		base = base[:12]
+	}
+	if dirty {
+		base += "+dirty"
+	}
+	return base
+}
+
+// pinning says which CPUs each party had: "generator on CPU 1; engine on
+// CPU 0; origin on CPU 0".
+func pinning(p map[string]string) string {
+	if len(p) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var l []string
+	for _, k := range keys {
+		l = append(l, fmt.Sprintf("%s on CPU %s", k, p[k]))
+	}
+	return strings.Join(l, ", ")
+}
+
+// caveats is "What this does not prove", from the runs.
+func caveats(in *Input, rep *Report) []string {
+	var c []string
+	// Invalid passes, per cell and test.
+	var invalid []string
+	for _, w := range rep.Workloads {
+		for _, t := range w.Tests {
+			for _, cell := range t.Cells {
+				if cell.MeasuredPasses == 0 || cell.ValidPasses == cell.MeasuredPasses {
+					continue
+				}
+				why := ""
+				if len(cell.Invalid) > 0 {
+					why = ": " + cell.Invalid[0]
+					if len(cell.Invalid) > 1 {
+						why += fmt.Sprintf(" (and %d more)", len(cell.Invalid)-1)
+					}
+				}
+				invalid = append(invalid, fmt.Sprintf("%s, %s %s: %d of %d measured passes invalid and left out of the value%s",
+					cell.Label, w.Title, t.Title, cell.MeasuredPasses-cell.ValidPasses, cell.MeasuredPasses, why))
+			}
+		}
+	}
+	if len(invalid) > 0 {
+		c = append(c, fmt.Sprintf("%d %s had invalid passes; their values rest on the valid passes only, and the charts mark the invalid ones:", len(invalid), plural(len(invalid), "figure", "figures")))
+		const most = 12
+		for i, s := range invalid {
+			if i == most {
+				c = append(c, fmt.Sprintf("· and %d more (each table lists them)", len(invalid)-most))
+				break
+			}
+			c = append(c, "· "+s)
+		}
+	}
+	// Cells not applicable: a topology or engine some workload did not run.
+	topos := map[string][]string{}
+	var allTopos []string
+	for _, w := range rep.Workloads {
+		for _, t := range w.Tests {
+			for _, cell := range t.Cells {
+				if cell.Topology != "" && !slices.Contains(topos[w.Name], cell.Topology) {
+					topos[w.Name] = append(topos[w.Name], cell.Topology)
+				}
+				if cell.Topology != "" && !slices.Contains(allTopos, cell.Topology) {
+					allTopos = append(allTopos, cell.Topology)
+				}
+			}
+		}
+	}
+	for _, w := range rep.Workloads {
+		var not []string
+		for _, tp := range allTopos {
+			if !slices.Contains(topos[w.Name], tp) {
+				not = append(not, tp)
+			}
+		}
+		if len(not) > 0 {
+			c = append(c, fmt.Sprintf("%s has no %s cells: it was run over %s only.", w.Title, list(not), list(topos[w.Name])))
+		}
+	}
+	if len(allTopos) == 1 {
+		c = append(c, fmt.Sprintf("Only the %s topology was run: nothing here measures TLS termination or PROXYv2.", allTopos[0]))
+	}
+	if m := in.Manifest; m != nil {
+		for _, e := range m.Missing {
+			c = append(c, fmt.Sprintf("%s was not run: not installed on this machine (%s).", displayName(e.Name), e.Reason))
+		}
+	}
+	// One host.
+	shared := "The load generator, the engines and the origins share one machine"
+	for _, s := range in.Sources {
+		for _, e := range s.Run.Engines {
+			if p := pinning(e.Pinning); p != "" {
+				shared += fmt.Sprintf(" (%s)", p)
+				break
+			}
+		}
+		break
+	}
+	h := rep.Sources[0].Run.Host
+	c = append(c, fmt.Sprintf("%s with %d cores: the figures are relative efficiency under shared contention, not isolated network performance, and they compare engines within these runs only — absolute latencies move from run to run on a shared machine.", shared, h.Cores))
+	for _, s := range in.Sources {
+		if i := s.Run.Interference; i != nil && i.BusyPasses > 0 {
+			c = append(c, fmt.Sprintf("%s: in %d of %d measured passes other processes used more than %s %% of the measured CPUs (at most %s %%).",
+				s.Name, i.BusyPasses, i.Passes, results.Sig3(i.Threshold*100), results.Sig3(i.MaxOtherShare*100)))
+		}
+	}
+	hostsSeen := map[string]bool{}
+	for _, s := range in.Sources {
+		hostsSeen[s.Run.Host.Hostname+"|"+s.Run.Host.CPUModel] = true
+	}
+	if len(hostsSeen) > 1 {
+		c = append(c, fmt.Sprintf("These result files come from %d machines: figures from different machines do not compare.", len(hostsSeen)))
+	}
+	// What no configuration makes equal, as each engine recorded it.
+	seen := map[string]bool{}
+	for _, s := range in.Sources {
+		for _, e := range s.Run.Engines {
+			for _, d := range e.Differences {
+				if !seen[d] {
+					seen[d] = true
+					c = append(c, d)
+				}
+			}
+		}
+	}
+	c = append(c, "The traffic is synthetic HLS-shaped load from one client machine, not a captured production trace.")
+	return c
+}

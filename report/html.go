@@ -1,0 +1,34 @@
+package report
+
+import (
+	"embed"
+	"html/template"
+	"io"
+
+	"github.com/hlsbench/hlsbench/results"
+)
+
+//go:embed templates/index.html.tmpl
+var templates embed.FS
+
+var page = template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
+	"inc":       func(i int) int { return i + 1 },
+	"unitName":  unitName,
+	"direction": direction,
+	"value":     func(c Cell, unit string) string { return valueText(*c.Value, unit) },
+	"passes":    passesText,
+	"spread":    spreadText,
+	"cost":      costText,
+	"rss":       rssText,
+	"sig3":      results.Sig3,
+}).ParseFS(templates, "templates/index.html.tmpl"))
+
+// WriteHTML writes the page. Every link and image in it is a relative path
+// into the directory WriteDir lays out: charts/, runs/, report.md and
+// figures.csv; it loads nothing from the network.
+func WriteHTML(w io.Writer, rep *Report) error {
+	return page.Execute(w, struct {
+		*Report
+		Manifest bool
+	}{rep, rep.manifest})
+}

@@ -1,0 +1,209 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/hlsbench/hlsbench/results"
+)
+
+// csvHeader names the CSV's columns. A row is a test's value for a cell
+// (pass "all") or one measured pass's value (pass 1, 2, …).
+var csvHeader = []string{"workload", "test", "title", "engine", "version", "runtime", "topology", "pass",
+	"value", "unit", "lower_is_better", "valid", "no_value", "valid_passes", "measured_passes",
+	"min", "median", "max", "requests", "errors", "engine_cpu_ms_per_1000", "engine_peak_rss_bytes", "source"}
+
+// WriteCSV writes every figure of the report: each cell's value and each
+// of its measured passes. A figure with nothing measured is empty, with
+// its reason in no_value; never 0.
+func WriteCSV(w io.Writer, rep *Report) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(csvHeader); err != nil {
+		return err
+	}
+	for _, wl := range rep.Workloads {
+		cost := map[string]Cost{}
+		for _, c := range wl.Cost {
+			cost[c.Label] = c
+		}
+		for _, t := range wl.Tests {
+			for _, c := range t.Cells {
+				row := []string{t.Workload, t.Name, t.Title, c.Engine, c.Version, c.Runtime, c.Topology, "all",
+					num(c.Value), t.Unit, strconv.FormatBool(t.LowerIsBetter), strconv.FormatBool(c.Valid), c.NoValue,
+					strconv.Itoa(c.ValidPasses), strconv.Itoa(c.MeasuredPasses), "", "", "",
+					strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10), "", "", c.Source}
+				if c.Spread.N > 0 {
+					row[15], row[16], row[17] = fnum(c.Spread.Min), fnum(c.Spread.Median), fnum(c.Spread.Max)
+				}
+				if k, ok := cost[c.Label]; ok {
+					row[20] = num(k.CPUMsPer1000)
+					if k.PeakRSSBytes != nil {
+						row[21] = strconv.FormatInt(*k.PeakRSSBytes, 10)
+					}
+				}
+				if err := cw.Write(row); err != nil {
+					return err
+				}
+				for _, p := range c.Passes {
+					pr := make([]string, len(csvHeader))
+					copy(pr, []string{t.Workload, t.Name, t.Title, c.Engine, c.Version, c.Runtime, c.Topology, strconv.Itoa(p.Index),
+						num(p.Value), t.Unit, strconv.FormatBool(t.LowerIsBetter), strconv.FormatBool(p.Valid), p.NoValue})
+					pr[len(pr)-1] = c.Source
+					if err := cw.Write(pr); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func num(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return fnum(*v)
+}
+
+// fnum is a figure in full: the CSV is for computing, not reading.
+func fnum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// WriteMarkdown writes the report as Markdown, for a README or a pull
+// request's comment. Charts are linked by their relative paths.
+func WriteMarkdown(w io.Writer, rep *Report) error {
+	ew := &errWriter{w: w}
+	p := ew.printf
+	p("# %s\n\n%s\n\n", rep.Title, rep.Summary)
+	if len(rep.Warnings) > 0 {
+		p("> **Read first.**\n")
+		for _, s := range rep.Warnings {
+			p("> - %s\n", mdEscape(s))
+		}
+		p("\n")
+	}
+	p("## What did we learn?\n\n")
+	for _, s := range rep.Learned {
+		p("- %s\n", mdEscape(s))
+	}
+	p("\n")
+	for _, wl := range rep.Workloads {
+		p("## %s\n\n", wl.Title)
+		if wl.Description != "" {
+			p("%s.\n\n", strings.TrimSuffix(wl.Description, "."))
+		}
+		for _, f := range wl.Conditions {
+			p("- %s: %s\n", f.Label, mdEscape(f.Value))
+		}
+		p("\n")
+		for _, t := range wl.Tests {
+			p("### %s\n\n", t.Title)
+			p("%s, %s. ", unitName(t.Unit), direction(t.LowerIsBetter))
+			p("![%s](charts/%s.png)\n\n", mdEscape(t.Title), t.Slug)
+			p("| Engine | Value | Valid passes | Spread of valid passes |\n|---|---:|---:|---|\n")
+			for _, c := range t.Cells {
+				p("| %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(cellValue(c, t.Unit)), passesText(c), spreadText(c, t.Unit))
+			}
+			p("\n%s\n\n", mdEscape(t.Finding))
+		}
+		if len(wl.Cost) > 0 {
+			p("Engine cost in this workload:\n\n| Engine | CPU-ms per 1000 requests | Peak RSS |\n|---|---:|---:|\n")
+			for _, c := range wl.Cost {
+				p("| %s | %s | %s |\n", mdEscape(c.Label), costText(c.CPUMsPer1000), rssText(c.PeakRSSBytes))
+			}
+			p("\n")
+		}
+		p("**Takeaway:** %s\n\n", mdEscape(wl.Takeaway))
+	}
+	p("## Test conditions\n\n")
+	for _, f := range rep.Conditions {
+		p("- **%s:** %s\n", f.Label, mdEscape(f.Value))
+	}
+	p("\n## What this does not prove\n\n")
+	for _, s := range rep.Caveats {
+		if rest, ok := strings.CutPrefix(s, "· "); ok {
+			p("  - %s\n", mdEscape(rest))
+			continue
+		}
+		p("- %s\n", mdEscape(s))
+	}
+	p("\n## Result files\n\n")
+	for _, s := range rep.Sources {
+		p("- [%s](runs/%s)\n", s.Name, s.Name)
+	}
+	return ew.err
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, a ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, a...)
+	}
+}
+
+// mdEscape keeps a cell's text from breaking a table or starting markup.
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", "\n", " ").Replace(s)
+}
+
+func cellValue(c Cell, unit string) string {
+	if c.Value == nil {
+		return "no value: " + c.NoValue
+	}
+	return valueText(*c.Value, unit)
+}
+
+func passesText(c Cell) string {
+	if c.MeasuredPasses == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%d of %d", c.ValidPasses, c.MeasuredPasses)
+}
+
+func spreadText(c Cell, unit string) string {
+	if c.Spread.N < 2 {
+		return "—"
+	}
+	return valueText(c.Spread.Min, unit) + " – " + valueText(c.Spread.Max, unit)
+}
+
+func costText(v *float64) string {
+	if v == nil {
+		return "not measured"
+	}
+	return results.Sig3(*v)
+}
+
+func rssText(v *int64) string {
+	if v == nil {
+		return "not measured"
+	}
+	return results.Sig3(float64(*v)/1e6) + " MB"
+}
+
+func unitName(u string) string {
+	switch u {
+	case "ms":
+		return "Milliseconds"
+	case "x":
+		return "Clients per origin fetch (200 x is perfect coalescing)"
+	case "%":
+		return "Percent"
+	}
+	return "Unit: " + u
+}
+
+func direction(lower bool) string {
+	if lower {
+		return "lower is better"
+	}
+	return "higher is better"
+}

@@ -1,0 +1,151 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hlsbench/hlsbench/results"
+)
+
+// Marker is the file that says a directory is an hlsbench report, so
+// WriteDir may replace it.
+const Marker = ".hlsbench-report"
+
+// Files lists what WriteDir writes, relative to the directory: the page,
+// its Markdown and CSV, each test's chart as PNG and SVG, and the result
+// files (and a suite's manifest) under runs/.
+func Files(rep *Report) []string {
+	f := []string{Marker, "index.html", "report.md", "figures.csv"}
+	for _, w := range rep.Workloads {
+		for _, t := range w.Tests {
+			f = append(f, "charts/"+t.Slug+".png", "charts/"+t.Slug+".svg")
+		}
+	}
+	for _, s := range rep.Sources {
+		f = append(f, "runs/"+s.Name)
+	}
+	if rep.manifest {
+		f = append(f, "runs/"+results.ManifestName)
+	}
+	return f
+}
+
+// WriteDir writes the whole report into dir: everything is rendered into a
+// new directory beside it first, and only a complete one replaces dir, so a
+// failure leaves dir as it was. dir must be new, empty, or a report written
+// before (it holds Marker): it is replaced whole.
+func WriteDir(dir string, rep *Report) (err error) {
+	dir = filepath.Clean(dir)
+	if err := replaceable(dir); err != nil {
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	stage, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-*")
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(stage)
+		}
+	}()
+	if err := os.Chmod(stage, 0o755); err != nil {
+		return err
+	}
+	for _, sub := range []string{"charts", "runs"} {
+		if err := os.Mkdir(filepath.Join(stage, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	put := func(name string, write func(io.Writer) error) error {
+		var b bytes.Buffer
+		if err := write(&b); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return os.WriteFile(filepath.Join(stage, name), b.Bytes(), 0o644)
+	}
+	raw := func(b []byte) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := w.Write(b); return err }
+	}
+	if err := put(Marker, raw([]byte("This directory is written by `hlsbench report` and replaced whole when it runs again.\n"))); err != nil {
+		return err
+	}
+	if err := put("index.html", func(w io.Writer) error { return WriteHTML(w, rep) }); err != nil {
+		return err
+	}
+	if err := put("report.md", func(w io.Writer) error { return WriteMarkdown(w, rep) }); err != nil {
+		return err
+	}
+	if err := put("figures.csv", func(w io.Writer) error { return WriteCSV(w, rep) }); err != nil {
+		return err
+	}
+	for _, w := range rep.Workloads {
+		for _, t := range w.Tests {
+			if err := put("charts/"+t.Slug+".png", func(w io.Writer) error { return ChartPNG(w, t) }); err != nil {
+				return err
+			}
+			if err := put("charts/"+t.Slug+".svg", func(w io.Writer) error { return ChartSVG(w, t) }); err != nil {
+				return err
+			}
+		}
+	}
+	for _, s := range rep.Sources {
+		if err := put("runs/"+s.Name, raw(s.Raw)); err != nil {
+			return err
+		}
+	}
+	if rep.manifest {
+		if err := put("runs/"+results.ManifestName, raw(rep.manifestRaw)); err != nil {
+			return err
+		}
+	}
+	// Swap: the old report moves aside, the new one takes its name.
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = stage + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return fmt.Errorf("--out %s: %w", dir, err)
+		}
+	}
+	if err := os.Rename(stage, dir); err != nil {
+		if old != "" {
+			os.Rename(old, dir)
+		}
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	if old != "" {
+		os.RemoveAll(old)
+	}
+	return nil
+}
+
+// replaceable refuses a dir that holds anything but an earlier report.
+func replaceable(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--out %s: %w", dir, err)
+	case !st.IsDir():
+		return fmt.Errorf("--out %s: a file, not a directory: give a new directory", dir)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	if len(ents) == 0 {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, Marker)); err != nil {
+		return fmt.Errorf("--out %s holds files and is not a report hlsbench wrote (no %s): give a new or empty directory", dir, Marker)
+	}
+	return nil
+}
