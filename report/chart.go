@@ -1,0 +1,524 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	xfont "golang.org/x/image/font"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/recorder"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// The chart's geometry. Bars are horizontal so that a cell's label, however
+// long, sits on the Y axis in full; the chart grows by a row per cell and
+// keeps one width, the width of the page's column.
+const (
+	chartWidth  = 7.5 * vg.Inch
+	chartRow    = 0.45 * vg.Inch
+	chartMargin = 0.12 * vg.Inch
+	// chartFixed is the height of everything but the rows: title, X axis,
+	// legend and margins.
+	chartFixed  = 1.3 * vg.Inch
+	legendStrip = 0.3 * vg.Inch
+	// ChartDPI makes a PNG 825 pixels wide, a page column's size.
+	ChartDPI = 110
+
+	// barHalf is half a bar's thickness and jitter half the band the passes
+	// are spread over, in rows.
+	barHalf = 0.3
+	jitter  = 0.18
+	// textPad is the gap between a bar (or its passes) and its text.
+	textPad = vg.Length(5) // points
+	// labelWrap is the length past which a cell's label is split over two
+	// lines, so that one long label does not squeeze the bars.
+	labelWrap = 32
+	// reasonRunes is how much of a cell's NoValue its row shows.
+	reasonRunes = 60
+)
+
+var (
+	barColor     = color.RGBA{R: 0xa9, G: 0xc4, B: 0xe0, A: 0xff}
+	passColor    = color.RGBA{R: 0x1f, G: 0x2a, B: 0x44, A: 0xff}
+	invalidColor = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	reasonColor  = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+	gridColor    = color.RGBA{R: 0xdd, G: 0xdd, B: 0xdd, A: 0xff}
+
+	passGlyph    = draw.GlyphStyle{Color: passColor, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
+	invalidGlyph = draw.GlyphStyle{Color: invalidColor, Radius: vg.Points(4), Shape: crossGlyph{}}
+)
+
+// ChartSVG and ChartPNG write one test's chart. The same Test gives the same
+// bytes.
+func ChartSVG(w io.Writer, t Test) error {
+	f, err := newFigure(t)
+	if err != nil {
+		return err
+	}
+	c := vgsvg.New(f.w, f.h)
+	f.draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return fmt.Errorf("chart %s: write svg: %w", t.ID, err)
+	}
+	if _, err := w.Write(fontFallback(b.Bytes())); err != nil {
+		return fmt.Errorf("chart %s: write svg: %w", t.ID, err)
+	}
+	return nil
+}
+
+// ChartPNG writes the chart as a PNG at ChartDPI.
+func ChartPNG(w io.Writer, t Test) error {
+	f, err := newFigure(t)
+	if err != nil {
+		return err
+	}
+	c := vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(ChartDPI))
+	f.draw(draw.New(c))
+	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(w); err != nil {
+		return fmt.Errorf("chart %s: write png: %w", t.ID, err)
+	}
+	return nil
+}
+
+// fontFallback names fonts a browser has after the Liberation fonts the chart
+// was measured with: the SVG does not embed fonts (it would triple its size)
+// and the page is read offline, so nothing may be fetched. Arial and
+// Helvetica have Liberation Sans's metrics.
+func fontFallback(svg []byte) []byte {
+	return bytes.ReplaceAll(svg,
+		[]byte("font-family:Liberation Sans;"),
+		[]byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
+}
+
+// figure is a test's plot and the legend drawn below it (gonum draws a
+// legend inside the data area, where it would cover bars).
+type figure struct {
+	p      *plot.Plot
+	rows   *rows
+	legend []legendEntry
+	style  text.Style
+	w, h   vg.Length
+}
+
+type legendEntry struct {
+	label string
+	thumb func(c *draw.Canvas, r vg.Rectangle)
+}
+
+func newFigure(t Test) (*figure, error) {
+	if len(t.Cells) == 0 {
+		return nil, fmt.Errorf("chart %s: no cells", t.ID)
+	}
+	for _, c := range t.Cells {
+		if c.Value != nil && !finite(*c.Value) {
+			return nil, fmt.Errorf("chart %s: cell %q: value %v is not a number to draw", t.ID, c.Label, *c.Value)
+		}
+	}
+	n := len(t.Cells)
+	f := &figure{
+		p: plot.New(),
+		w: chartWidth,
+		h: chartFixed + vg.Length(n)*chartRow,
+	}
+	p := f.p
+	hdlr := p.TextHandler
+	f.style = text.Style{Color: color.Black, Font: sans(10, false), XAlign: draw.XLeft, YAlign: draw.YCenter, Handler: hdlr}
+
+	p.Title.Text = chartTitle(t)
+	p.Title.TextStyle.Font = sans(12, true)
+	p.Title.Padding = vg.Points(8)
+	p.X.Label.Text = axisLabel(t)
+	p.X.Label.TextStyle.Font = sans(11, false)
+	p.X.Tick.Label.Font = sans(10, false)
+	p.Y.Tick.Label.Font = sans(10, false)
+
+	// Row 0 is at the bottom: the first cell goes on top, as the table
+	// reads.
+	labels := make([]string, n)
+	for i, c := range t.Cells {
+		labels[n-1-i] = wrapLabel(c.Label, labelWrap)
+	}
+	p.NominalY(labels...)
+	p.Y.Min, p.Y.Max = -0.5, float64(n)-0.5
+	// NominalY hides the axis line and ticks; the line is the bars' zero
+	// and the ticks keep the labels off it.
+	p.Y.Width = vg.Points(0.5)
+	p.Y.Tick.Width = vg.Points(0.5)
+	p.Y.Tick.Length = vg.Points(4)
+	p.Y.Padding = 0
+	p.X.Padding = 0
+
+	grid := plotter.NewGrid()
+	grid.Horizontal.Color = nil
+	grid.Vertical.Color = gridColor
+	r := &rows{cells: t.Cells, unit: t.Unit, value: f.style}
+	r.reason = f.style
+	r.reason.Color = reasonColor
+	r.reason.Font.Style = xfont.StyleItalic
+	p.Add(grid, r)
+	f.rows = r
+
+	f.scaleX(r)
+	f.legend = legendFor(t.Cells)
+	return f, nil
+}
+
+// scaleX sets the X axis from 0 (or the lowest value) to where every row's
+// value text still fits right of its bar and passes. The room a row needs
+// depends on the scale (an invalid pass may push the text past it) and on
+// the data area's width, which depends a little on the axis's tick labels,
+// so it is worked out again until it settles.
+func (f *figure) scaleX(r *rows) {
+	lo, hi := 0.0, 0.0
+	for _, c := range r.cells {
+		for _, v := range plotted(c) {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	f.p.X.Min, f.p.X.Max = lo, hi
+	if hi <= lo {
+		f.p.X.Max = lo + 1
+		return
+	}
+	rec := draw.NewCanvas(new(recorder.Canvas), f.w, f.h)
+	for range 8 {
+		dc := f.p.DataCanvas(f.plotArea(rec))
+		width := dc.Max.X - dc.Min.X
+		xmax := f.p.X.Max
+		x := func(v float64) vg.Length { return vg.Length((v-lo)/(xmax-lo)) * width }
+		need := xmax
+		for _, c := range r.cells {
+			_, edge, off := r.place(c, x)
+			off = min(off, width/2)
+			need = math.Max(need, lo+(edge-lo)*float64(width/(width-off)))
+		}
+		if need == xmax {
+			break
+		}
+		f.p.X.Max = need
+	}
+}
+
+// plotArea is the part of the canvas the plot takes: all but the margins
+// and the legend strip.
+func (f *figure) plotArea(c draw.Canvas) draw.Canvas {
+	return draw.Crop(c, chartMargin, -chartMargin, chartMargin+legendStrip, -chartMargin)
+}
+
+func (f *figure) draw(c draw.Canvas) {
+	c.SetColor(color.White)
+	c.Fill(c.Rectangle.Path())
+	f.p.Draw(f.plotArea(c))
+
+	// The legend is one line, centred under the X axis.
+	const thumbW, gap = 14, 12
+	var total vg.Length
+	for i, e := range f.legend {
+		if i > 0 {
+			total += vg.Points(gap)
+		}
+		total += vg.Points(thumbW) + textPad + f.style.Width(e.label)
+	}
+	x := c.Center().X - total/2
+	y := c.Min.Y + chartMargin + legendStrip/2
+	for _, e := range f.legend {
+		r := vg.Rectangle{
+			Min: vg.Point{X: x, Y: y - vg.Points(4)},
+			Max: vg.Point{X: x + vg.Points(thumbW), Y: y + vg.Points(4)},
+		}
+		e.thumb(&c, r)
+		x = r.Max.X + textPad
+		c.FillText(f.style, vg.Point{X: x, Y: y}, e.label)
+		x += f.style.Width(e.label) + vg.Points(gap)
+	}
+}
+
+// legendFor lists what the chart shows: a bar only when some cell has a
+// value, the invalid-pass marker only when there is one.
+func legendFor(cells []Cell) []legendEntry {
+	var bars, valid, invalid bool
+	for _, c := range cells {
+		bars = bars || c.Value != nil
+		for _, p := range c.Passes {
+			if p.Value == nil || !finite(*p.Value) {
+				continue
+			}
+			valid = valid || p.Valid
+			invalid = invalid || !p.Valid
+		}
+	}
+	var l []legendEntry
+	if bars {
+		l = append(l, legendEntry{"value (median of valid passes)", func(c *draw.Canvas, r vg.Rectangle) {
+			c.FillPolygon(barColor, rectangle(r))
+		}})
+	}
+	if valid {
+		l = append(l, legendEntry{"valid pass", func(c *draw.Canvas, r vg.Rectangle) {
+			c.DrawGlyphNoClip(passGlyph, center(r))
+		}})
+	}
+	if invalid {
+		l = append(l, legendEntry{"invalid pass (not in the value)", func(c *draw.Canvas, r vg.Rectangle) {
+			c.DrawGlyphNoClip(invalidGlyph, center(r))
+		}})
+	}
+	return l
+}
+
+// rows draws each cell's row: its bar, its passes as a strip, and its value,
+// or, for a cell with no value, why.
+type rows struct {
+	cells         []Cell
+	unit          string
+	value, reason text.Style
+}
+
+func (r *rows) Plot(c draw.Canvas, p *plot.Plot) {
+	x, y := p.Transforms(&c)
+	n := len(r.cells)
+	for i, cell := range r.cells {
+		row := float64(n - 1 - i)
+		center, spread := row, jitter
+		valid, invalid := passValues(cell)
+		if cell.Value == nil && len(valid)+len(invalid) > 0 {
+			// The reason takes the row's upper half, the passes its lower.
+			center, spread = row-0.2, 0.1
+		}
+
+		if cell.Value != nil {
+			c.FillPolygon(barColor, rectangle(vg.Rectangle{
+				Min: vg.Point{X: x(0), Y: y(row - barHalf)},
+				Max: vg.Point{X: x(*cell.Value), Y: y(row + barHalf)},
+			}))
+		}
+
+		// Spread the plotted passes over the band by their order, top to
+		// bottom: no randomness, so the same runs draw the same chart.
+		// Invalid passes are drawn last, on top.
+		var dots []vg.Point
+		var ok []bool
+		for _, pp := range cell.Passes {
+			if pp.Value != nil && finite(*pp.Value) {
+				dots = append(dots, vg.Point{X: x(*pp.Value)})
+				ok = append(ok, pp.Valid)
+			}
+		}
+		for k := range dots {
+			off := 0.0
+			if m := len(dots); m > 1 {
+				off = spread * (1 - 2*float64(k)/float64(m-1))
+			}
+			dots[k].Y = y(center + off)
+		}
+		for _, want := range []bool{true, false} {
+			for k, d := range dots {
+				if ok[k] != want {
+					continue
+				}
+				if want {
+					c.DrawGlyphNoClip(passGlyph, d)
+				} else {
+					c.DrawGlyphNoClip(invalidGlyph, d)
+				}
+			}
+		}
+
+		if cell.Value != nil {
+			tx, _, _ := r.place(cell, x)
+			c.FillText(r.value, vg.Point{X: tx, Y: y(row)}, formatValue(*cell.Value, r.unit))
+			continue
+		}
+		ty := row
+		if len(dots) > 0 {
+			ty = row + 0.2
+		}
+		tx := x(0) + textPad
+		c.FillText(r.reason, vg.Point{X: tx, Y: y(ty)}, fit(r.reason, reasonText(cell.NoValue), c.Max.X-tx))
+	}
+}
+
+// place lays out a row on the scale x: its value text goes after its bar
+// and valid passes, and past any invalid pass it would cover (not after
+// every invalid pass: an outlier far off would take the value away from its
+// bar). It returns where the text starts and where the row ends on the
+// right, as a value and a length after it.
+func (r *rows) place(cell Cell, x func(float64) vg.Length) (text vg.Length, edge float64, off vg.Length) {
+	extend := func(v float64, o vg.Length) {
+		if x(v)+o > x(edge)+off {
+			edge, off = v, o
+		}
+	}
+	valid, invalid := passValues(cell)
+	if cell.Value != nil {
+		extend(*cell.Value, 0)
+	}
+	for _, v := range valid {
+		extend(v, passGlyph.Radius)
+	}
+	if cell.Value != nil {
+		tw := r.value.Width(formatValue(*cell.Value, r.unit))
+		tv, to := edge, off+textPad
+		sort.Float64s(invalid)
+		for _, v := range invalid {
+			xi, start := x(v), x(tv)+to
+			if xi+invalidGlyph.Radius+textPad/2 > start && xi-invalidGlyph.Radius-textPad/2 < start+tw {
+				tv, to = v, invalidGlyph.Radius+textPad
+			}
+		}
+		text = x(tv) + to
+		extend(tv, to+tw)
+	}
+	for _, v := range invalid {
+		extend(v, invalidGlyph.Radius)
+	}
+	return text, edge, off
+}
+
+// passValues are the values of a cell's valid and invalid passes that have
+// one.
+func passValues(c Cell) (valid, invalid []float64) {
+	for _, p := range c.Passes {
+		switch {
+		case p.Value == nil || !finite(*p.Value):
+		case p.Valid:
+			valid = append(valid, *p.Value)
+		default:
+			invalid = append(invalid, *p.Value)
+		}
+	}
+	return valid, invalid
+}
+
+// plotted are the values of a cell the chart draws: its value and its
+// passes' values.
+func plotted(c Cell) []float64 {
+	var v []float64
+	if c.Value != nil {
+		v = append(v, *c.Value)
+	}
+	for _, p := range c.Passes {
+		if p.Value != nil && finite(*p.Value) {
+			v = append(v, *p.Value)
+		}
+	}
+	return v
+}
+
+func center(r vg.Rectangle) vg.Point {
+	return vg.Point{X: (r.Min.X + r.Max.X) / 2, Y: (r.Min.Y + r.Max.Y) / 2}
+}
+
+func rectangle(r vg.Rectangle) []vg.Point {
+	return []vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}}
+}
+
+// crossGlyph is gonum's cross drawn thick enough to see at a page's size.
+type crossGlyph struct{}
+
+func (crossGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(1.5)})
+	r := sty.Radius * 0.7071
+	var p vg.Path
+	p.Move(vg.Point{X: pt.X - r, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y + r})
+	p.Move(vg.Point{X: pt.X - r, Y: pt.Y + r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y - r})
+	c.Stroke(p)
+}
+
+func sans(size vg.Length, bold bool) font.Font {
+	f := font.Font{Typeface: "Liberation", Variant: "Sans", Size: size}
+	if bold {
+		f.Weight = xfont.WeightBold
+	}
+	return f
+}
+
+// chartTitle is "p99 TTFB (ms, lower is better)".
+func chartTitle(t Test) string {
+	better := "higher is better"
+	if t.LowerIsBetter {
+		better = "lower is better"
+	}
+	if t.Unit != "" {
+		better = t.Unit + ", " + better
+	}
+	return fmt.Sprintf("%s (%s)", testTitle(t), better)
+}
+
+// axisLabel is "p99 TTFB (ms)".
+func axisLabel(t Test) string {
+	if t.Unit == "" {
+		return testTitle(t)
+	}
+	return fmt.Sprintf("%s (%s)", testTitle(t), t.Unit)
+}
+
+func testTitle(t Test) string {
+	for _, s := range []string{t.Title, t.Name, t.ID} {
+		if s != "" {
+			return s
+		}
+	}
+	return "test"
+}
+
+// reasonText is what a row without a value shows: "no value: " and the
+// start of the reason.
+func reasonText(noValue string) string {
+	s := strings.Join(strings.Fields(noValue), " ")
+	if s == "" {
+		return "no value"
+	}
+	if utf8.RuneCountInString(s) > reasonRunes {
+		s = strings.TrimSpace(string([]rune(s)[:reasonRunes])) + "…"
+	}
+	return "no value: " + s
+}
+
+// fit shortens s, ending it with "…", until it is no wider than width.
+func fit(sty text.Style, s string, width vg.Length) string {
+	if sty.Width(s) <= width {
+		return s
+	}
+	r := []rune(strings.TrimSuffix(s, "…"))
+	for len(r) > 0 {
+		r = r[:len(r)-1]
+		t := strings.TrimSpace(string(r)) + "…"
+		if sty.Width(t) <= width {
+			return t
+		}
+	}
+	return "…"
+}
+
+// wrapLabel splits a label longer than n runes at the last space before n
+// into two lines; it never cuts one.
+func wrapLabel(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	for i := n; i > 0; i-- {
+		if r[i] == ' ' {
+			return string(r[:i]) + "\n" + string(r[i+1:])
+		}
+	}
+	return s
+}
+
+var _ plot.Plotter = (*rows)(nil)

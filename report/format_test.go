@@ -1,0 +1,31 @@
+package report
+
+import "testing"
+
+func TestFormatValue(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		unit string
+		want string
+	}{
+		{0.0652, "ms", "0.0652 ms"},
+		{0.065249, "ms", "0.0652 ms"},
+		{1.05, "ms", "1.05 ms"},
+		{53.94, "ms", "53.9 ms"},
+		{200, "x", "200 x"},
+		{100, "%", "100 %"},
+		{1050, "", "1050"},
+		{1049.9, "req/s", "1050 req/s"},
+		{123456, "", "123000"},
+		{9.996, "", "10.0"},
+		{2, "x", "2.00 x"},
+		{0, "ms", "0 ms"},
+		{-0.5, "", "-0.500"},
+		{0.000123456, "", "0.000123"},
+		{1.5e-9, "", "1.5e-09"},
+	} {
+		if got := formatValue(c.v, c.unit); got != c.want {
+			t.Errorf("formatValue(%v, %q) = %q, want %q", c.v, c.unit, got, c.want)
+		}
+	}
+}
