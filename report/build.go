@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/hlsbench/hlsbench/results"
-	"github.com/hlsbench/hlsbench/results/stats"
+	"github.com/hlsbench/hlsbench/results/compare"
 )
 
 // Input is what a report is built from: result files and, for a suite
@@ -24,11 +24,10 @@ type Input struct {
 	ManifestRaw []byte
 }
 
-// Options tune the statistics behind a finding: the same as compare's.
+// Options tune the statistics behind a finding (compare's, the same code)
+// and name the page.
 type Options struct {
-	// Alpha is the significance level of the Mann-Whitney U test and
-	// Threshold the smallest difference, in percent, that counts.
-	Alpha, Threshold float64
+	Compare compare.Options
 	// Title replaces the page's title.
 	Title string
 }
@@ -38,7 +37,7 @@ const DefaultTitle = "HTTP caching proxies for HLS delivery"
 
 // DefaultOptions are compare's defaults.
 func DefaultOptions() Options {
-	return Options{Alpha: stats.DefaultAlpha, Threshold: stats.DefaultThreshold, Title: DefaultTitle}
+	return Options{Compare: compare.Defaults(), Title: DefaultTitle}
 }
 
 // Read loads the inputs named on the command line: one or more suite

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/compare"
 	"github.com/hlsbench/hlsbench/results/stats"
 )
 
@@ -48,8 +49,12 @@ func stand(t Test, o Options) standing {
 		if c.Value == nil || c.Label == s.leader.Label {
 			continue
 		}
-		d := stats.Compare(s.leader.ValidValues(), c.ValidValues(), t.LowerIsBetter, o.Threshold, o.Alpha)
+		d := compare.Judge(s.leader.ValidValues(), c.ValidValues(), t.Unit, t.LowerIsBetter, o.Compare)
 		v := verdict{c, d}
+		if d.Verdict == stats.NotComparable && same(s.leader.ValidValues(), c.ValidValues()) {
+			// Every pass gave the same value (200 x, 100 %): equal, however few.
+			d.Verdict, d.Reason = stats.NoChange, "every valid pass has the same value"
+		}
 		switch d.Verdict {
 		case stats.NoChange:
 			s.ties = append(s.ties, v)
@@ -62,6 +67,30 @@ func stand(t Test, o Options) standing {
 		}
 	}
 	return s
+}
+
+// same says every value of a and b is one value.
+func same(a, b []float64) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	for _, v := range append(a[1:], b...) {
+		if v != a[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// unknownWhy says why cells cannot be told apart from the leader: too few
+// valid passes for the U test ever to reach significance (or no valid pass).
+func unknownWhy(vs []verdict, o Options) string {
+	d := vs[0].delta
+	if d.BaseN == 0 || d.NewN == 0 {
+		return d.Reason
+	}
+	return fmt.Sprintf("with %d and %d valid passes no difference can reach p < %g; %d passes each can",
+		d.BaseN, d.NewN, o.Compare.Alpha, stats.MinSamples(o.Compare.Alpha))
 }
 
 func better(a, b float64, lower bool) bool {
@@ -118,8 +147,8 @@ func finding(t Test, o Options) string {
 	case others == 0:
 		fmt.Fprintf(&b, "Only %s has a value: %s.", s.leader.Label, lead)
 	case len(s.ties) == others:
-		fmt.Fprintf(&b, "A tie: %s and %s do not differ significantly (Mann-Whitney U over the valid passes, α = %g, differences under %g %% ignored); %s is %s at %s.",
-			s.leader.Label, labels(s.ties), o.Alpha, o.Threshold, s.leader.Label, best, lead)
+		fmt.Fprintf(&b, "A tie: %s do not differ significantly (Mann-Whitney U over the valid passes, α = %g; differences under %g %% or %g ms ignored); %s is %s at %s.",
+			labels(append([]verdict{{cell: *s.leader}}, s.ties...)), o.Compare.Alpha, o.Compare.Threshold, o.Compare.ResolutionMs, s.leader.Label, best, lead)
 	default:
 		fmt.Fprintf(&b, "%s is %s at %s.", s.leader.Label, best, lead)
 		if len(s.ties) > 0 {
@@ -132,7 +161,7 @@ func finding(t Test, o Options) string {
 			fmt.Fprintf(&b, " %s's passes are better (%s) though its merged value is not.", v.cell.Label, pText(v.delta))
 		}
 		if len(s.unknown) > 0 {
-			fmt.Fprintf(&b, " %s cannot be told apart from it: %s.", labels(s.unknown), s.unknown[0].delta.Reason)
+			fmt.Fprintf(&b, " %s cannot be told apart from it: %s.", labels(s.unknown), unknownWhy(s.unknown, o))
 		}
 	}
 	noValues(&b, s.none)
@@ -159,23 +188,45 @@ func noValues(b *strings.Builder, none []Cell) {
 	}
 }
 
-// takeaway is a workload's sentence: each test's leader and ties, short.
+// takeaway is a workload's sentence: each test's leader, ties and the
+// cells too few passes cannot separate from it, short.
 func takeaway(w Workload, o Options) string {
 	var parts []string
 	for _, t := range w.Tests {
 		s := stand(t, o)
-		switch {
-		case s.leader == nil:
+		if s.leader == nil {
 			parts = append(parts, t.Title+": no value")
-		case len(s.ties) > 0 && len(s.behind)+len(s.ahead)+len(s.unknown) == 0:
-			parts = append(parts, fmt.Sprintf("%s: a tie between %s and %s", t.Title, s.leader.Label, labels(s.ties)))
-		case len(s.ties) > 0:
-			parts = append(parts, fmt.Sprintf("%s: %s leads (%s), tied with %s", t.Title, s.leader.Label, valueText(*s.leader.Value, t.Unit), labels(s.ties)))
-		default:
-			parts = append(parts, fmt.Sprintf("%s: %s leads (%s)", t.Title, s.leader.Label, valueText(*s.leader.Value, t.Unit)))
+			continue
 		}
+		lead := fmt.Sprintf("%s at %s", s.leader.Label, valueText(*s.leader.Value, t.Unit))
+		others := len(s.behind) + len(s.ahead) + len(s.unknown)
+		var p string
+		switch {
+		case len(s.ties) > 0 && others == 0:
+			p = fmt.Sprintf("%s: a tie between %s", t.Title, labels(append([]verdict{{cell: *s.leader}}, s.ties...)))
+		case len(s.behind)+len(s.ahead) > 0:
+			p = fmt.Sprintf("%s: %s leads", t.Title, lead)
+			if len(s.ties) > 0 {
+				p += ", tied with " + labels(s.ties)
+			}
+		case len(s.unknown) > 0:
+			p = fmt.Sprintf("%s: %s is %s, but too few passes to tell it apart from %s", t.Title, lead, bestWord(t.LowerIsBetter), labels(s.unknown))
+			if len(s.ties) > 0 {
+				p += "; tied with " + labels(s.ties)
+			}
+		default:
+			p = fmt.Sprintf("%s: only %s has a value", t.Title, lead)
+		}
+		parts = append(parts, p)
 	}
 	return strings.Join(parts, "; ") + "."
+}
+
+func bestWord(lower bool) string {
+	if lower {
+		return "lowest"
+	}
+	return "highest"
 }
 
 func summary(rep *Report, cells []cellKey, label func(cellKey) string) string {
@@ -370,8 +421,8 @@ func caveats(in *Input, rep *Report) []string {
 	c = append(c, fmt.Sprintf("%s with %d cores: the figures are relative efficiency under shared contention, not isolated network performance, and they compare engines within these runs only — absolute latencies move from run to run on a shared machine.", shared, h.Cores))
 	for _, s := range in.Sources {
 		if i := s.Run.Interference; i != nil && i.BusyPasses > 0 {
-			c = append(c, fmt.Sprintf("%s: in %d of %d measured passes other processes used more than %s %% of the measured CPUs (at most %s %%).",
-				s.Name, i.BusyPasses, i.Passes, results.Sig3(i.Threshold*100), results.Sig3(i.MaxOtherShare*100)))
+			c = append(c, fmt.Sprintf("%s: in %d of %d measured passes other processes used more than %g %% of the measured CPUs (at most %s %%).",
+				s.Name, i.BusyPasses, i.Passes, i.Threshold*100, results.Sig3(i.MaxOtherShare*100)))
 		}
 	}
 	hostsSeen := map[string]bool{}

@@ -22,7 +22,7 @@ func TestFormatValue(t *testing.T) {
 		{0, "ms", "0 ms"},
 		{-0.5, "", "-0.500"},
 		{0.000123456, "", "0.000123"},
-		{1.5e-9, "", "1.5e-09"},
+		{1051, "ms", "1.05 s"},
 	} {
 		if got := formatValue(c.v, c.unit); got != c.want {
 			t.Errorf("formatValue(%v, %q) = %q, want %q", c.v, c.unit, got, c.want)

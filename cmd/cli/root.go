@@ -100,7 +100,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	})
 	root.AddCommand(newLoadCmd(stdout, stderr), newRunCmd(stdout, stderr), newServeCacheCmd(stdout, stderr), newOriginCmd(stdout, stderr), newEnginesCmd(stdout, stderr))
 	root.AddCommand(newCleanCmd(stdout, stderr))
-	root.AddCommand(newCompareCmd(stdout, stderr), newSuiteCmd(stdout, stderr))
+	root.AddCommand(newCompareCmd(stdout, stderr), newSuiteCmd(stdout, stderr), newReportCmd(stdout, stderr))
 	return root
 }
 

@@ -476,12 +476,7 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 			b.first.Unit, better(b.first.LowerIsBetter), n.first.Unit, better(n.first.LowerIsBetter))
 		return r
 	}
-	d := stats.Compare(b.values, n.values, r.LowerIsBetter, o.Threshold, o.Alpha)
-	if (d.Verdict == stats.Regression || d.Verdict == stats.Improvement) && r.Unit == "ms" &&
-		math.Abs(d.NewMedian-d.BaseMedian) < o.ResolutionMs {
-		d.Verdict, d.Reason = stats.NoChange, fmt.Sprintf("the change, %+.3f ms, is under the %g ms resolution of the generator's timing",
-			d.NewMedian-d.BaseMedian, o.ResolutionMs)
-	}
+	d := Judge(b.values, n.values, r.Unit, r.LowerIsBetter, o)
 	r.Verdict, r.Reason, r.Exact = d.Verdict, d.Reason, d.Exact
 	r.ChangePct, r.P = finite(d.Change), finite(d.P)
 	return r
@@ -733,4 +728,17 @@ func project(c results.Conditions, keep func(string) bool) results.Conditions {
 	var out results.Conditions
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+// Judge compares two samples of pass values as compare does: the U test
+// and threshold of stats.Compare, and a latency change under the
+// generator's resolution is no change. The report calls ties with it.
+func Judge(base, new []float64, unit string, lowerIsBetter bool, o Options) stats.Delta {
+	d := stats.Compare(base, new, lowerIsBetter, o.Threshold, o.Alpha)
+	if (d.Verdict == stats.Regression || d.Verdict == stats.Improvement) && unit == "ms" &&
+		math.Abs(d.NewMedian-d.BaseMedian) < o.ResolutionMs {
+		d.Verdict, d.Reason = stats.NoChange, fmt.Sprintf("the change, %+.3f ms, is under the %g ms resolution of the generator's timing",
+			d.NewMedian-d.BaseMedian, o.ResolutionMs)
+	}
+	return d
 }
