@@ -262,7 +262,7 @@ func legendFor(cells []Cell) []legendEntry {
 	}
 	var l []legendEntry
 	if bars {
-		l = append(l, legendEntry{"value (median of valid passes)", func(c *draw.Canvas, r vg.Rectangle) {
+		l = append(l, legendEntry{"value (from the valid passes)", func(c *draw.Canvas, r vg.Rectangle) {
 			c.FillPolygon(barColor, rectangle(r))
 		}})
 	}

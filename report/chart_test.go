@@ -92,7 +92,7 @@ func TestChartSVGContent(t *testing.T) {
 	want := []string{"p99 TTFB (ms, lower is better)", "p99 TTFB (ms)",
 		"0.0652 ms", "53.9 ms", "1.05 ms", "2.31 ms", "530 ms", "12.4 ms", "1.80 ms",
 		"no value: no valid pass: pass 1: 12% of requests failed",
-		"valid pass", "invalid pass (not in the value)", "value (median of valid passes)",
+		"valid pass", "invalid pass (not in the value)", "value (from the valid passes)",
 		"sans-serif",
 	}
 	for _, c := range tt.Cells {
