@@ -1,4 +1,4 @@
-.PHONY: build run test lint nightly bench-loadgen
+.PHONY: build run test lint nightly bench-loadgen page page-quick page-from-results screenshot
 
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
@@ -29,3 +29,34 @@ lint:
 # commit) and HEAD, suites back to back here, then compare (its exit code).
 nightly:
 	BASE=$(BASE) bash .ci/nightly
+
+# The published page. `make page` runs the suite (builtin, varnish, nginx; the
+# reference protocol: 3 warm-ups + 20 passes) into build/page-runs, then the
+# report into site/ with the result files copied into site/runs (about 25
+# minutes). `make page-quick` is the same with --quick into build/site-quick
+# (about 3 minutes). `make page-from-results` rebuilds site/ from the
+# committed site/runs alone: the same bytes. A suite that ends with some
+# result invalid (exit 3) still makes its page: the page says which.
+PAGE_ENGINES ?= builtin,varnish,nginx
+PAGE_PROFILE ?=
+PAGE_RUNS    ?= build/page-runs
+SITE         ?= site
+
+page: build
+	rm -rf $(PAGE_RUNS)
+	bin/hlsbench suite $(PAGE_PROFILE) --engine $(PAGE_ENGINES) --out $(PAGE_RUNS); \
+	code=$$?; if [ $$code -ne 0 ] && [ $$code -ne 3 ]; then exit $$code; fi
+	bin/hlsbench report $(PAGE_RUNS) --out $(SITE)
+
+page-quick:
+	$(MAKE) page PAGE_PROFILE=--quick PAGE_RUNS=build/page-runs-quick SITE=build/site-quick
+
+page-from-results: build
+	bin/hlsbench report $(SITE)/runs --out $(SITE)
+
+# The README's picture of the page: headless Chromium opens $(SITE)/index.html
+# from disk, checks it (every image loads, no console error, no network
+# request) and saves a full-page screenshot.
+screenshot:
+	HLSBENCH_PAGE=$(CURDIR)/$(SITE)/index.html HLSBENCH_SCREENSHOT=$(CURDIR)/docs/page.png \
+		go test -count=1 -run '^TestPage$$' ./report/browser
