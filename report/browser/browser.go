@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -40,6 +41,9 @@ type Options struct {
 	Chromium string
 	// Screenshot, if set, is where a full-page PNG is written (atomically).
 	Screenshot string
+	// ScreenshotHeight, when above 0, keeps only the page's top that many
+	// CSS pixels (a README picture, not a 13000-pixel strip).
+	ScreenshotHeight int
 	// Width is the viewport width in CSS pixels; default DefaultWidth.
 	Width int
 	// Timeout bounds the whole check, browser start to teardown; default DefaultTimeout.
@@ -233,7 +237,21 @@ func visit(ctx context.Context, abs string, o Options) (*Result, error) {
 		})
 	}
 	if o.Screenshot != "" {
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		var png []byte
+		var err error
+		if o.ScreenshotHeight > 0 {
+			beyond := true
+			var shot page.CaptureScreenshotResult
+			shot, err = chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{
+				Format: page.CaptureScreenshotFormatPng, CaptureBeyondViewport: &beyond,
+				Clip: &page.Viewport{Width: float64(o.Width), Height: float64(o.ScreenshotHeight), Scale: 1},
+			})
+			if err == nil {
+				png = shot.Data
+			}
+		} else {
+			png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("screenshot: %w", err)
 		}
