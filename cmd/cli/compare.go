@@ -78,16 +78,27 @@ workload under different conditions, nothing in common, bad flags.`,
 	return c
 }
 
+// checkJudge checks the flags of compare's statistics, which report's
+// ties share.
+func checkJudge(threshold, alpha, resolutionMs float64) error {
+	switch {
+	case !(alpha > 0 && alpha < 1):
+		return usagef("--alpha %g: want a level between 0 and 1, e.g. 0.05", alpha)
+	case !(threshold >= 0) || math.IsInf(threshold, 0):
+		return usagef("--threshold %g: want a percentage, 0 or more, e.g. 5", threshold)
+	case !(resolutionMs >= 0) || math.IsInf(resolutionMs, 0):
+		return usagef("--resolution %g: want milliseconds, 0 or more, e.g. 0.05", resolutionMs)
+	}
+	return nil
+}
+
 // errRegression reports a comparison that found a regression (exit 1).
 var errRegression = errors.New("significant regression")
 
 // RunCompare is `hlsbench compare`.
 func RunCompare(ctx context.Context, stdout, stderr io.Writer, o CompareOptions) error {
-	if !(o.Alpha > 0 && o.Alpha < 1) {
-		return usagef("--alpha %g: want a level between 0 and 1, e.g. 0.05", o.Alpha)
-	}
-	if !(o.Threshold >= 0) || math.IsInf(o.Threshold, 0) {
-		return usagef("--threshold %g: want a percentage, 0 or more, e.g. 5", o.Threshold)
+	if err := checkJudge(o.Threshold, o.Alpha, o.ResolutionMs); err != nil {
+		return err
 	}
 	base, err := compare.Load(o.Base)
 	if err != nil {
@@ -96,9 +107,6 @@ func RunCompare(ctx context.Context, stdout, stderr io.Writer, o CompareOptions)
 	nw, err := compare.Load(o.New)
 	if err != nil {
 		return usagef("NEW: %v", err)
-	}
-	if !(o.ResolutionMs >= 0) || math.IsInf(o.ResolutionMs, 0) {
-		return usagef("--resolution %g: want milliseconds, 0 or more, e.g. 0.05", o.ResolutionMs)
 	}
 	c, err := compare.Runs(base, nw, compare.Options{Threshold: o.Threshold, Alpha: o.Alpha, ResolutionMs: o.ResolutionMs})
 	if err != nil {

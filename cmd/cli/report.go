@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -76,15 +75,11 @@ file, a DIR that holds other files, bad flags).`,
 
 // RunReport is `hlsbench report`.
 func RunReport(ctx context.Context, stdout, stderr io.Writer, o ReportOptions) error {
-	switch {
-	case o.Out == "":
+	if o.Out == "" {
 		return usagef("--out: the report needs a directory to write")
-	case !(o.Alpha > 0 && o.Alpha < 1):
-		return usagef("--alpha %g: want a level between 0 and 1, e.g. 0.05", o.Alpha)
-	case !(o.Threshold >= 0) || math.IsInf(o.Threshold, 0):
-		return usagef("--threshold %g: want a percentage, 0 or more, e.g. 5", o.Threshold)
-	case !(o.ResolutionMs >= 0) || math.IsInf(o.ResolutionMs, 0):
-		return usagef("--resolution %g: want milliseconds, 0 or more, e.g. 0.05", o.ResolutionMs)
+	}
+	if err := checkJudge(o.Threshold, o.Alpha, o.ResolutionMs); err != nil {
+		return err
 	}
 	in, err := report.Read(o.Inputs)
 	if err != nil {
