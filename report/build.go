@@ -248,7 +248,7 @@ func Build(in *Input, o Options) (*Report, error) {
 			w.Title, w.Description = desc.Title, desc.Description
 		}
 		w.Conditions = conds
-		costs := map[cellKey]Cost{}
+		costs := map[cellKey][]Cost{}
 		var costOrder []cellKey
 		for _, id := range testOrder {
 			if wlOf(id) != wl {
@@ -272,9 +272,9 @@ func Build(in *Input, o Options) (*Report, error) {
 				}
 				t.Cells = append(t.Cells, cellOf(r, label(k), versions[k], f.source.Name))
 				if _, ok := costs[k]; !ok {
-					costs[k] = Cost{Label: label(k), CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes}
 					costOrder = append(costOrder, k)
 				}
+				costs[k] = addCost(costs[k], Cost{Label: label(k), CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes}, t.Title)
 			}
 			// Cells the suite did not finish show as such.
 			if in.Manifest != nil {
@@ -289,7 +289,11 @@ func Build(in *Input, o Options) (*Report, error) {
 			w.Tests = append(w.Tests, t)
 		}
 		for _, k := range costOrder {
-			w.Cost = append(w.Cost, costs[k])
+			cs := costs[k]
+			if len(cs) == 1 {
+				cs[0].Tests = nil // one cost for every test: no need to name them
+			}
+			w.Cost = append(w.Cost, cs...)
 		}
 		w.Takeaway = takeaway(w, o)
 		rep.Workloads = append(rep.Workloads, w)
@@ -301,6 +305,22 @@ func Build(in *Input, o Options) (*Report, error) {
 	rep.Warnings = warn
 	return rep, nil
 }
+
+// addCost adds a test's cost to a cell's: to the row with the same figures,
+// or as a new row.
+func addCost(cs []Cost, c Cost, test string) []Cost {
+	for i := range cs {
+		if sameF(cs[i].CPUMsPer1000, c.CPUMsPer1000) && sameI(cs[i].PeakRSSBytes, c.PeakRSSBytes) {
+			cs[i].Tests = append(cs[i].Tests, test)
+			return cs
+		}
+	}
+	c.Tests = []string{test}
+	return append(cs, c)
+}
+
+func sameF(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+func sameI(a, b *int64) bool   { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 func wlOf(id string) string {
 	wl, _, _ := strings.Cut(id, "/")
@@ -364,7 +384,8 @@ func sortCells(cells []cellKey, engines []string) {
 func cellOf(r *results.Result, label, version, source string) Cell {
 	c := Cell{Label: label, Engine: r.Engine, Version: version, Runtime: r.Runtime, Topology: r.Topology,
 		Value: r.Value, NoValue: r.NoValue, Valid: r.Valid, ValidPasses: r.ValidPasses, MeasuredPasses: r.MeasuredPasses,
-		Spread: r.Spread, Invalid: r.InvalidReasons, Errors: r.Errors, Requests: r.Requests, Source: source}
+		Spread: r.Spread, Invalid: r.InvalidReasons, Errors: r.Errors, Requests: r.Requests, Source: source,
+		CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes}
 	if c.Value == nil && c.NoValue == "" {
 		c.NoValue = "nothing was measured"
 	}

@@ -50,11 +50,11 @@ func stand(t Test, o Options) standing {
 			continue
 		}
 		d := compare.Judge(s.leader.ValidValues(), c.ValidValues(), t.Unit, t.LowerIsBetter, o.Compare)
-		v := verdict{c, d}
 		if d.Verdict == stats.NotComparable && same(s.leader.ValidValues(), c.ValidValues()) {
 			// Every pass gave the same value (200 x, 100 %): equal, however few.
 			d.Verdict, d.Reason = stats.NoChange, "every valid pass has the same value"
 		}
+		v := verdict{c, d}
 		switch d.Verdict {
 		case stats.NoChange:
 			s.ties = append(s.ties, v)
@@ -147,8 +147,18 @@ func finding(t Test, o Options) string {
 	case others == 0:
 		fmt.Fprintf(&b, "Only %s has a value: %s.", s.leader.Label, lead)
 	case len(s.ties) == others:
-		fmt.Fprintf(&b, "A tie: %s do not differ significantly (Mann-Whitney U over the valid passes, α = %g; differences under %g %% or %g ms ignored); %s is %s at %s.",
-			labels(append([]verdict{{cell: *s.leader}}, s.ties...)), o.Compare.Alpha, o.Compare.Threshold, o.Compare.ResolutionMs, s.leader.Label, best, lead)
+		ignored := fmt.Sprintf("%g %%", o.Compare.Threshold)
+		if t.Unit == "ms" {
+			// compare.Judge applies the resolution to latencies only.
+			ignored += fmt.Sprintf(" or %g ms", o.Compare.ResolutionMs)
+		}
+		fmt.Fprintf(&b, "A tie: %s do not differ significantly (Mann-Whitney U over the valid passes, α = %g; differences under %s ignored); ",
+			labels(append([]verdict{{cell: *s.leader}}, s.ties...)), o.Compare.Alpha, ignored)
+		if allSame(s) {
+			fmt.Fprintf(&b, "each is at %s.", lead)
+		} else {
+			fmt.Fprintf(&b, "%s is %s at %s.", s.leader.Label, best, lead)
+		}
 	default:
 		fmt.Fprintf(&b, "%s is %s at %s.", s.leader.Label, best, lead)
 		if len(s.ties) > 0 {
@@ -166,6 +176,17 @@ func finding(t Test, o Options) string {
 	}
 	noValues(&b, s.none)
 	return b.String()
+}
+
+// allSame says every tied cell has the leader's value: none of them is
+// "lowest".
+func allSame(s standing) bool {
+	for _, v := range s.ties {
+		if *v.cell.Value != *s.leader.Value {
+			return false
+		}
+	}
+	return true
 }
 
 func worse(lower bool) string {
@@ -210,7 +231,7 @@ func takeaway(w Workload, o Options) string {
 				p += ", tied with " + labels(s.ties)
 			}
 		case len(s.unknown) > 0:
-			p = fmt.Sprintf("%s: %s is %s, but too few passes to tell it apart from %s", t.Title, lead, bestWord(t.LowerIsBetter), labels(s.unknown))
+			p = fmt.Sprintf("%s: %s is %s, but there are too few passes to tell it apart from %s", t.Title, lead, bestWord(t.LowerIsBetter), labels(s.unknown))
 			if len(s.ties) > 0 {
 				p += "; tied with " + labels(s.ties)
 			}

@@ -20,6 +20,7 @@ var page = template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
 	"spread":    spreadText,
 	"cost":      costText,
 	"rss":       rssText,
+	"costTests": costTests,
 	"sig3":      results.Sig3,
 }).ParseFS(templates, "templates/index.html.tmpl"))
 

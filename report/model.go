@@ -105,6 +105,10 @@ type Cell struct {
 	Errors  int64
 	// Requests behind the figure.
 	Requests int64
+	// CPUMsPer1000 and PeakRSSBytes are the engine's cost while this
+	// test's traffic ran (nil: not measured).
+	CPUMsPer1000 *float64
+	PeakRSSBytes *int64
 	// Source is the result file's name.
 	Source string
 }
@@ -120,10 +124,25 @@ type PassPoint struct {
 // Cost is one engine's cost in a workload.
 type Cost struct {
 	Label string
+	// Tests are the titles of the tests the cost was measured in, when the
+	// engine's cost differs between the workload's tests (segment's full
+	// and Range GETs are separate traffic); nil when it is one for all.
+	Tests []string
 	// CPUMsPer1000 is the engine's CPU-ms per 1000 requests (median of the
 	// passes), nil when not measured; PeakRSSBytes its largest resident set.
 	CPUMsPer1000 *float64
 	PeakRSSBytes *int64
+}
+
+// CostByTest says whether a cost row names its tests: some engine's cost
+// differs between the workload's tests.
+func (w Workload) CostByTest() bool {
+	for _, c := range w.Cost {
+		if len(c.Tests) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ValidValues are the values of a cell's valid measured passes: the sample

@@ -25,10 +25,6 @@ func WriteCSV(w io.Writer, rep *Report) error {
 		return err
 	}
 	for _, wl := range rep.Workloads {
-		cost := map[string]Cost{}
-		for _, c := range wl.Cost {
-			cost[c.Label] = c
-		}
 		for _, t := range wl.Tests {
 			for _, c := range t.Cells {
 				row := []string{t.Workload, t.Name, t.Title, c.Engine, c.Version, c.Runtime, c.Topology, "all",
@@ -38,11 +34,9 @@ func WriteCSV(w io.Writer, rep *Report) error {
 				if c.Spread.N > 0 {
 					row[15], row[16], row[17] = fnum(c.Spread.Min), fnum(c.Spread.Median), fnum(c.Spread.Max)
 				}
-				if k, ok := cost[c.Label]; ok {
-					row[20] = num(k.CPUMsPer1000)
-					if k.PeakRSSBytes != nil {
-						row[21] = strconv.FormatInt(*k.PeakRSSBytes, 10)
-					}
+				row[20] = num(c.CPUMsPer1000)
+				if c.PeakRSSBytes != nil {
+					row[21] = strconv.FormatInt(*c.PeakRSSBytes, 10)
 				}
 				if err := cw.Write(row); err != nil {
 					return err
@@ -111,8 +105,16 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			p("\n%s\n\n", mdEscape(t.Finding))
 		}
 		if len(wl.Cost) > 0 {
-			p("Engine cost in this workload:\n\n| Engine | CPU-ms per 1000 requests | Peak RSS |\n|---|---:|---:|\n")
+			if wl.CostByTest() {
+				p("Engine cost in this workload:\n\n| Engine | Tests | CPU-ms per 1000 requests | Peak RSS |\n|---|---|---:|---:|\n")
+			} else {
+				p("Engine cost in this workload:\n\n| Engine | CPU-ms per 1000 requests | Peak RSS |\n|---|---:|---:|\n")
+			}
 			for _, c := range wl.Cost {
+				if wl.CostByTest() {
+					p("| %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(costTests(c)), costText(c.CPUMsPer1000), rssText(c.PeakRSSBytes))
+					continue
+				}
 				p("| %s | %s | %s |\n", mdEscape(c.Label), costText(c.CPUMsPer1000), rssText(c.PeakRSSBytes))
 			}
 			p("\n")
@@ -133,7 +135,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 	p("\n## Result files\n\n")
 	for _, s := range rep.Sources {
-		p("- [%s](runs/%s)\n", s.Name, s.Name)
+		p("- [%s](runs/%s) (%s, %s)\n", s.Name, s.Name, s.Run.ID, s.Run.Status)
+	}
+	if rep.manifest {
+		p("- [%s](runs/%s) (the suite's cells)\n", results.ManifestName, results.ManifestName)
 	}
 	return ew.err
 }
@@ -173,6 +178,14 @@ func spreadText(c Cell, unit string) string {
 		return "—"
 	}
 	return valueText(c.Spread.Min, unit) + " – " + valueText(c.Spread.Max, unit)
+}
+
+// costTests names the tests a cost row was measured in; "all" when one.
+func costTests(c Cost) string {
+	if len(c.Tests) == 0 {
+		return "all"
+	}
+	return strings.Join(c.Tests, "; ")
 }
 
 func costText(v *float64) string {
