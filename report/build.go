@@ -12,6 +12,7 @@ import (
 
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/results/compare"
+	"github.com/hlsbench/hlsbench/results/stats"
 )
 
 // Input is what a report is built from: result files and, for a suite
@@ -123,7 +124,7 @@ var displayNames = map[string]string{
 	"varnish": "Varnish",
 	"vinyl":   "Vinyl Cache",
 	"nginx":   "NGINX",
-	"builtin": "built-in",
+	"builtin": "Built-in",
 }
 
 type cellKey struct{ engine, runtime, topology string }
@@ -299,6 +300,11 @@ func Build(in *Input, o Options) (*Report, error) {
 		rep.Workloads = append(rep.Workloads, w)
 		rep.Learned = append(rep.Learned, w.Title+": "+w.Takeaway)
 	}
+	if most := mostValidPasses(rep); most > 0 && most < stats.MinSamples(o.Compare.Alpha) {
+		rep.Learned = append([]string{fmt.Sprintf(
+			"With at most %d valid passes per cell no difference here can reach p < %g (%d passes each can): who leads below is untested.",
+			most, o.Compare.Alpha, stats.MinSamples(o.Compare.Alpha))}, rep.Learned...)
+	}
 	rep.Summary = summary(rep, cellOrder, label)
 	rep.Conditions = conditions(in)
 	rep.Caveats = caveats(in, rep)
@@ -321,6 +327,19 @@ func addCost(cs []Cost, c Cost, test string) []Cost {
 
 func sameF(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 func sameI(a, b *int64) bool   { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// mostValidPasses is the largest number of valid passes behind any cell.
+func mostValidPasses(rep *Report) int {
+	most := 0
+	for _, w := range rep.Workloads {
+		for _, t := range w.Tests {
+			for _, c := range t.Cells {
+				most = max(most, c.ValidPasses)
+			}
+		}
+	}
+	return most
+}
 
 func wlOf(id string) string {
 	wl, _, _ := strings.Cut(id, "/")

@@ -52,7 +52,7 @@ func stand(t Test, o Options) standing {
 		d := compare.Judge(s.leader.ValidValues(), c.ValidValues(), t.Unit, t.LowerIsBetter, o.Compare)
 		if d.Verdict == stats.NotComparable && same(s.leader.ValidValues(), c.ValidValues()) {
 			// Every pass gave the same value (200 x, 100 %): equal, however few.
-			d.Verdict, d.Reason = stats.NoChange, "every valid pass has the same value"
+			d.Verdict, d.Reason = stats.NoChange, sameValues
 		}
 		v := verdict{c, d}
 		switch d.Verdict {
@@ -68,6 +68,10 @@ func stand(t Test, o Options) standing {
 	}
 	return s
 }
+
+// sameValues is the reason of a tie between cells whose passes all gave
+// one value.
+const sameValues = "every valid pass has the same value"
 
 // same says every value of a and b is one value.
 func same(a, b []float64) bool {
@@ -131,10 +135,6 @@ func pText(d stats.Delta) string {
 // who has no value.
 func finding(t Test, o Options) string {
 	s := stand(t, o)
-	best := "lowest"
-	if !t.LowerIsBetter {
-		best = "highest"
-	}
 	var b strings.Builder
 	if s.leader == nil {
 		fmt.Fprintf(&b, "No cell has a value for %s.", t.Title)
@@ -142,40 +142,71 @@ func finding(t Test, o Options) string {
 		return b.String()
 	}
 	lead := valueText(*s.leader.Value, t.Unit)
+	best := bestWord(t.LowerIsBetter)
 	others := len(s.ties) + len(s.behind) + len(s.ahead) + len(s.unknown)
 	switch {
 	case others == 0:
 		fmt.Fprintf(&b, "Only %s has a value: %s.", s.leader.Label, lead)
+	case len(s.ties) == others && allSame(s):
+		fmt.Fprintf(&b, "A tie: %s are each at %s.", labels(append([]verdict{{cell: *s.leader}}, s.ties...)), lead)
 	case len(s.ties) == others:
-		ignored := fmt.Sprintf("%g %%", o.Compare.Threshold)
-		if t.Unit == "ms" {
-			// compare.Judge applies the resolution to latencies only.
-			ignored += fmt.Sprintf(" or %g ms", o.Compare.ResolutionMs)
-		}
-		fmt.Fprintf(&b, "A tie: %s do not differ significantly (Mann-Whitney U over the valid passes, α = %g; differences under %s ignored); ",
-			labels(append([]verdict{{cell: *s.leader}}, s.ties...)), o.Compare.Alpha, ignored)
-		if allSame(s) {
-			fmt.Fprintf(&b, "each is at %s.", lead)
-		} else {
-			fmt.Fprintf(&b, "%s is %s at %s.", s.leader.Label, best, lead)
-		}
+		fmt.Fprintf(&b, "A tie: %s %s not differ significantly from %s, %s at %s (%s).",
+			labels(s.ties), plural(len(s.ties), "does", "do"), s.leader.Label, best, lead, tieReasons(s.ties, t.Unit, o))
 	default:
 		fmt.Fprintf(&b, "%s is %s at %s.", s.leader.Label, best, lead)
 		if len(s.ties) > 0 {
-			fmt.Fprintf(&b, " %s %s not differ from it significantly: a tie.", labels(s.ties), plural(len(s.ties), "does", "do"))
+			fmt.Fprintf(&b, " %s %s not differ from it significantly (%s): a tie.", labels(s.ties), plural(len(s.ties), "does", "do"), tieReasons(s.ties, t.Unit, o))
 		}
 		for _, v := range s.behind {
-			fmt.Fprintf(&b, " %s is %s %s (%s).", v.cell.Label, results.Sig3(math.Abs(v.delta.Change))+" %", worse(t.LowerIsBetter), pText(v.delta))
+			fmt.Fprintf(&b, " %s is %s %s (%s).", v.cell.Label, changeText(v.delta), worse(t.LowerIsBetter), pText(v.delta))
 		}
 		for _, v := range s.ahead {
 			fmt.Fprintf(&b, " %s's passes are better (%s) though its merged value is not.", v.cell.Label, pText(v.delta))
 		}
 		if len(s.unknown) > 0 {
-			fmt.Fprintf(&b, " %s cannot be told apart from it: %s.", labels(s.unknown), unknownWhy(s.unknown, o))
+			var gaps []string
+			for _, v := range s.unknown {
+				gaps = append(gaps, fmt.Sprintf("%s is %s %s", v.cell.Label, changeText(v.delta), worse(t.LowerIsBetter)))
+			}
+			fmt.Fprintf(&b, " %s, but %s cannot be told apart from it: %s.", list(gaps), plural(len(s.unknown), "it", "they"), unknownWhy(s.unknown, o))
 		}
 	}
 	noValues(&b, s.none)
 	return b.String()
+}
+
+// changeText is how far a cell's passes are from the leader's, in percent
+// of the leader's median.
+func changeText(d stats.Delta) string {
+	if math.IsNaN(d.Change) || math.IsInf(d.Change, 0) {
+		return "further"
+	}
+	return results.Sig3(math.Abs(d.Change)) + " %"
+}
+
+// tieReasons says why each tie is one: the U test's p, a difference under
+// the threshold or the generator's resolution, or equal passes.
+func tieReasons(vs []verdict, unit string, o Options) string {
+	var r []string
+	for _, v := range vs {
+		d := v.delta
+		var why string
+		switch {
+		case d.Reason == sameValues:
+			why = sameValues
+		case !math.IsNaN(d.P) && d.P >= o.Compare.Alpha:
+			why = pText(d)
+		case unit == "ms" && math.Abs(d.NewMedian-d.BaseMedian) < o.Compare.ResolutionMs:
+			why = fmt.Sprintf("%s ms apart, under the generator's %g ms resolution", results.Sig3(math.Abs(d.NewMedian-d.BaseMedian)), o.Compare.ResolutionMs)
+		default:
+			why = fmt.Sprintf("%s apart, under the %g %% threshold", changeText(d), o.Compare.Threshold)
+		}
+		if len(vs) > 1 {
+			why = v.cell.Label + ": " + why
+		}
+		r = append(r, why)
+	}
+	return strings.Join(r, "; ")
 }
 
 // allSame says every tied cell has the leader's value: none of them is
@@ -231,9 +262,13 @@ func takeaway(w Workload, o Options) string {
 				p += ", tied with " + labels(s.ties)
 			}
 		case len(s.unknown) > 0:
-			p = fmt.Sprintf("%s: %s is %s, but there are too few passes to tell it apart from %s", t.Title, lead, bestWord(t.LowerIsBetter), labels(s.unknown))
+			var gaps []string
+			for _, v := range s.unknown {
+				gaps = append(gaps, fmt.Sprintf("%s %s %s", v.cell.Label, changeText(v.delta), worse(t.LowerIsBetter)))
+			}
+			p = fmt.Sprintf("%s: %s is %s (%s; too few passes to test)", t.Title, lead, bestWord(t.LowerIsBetter), list(gaps))
 			if len(s.ties) > 0 {
-				p += "; tied with " + labels(s.ties)
+				p += ", tied with " + labels(s.ties)
 			}
 		default:
 			p = fmt.Sprintf("%s: only %s has a value", t.Title, lead)
@@ -282,7 +317,7 @@ func conditions(in *Input) []Fact {
 	hosts := map[string]bool{}
 	for _, s := range in.Sources {
 		h := s.Run.Host
-		key := fmt.Sprintf("%s, %d cores, %s memory; Linux %s (%s/%s)", orUnknown(h.CPUModel), h.Cores, gib(h.MemBytes), orUnknown(h.Kernel), h.OS, h.Arch)
+		key := fmt.Sprintf("%s, %d cores, %s memory; %s %s (%s)", orUnknown(h.CPUModel), h.Cores, gib(h.MemBytes), osName(h.OS), orUnknown(h.Kernel), h.Arch)
 		if !hosts[key] {
 			hosts[key] = true
 			add("Machine", key)
@@ -321,6 +356,13 @@ func conditions(in *Input) []Fact {
 		add("Run", v)
 	}
 	return f
+}
+
+func osName(goos string) string {
+	if goos == "linux" {
+		return "Linux"
+	}
+	return orUnknown(goos)
 }
 
 func gib(b uint64) string {
@@ -377,13 +419,17 @@ func caveats(in *Input, rep *Report) []string {
 						why += fmt.Sprintf(" (and %d more)", len(cell.Invalid)-1)
 					}
 				}
-				invalid = append(invalid, fmt.Sprintf("%s, %s %s: %d of %d measured passes invalid and left out of the value%s",
-					cell.Label, w.Title, t.Title, cell.MeasuredPasses-cell.ValidPasses, cell.MeasuredPasses, why))
+				what := "left out of the value"
+				if cell.ValidPasses == 0 {
+					what = "so it has no value"
+				}
+				invalid = append(invalid, fmt.Sprintf("%s — %s, %s: %d of %d measured passes invalid, %s%s",
+					cell.Label, w.Title, t.Title, cell.MeasuredPasses-cell.ValidPasses, cell.MeasuredPasses, what, why))
 			}
 		}
 	}
 	if len(invalid) > 0 {
-		c = append(c, fmt.Sprintf("%d %s had invalid passes; their values rest on the valid passes only, and the charts mark the invalid ones:", len(invalid), plural(len(invalid), "figure", "figures")))
+		c = append(c, fmt.Sprintf("%d %s had invalid passes; a value rests on its valid passes only, and the charts mark the invalid ones:", len(invalid), plural(len(invalid), "figure", "figures")))
 		const most = 12
 		for i, s := range invalid {
 			if i == most {

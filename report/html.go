@@ -31,5 +31,8 @@ func WriteHTML(w io.Writer, rep *Report) error {
 	return page.Execute(w, struct {
 		*Report
 		Manifest bool
-	}{rep, rep.manifest})
+		// ManySources: a table names each cell's result file only when
+		// there is more than one.
+		ManySources bool
+	}{rep, rep.manifest, len(rep.Sources) > 1})
 }

@@ -323,7 +323,7 @@ func TestReportFailingTie(t *testing.T) {
 	if len(s.ties) != 1 || len(s.behind) != 1 || s.behind[0].cell.Engine != "nginx" {
 		t.Fatalf("ties %d, behind %v; want one tie and nginx behind", len(s.ties), s.behind)
 	}
-	for _, want := range []string{builtin.Label, varnish.Label, "does not differ from it significantly: a tie",
+	for _, want := range []string{builtin.Label, varnish.Label, "does not differ from it significantly (p = 1.00): a tie",
 		nginx.Label + " is ", "% higher (p = "} {
 		if !strings.Contains(f, want) {
 			t.Errorf("finding lacks %q:\n%s", want, f)
@@ -385,7 +385,7 @@ func TestFinding(t *testing.T) {
 		name: "all equal, 3 passes",
 		test: handTest(handCell("a", 2, 2, 2), handCell("b", 2, 2, 2), handCell("c", 2, 2, 2)),
 		ties: 2,
-		want: []string{"A tie: a, b and c do not differ significantly", "or 0.05 ms ignored", "each is at 2.00 ms."},
+		want: []string{"A tie: a, b and c are each at 2.00 ms."},
 		not:  []string{"lowest"},
 	}, {
 		name: "all equal, a ratio",
@@ -395,18 +395,18 @@ func TestFinding(t *testing.T) {
 			return t
 		}(),
 		ties: 1,
-		want: []string{"differences under 5 % ignored", "each is at 200 x."},
+		want: []string{"A tie: a and b are each at 200 x."},
 		not:  []string{" ms", "highest"},
 	}, {
 		name: "a tie of different values",
 		test: handTest(handCell("a", 1, 1.01, 1.02, 1.01, 1, 1.02), handCell("b", 1.02, 1.01, 1.03, 1.01, 1.02, 1.03)),
 		ties: 1,
-		want: []string{"A tie: ", "is lowest at 1.01 ms."},
+		want: []string{"A tie: b does not differ significantly from a, lowest at 1.01 ms (p = "},
 	}, {
 		name:    "3 vs 3 different",
 		test:    handTest(handCell("a", 1, 1.1, 1.2), handCell("b", 5, 5.1, 5.2)),
 		unknown: 1,
-		want: []string{"a is lowest at 1.10 ms.", "b cannot be told apart from it",
+		want: []string{"a is lowest at 1.10 ms.", "b is 364 % higher, but it cannot be told apart from it",
 			"with 3 and 3 valid passes no difference can reach p < 0.05", fmt.Sprintf("%d passes each can", stats.MinSamples(0.05))},
 		not: []string{"tie"},
 	}, {

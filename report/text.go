@@ -96,7 +96,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		p("\n")
 		for _, t := range wl.Tests {
 			p("### %s\n\n", t.Title)
-			p("%s, %s. ", unitName(t.Unit), direction(t.LowerIsBetter))
+			p("%s, %s.\n\n", unitName(t.Unit), direction(t.LowerIsBetter))
 			p("![%s](charts/%s.png)\n\n", mdEscape(t.Title), t.Slug)
 			p("| Engine | Value | Valid passes | Spread of valid passes |\n|---|---:|---:|---|\n")
 			for _, c := range t.Cells {
@@ -174,8 +174,11 @@ func passesText(c Cell) string {
 }
 
 func spreadText(c Cell, unit string) string {
-	if c.Spread.N < 2 {
+	switch {
+	case c.Spread.N < 2:
 		return "—"
+	case c.Spread.Min == c.Spread.Max:
+		return "all " + valueText(c.Spread.Min, unit)
 	}
 	return valueText(c.Spread.Min, unit) + " – " + valueText(c.Spread.Max, unit)
 }
