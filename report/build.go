@@ -225,7 +225,7 @@ func Build(in *Input, o Options) (*Report, error) {
 		if v := versions[k]; v != "" && v != "unknown" {
 			name += " " + v
 		}
-		extra := k.topology
+		extra := topologyName(k.topology)
 		if len(runtimes) > 1 {
 			extra += ", " + k.runtime
 		}
@@ -364,6 +364,17 @@ func hasEngine(cells []Cell, engine string) bool {
 		}
 	}
 	return false
+}
+
+// topologyName is a topology as the reference page writes it.
+func topologyName(t string) string {
+	switch t {
+	case "tls":
+		return "TLS"
+	case "proxyv2":
+		return "PROXYv2"
+	}
+	return t
 }
 
 func displayName(engine string) string {

@@ -124,8 +124,11 @@ func list(l []string) string {
 }
 
 func pText(d stats.Delta) string {
-	if math.IsNaN(d.P) {
+	switch {
+	case math.IsNaN(d.P):
 		return ""
+	case d.P < 0.001:
+		return "p < 0.001"
 	}
 	return "p = " + results.Sig3(d.P)
 }
@@ -150,12 +153,12 @@ func finding(t Test, o Options) string {
 	case len(s.ties) == others && allSame(s):
 		fmt.Fprintf(&b, "A tie: %s are each at %s.", labels(append([]verdict{{cell: *s.leader}}, s.ties...)), lead)
 	case len(s.ties) == others:
-		fmt.Fprintf(&b, "A tie: %s %s not differ significantly from %s, %s at %s (%s).",
-			labels(s.ties), plural(len(s.ties), "does", "do"), s.leader.Label, best, lead, tieReasons(s.ties, t.Unit, o))
+		fmt.Fprintf(&b, "A tie: %s %s not set apart from %s, %s at %s (%s).",
+			labels(s.ties), plural(len(s.ties), "is", "are"), s.leader.Label, best, lead, tieReasons(s.ties, t.Unit, o))
 	default:
 		fmt.Fprintf(&b, "%s is %s at %s.", s.leader.Label, best, lead)
 		if len(s.ties) > 0 {
-			fmt.Fprintf(&b, " %s %s not differ from it significantly (%s): a tie.", labels(s.ties), plural(len(s.ties), "does", "do"), tieReasons(s.ties, t.Unit, o))
+			fmt.Fprintf(&b, " %s %s not set apart from it (%s): a tie.", labels(s.ties), plural(len(s.ties), "is", "are"), tieReasons(s.ties, t.Unit, o))
 		}
 		for _, v := range s.behind {
 			fmt.Fprintf(&b, " %s is %s %s (%s).", v.cell.Label, changeText(v.delta), worse(t.LowerIsBetter), pText(v.delta))
@@ -197,7 +200,10 @@ func tieReasons(vs []verdict, unit string, o Options) string {
 		case !math.IsNaN(d.P) && d.P >= o.Compare.Alpha:
 			why = pText(d)
 		case unit == "ms" && math.Abs(d.NewMedian-d.BaseMedian) < o.Compare.ResolutionMs:
-			why = fmt.Sprintf("%s ms apart, under the generator's %g ms resolution", results.Sig3(math.Abs(d.NewMedian-d.BaseMedian)), o.Compare.ResolutionMs)
+			// Say what the U test found too: a consistent gap smaller
+			// than the generator can vouch for is still a gap.
+			why = fmt.Sprintf("%s %s, %s, but %s ms apart: under the generator's %g ms resolution", changeText(d), worse(d.NewMedian > d.BaseMedian),
+				pText(d), results.Sig3(math.Abs(d.NewMedian-d.BaseMedian)), o.Compare.ResolutionMs)
 		default:
 			why = fmt.Sprintf("%s apart, under the %g %% threshold", changeText(d), o.Compare.Threshold)
 		}
@@ -468,6 +474,9 @@ func caveats(in *Input, rep *Report) []string {
 	if len(allTopos) == 1 {
 		c = append(c, fmt.Sprintf("Only the %s topology was run: nothing here measures TLS termination or PROXYv2.", allTopos[0]))
 	}
+	if missing := missingReference(rep); len(missing) > 0 {
+		c = append(c, fmt.Sprintf("Of the reference page's eight cells, these are not in these runs: %s.", list(missing)))
+	}
 	if m := in.Manifest; m != nil {
 		for _, e := range m.Missing {
 			c = append(c, fmt.Sprintf("%s was not run: not installed on this machine (%s).", displayName(e.Name), e.Reason))
@@ -513,4 +522,32 @@ func caveats(in *Input, rep *Report) []string {
 	}
 	c = append(c, "The traffic is synthetic HLS-shaped load from one client machine, not a captured production trace.")
 	return c
+}
+
+// referenceCells are the published page's eight: Varnish and NGINX over
+// plaintext, TLS and PROXYv2, Vinyl Cache over plaintext and PROXYv2 (it
+// has no TLS listener).
+var referenceCells = []struct{ engine, topology string }{
+	{"varnish", "plaintext"}, {"varnish", "tls"}, {"varnish", "proxyv2"},
+	{"vinyl", "plaintext"}, {"vinyl", "proxyv2"},
+	{"nginx", "plaintext"}, {"nginx", "tls"}, {"nginx", "proxyv2"},
+}
+
+// missingReference lists the reference page's cells no test here has.
+func missingReference(rep *Report) []string {
+	have := map[[2]string]bool{}
+	for _, w := range rep.Workloads {
+		for _, t := range w.Tests {
+			for _, c := range t.Cells {
+				have[[2]string{c.Engine, c.Topology}] = true
+			}
+		}
+	}
+	var out []string
+	for _, rc := range referenceCells {
+		if !have[[2]string{rc.engine, rc.topology}] {
+			out = append(out, displayName(rc.engine)+" ("+topologyName(rc.topology)+")")
+		}
+	}
+	return out
 }

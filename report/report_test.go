@@ -323,8 +323,8 @@ func TestReportFailingTie(t *testing.T) {
 	if len(s.ties) != 1 || len(s.behind) != 1 || s.behind[0].cell.Engine != "nginx" {
 		t.Fatalf("ties %d, behind %v; want one tie and nginx behind", len(s.ties), s.behind)
 	}
-	for _, want := range []string{builtin.Label, varnish.Label, "does not differ from it significantly (p = 1.00): a tie",
-		nginx.Label + " is ", "% higher (p = "} {
+	for _, want := range []string{builtin.Label, varnish.Label, "is not set apart from it (p = 1.00): a tie",
+		nginx.Label + " is ", "% higher (p < 0.001)"} {
 		if !strings.Contains(f, want) {
 			t.Errorf("finding lacks %q:\n%s", want, f)
 		}
@@ -401,7 +401,7 @@ func TestFinding(t *testing.T) {
 		name: "a tie of different values",
 		test: handTest(handCell("a", 1, 1.01, 1.02, 1.01, 1, 1.02), handCell("b", 1.02, 1.01, 1.03, 1.01, 1.02, 1.03)),
 		ties: 1,
-		want: []string{"A tie: b does not differ significantly from a, lowest at 1.01 ms (p = "},
+		want: []string{"A tie: b is not set apart from a, lowest at 1.01 ms (p = "},
 	}, {
 		name:    "3 vs 3 different",
 		test:    handTest(handCell("a", 1, 1.1, 1.2), handCell("b", 5, 5.1, 5.2)),

@@ -109,9 +109,9 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 		if _, err := os.Stat(filepath.Join(o.Out, results.ManifestName)); err == nil {
 			return usagef("--out %s already holds a suite: --resume %s finishes it, or give a new directory", o.Out, o.Out)
 		}
-		var missing []results.MissingEngine
+		missing := missingEngines()
 		if ro.Engine == "" {
-			ro.Engine, missing = defaultSuiteEngines(stderr)
+			ro.Engine = defaultSuiteEngines(stderr, missing)
 		}
 		st.dir = o.Out
 		st.m = results.Manifest{SchemaVersion: 1, CreatedAt: time.Now().UTC(), Tool: Version, Args: suiteArgs(o.set, &o, ro.Engine), Missing: missing}
@@ -157,25 +157,34 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	return args
 }
 
-// defaultSuiteEngines is builtin and every process engine installed here,
-// and the ones that are not, with why (the page says so).
-func defaultSuiteEngines(stderr io.Writer) (string, []results.MissingEngine) {
+// defaultSuiteEngines is builtin and every process engine installed here.
+func defaultSuiteEngines(stderr io.Writer, missing []results.MissingEngine) string {
 	list := []string{"builtin"}
-	var missing []results.MissingEngine
 	var names []string
 	for _, name := range engines.ProcessEngines() {
-		e, _ := engines.Lookup(name)
-		if _, err := engines.FindBinary(e, ""); err != nil {
-			missing = append(missing, results.MissingEngine{Name: name, Reason: err.Error()})
+		if slices.ContainsFunc(missing, func(m results.MissingEngine) bool { return m.Name == name }) {
 			names = append(names, name)
 			continue
 		}
 		list = append(list, name)
 	}
-	if len(missing) > 0 {
+	if len(names) > 0 {
 		fmt.Fprintf(stderr, "hlsbench: suite without %s (not installed here; --engine names the engines)\n", strings.Join(names, ", "))
 	}
-	return strings.Join(list, ","), missing
+	return strings.Join(list, ",")
+}
+
+// missingEngines are the process engines not installed here, with why: the
+// manifest keeps them, and the page says they were not run.
+func missingEngines() []results.MissingEngine {
+	var missing []results.MissingEngine
+	for _, name := range engines.ProcessEngines() {
+		e, _ := engines.Lookup(name)
+		if _, err := engines.FindBinary(e, ""); err != nil {
+			missing = append(missing, results.MissingEngine{Name: name, Reason: err.Error()})
+		}
+	}
+	return missing
 }
 
 // begin lists the suite's cells and hooks the run to them: finished cells
