@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/results"
 )
@@ -222,14 +222,9 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", e.Name(), err)
 	}
-	for _, name := range files.Names() {
-		p := filepath.Join(work, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(p, files[name], 0o644); err != nil {
-			return nil, err
-		}
+	// Written before the engine checks them (varnishd -C, nginx -t).
+	if err := launch.WriteFiles(work, files); err != nil {
+		return nil, fmt.Errorf("render %s: %w", e.Name(), err)
 	}
 	if c, ok := e.(Checker); ok {
 		if err := c.Check(ctx, li.cfg, bin); err != nil {
@@ -243,20 +238,13 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		}
 	}
 	ls := e.Launch(li.cfg, bin)
-	path, args := ls.Binary, ls.Args
-	if len(s.CPUs) > 0 {
-		if ts, err := exec.LookPath("taskset"); err == nil {
-			path, args = ts, append([]string{"-c", CPUList(s.CPUs), ls.Binary}, ls.Args...)
-		}
-	}
-	li.p, err = StartProcess(ctx, ProcessSpec{Name: e.Name(), Path: path, Args: args, Env: ls.Env, Dir: work, StopTimeout: ls.StopTimeout})
+	li.url = "http://" + listen
+	li.inst, err = launch.Local{}.Start(ctx, launch.Spec{Name: e.Name(), Command: append([]string{ls.Binary}, ls.Args...),
+		Env: ls.Env, Dir: work, CPUs: s.CPUs, ReadyURL: li.url + "/_hlsbench/ready", StopTimeout: ls.StopTimeout})
 	if err != nil {
 		return nil, err
 	}
-	li.url = "http://" + listen
-	if err := waitHTTP(ctx, li.url, li.p, 30*time.Second); err != nil {
-		return nil, err
-	}
+	li.p = li.inst.(*launch.Process)
 	li.info = results.Engine{Name: e.Name(), Version: version, Runtime: RuntimeProcess, Topology: "plaintext",
 		Pinning: map[string]string{"engine": CPUList(s.CPUs)}}
 	if d, ok := e.(Differ); ok {
@@ -265,34 +253,14 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	return li, nil
 }
 
-// waitHTTP waits until url answers anything, or the process exits.
-func waitHTTP(ctx context.Context, url string, p *Process, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	cl := &http.Client{Timeout: time.Second}
-	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", url+"/_hlsbench/ready", nil)
-		if resp, err := cl.Do(req); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-p.Done():
-			return p.exitError()
-		case <-ctx.Done():
-			return p.Err(fmt.Errorf("%s did not answer on %s within %v", p.spec.Name, url, limit))
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 type localInstance struct {
 	e     Engine
 	bin   string
 	cfg   Config
 	work  string
 	cache string
-	p     *Process
+	inst  launch.Instance
+	p     *launch.Process // inst, for its process group
 	url   string
 	info  results.Engine
 	run   *runstate.Run

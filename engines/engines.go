@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlsbench/hlsbench/engines/builtin"
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/results"
 )
 
@@ -110,11 +111,11 @@ func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
 		if err != nil {
 			return nil, err
 		}
-		args := []string{"serve-cache", "--listen", s.Listen, "--origin", s.OriginURL, "--policy", string(pol)}
-		p, url, err := StartSelf(ctx, "builtin cache", s.Self, args, s.CPUs, "cache: ")
+		p, line, err := launch.StartSelf(ctx, "builtin cache", s.Self, builtin.ChildArgs(s.Listen, s.OriginURL, string(pol)), s.CPUs, builtin.ReadyPrefix)
 		if err != nil {
 			return nil, err
 		}
+		url := builtin.ParseReady(line)
 		info.Pinning = map[string]string{"engine": CPUList(s.CPUs)}
 		return &processCache{p: p, url: url, info: info}, nil
 	}
@@ -148,7 +149,7 @@ func (i *inprocCache) Counters(context.Context) (map[string]float64, error) {
 const builtinUpstream = "origin_fetches"
 
 type processCache struct {
-	p    *Process
+	p    *launch.Process
 	url  string
 	info results.Engine
 }
@@ -222,40 +223,11 @@ func PinProcess(cpus []int) error {
 	return nil
 }
 
-// CPUList renders CPUs as "0,1".
-func CPUList(cpus []int) string {
-	s := make([]string, len(cpus))
-	for i, c := range cpus {
-		s[i] = strconv.Itoa(c)
-	}
-	return strings.Join(s, ",")
-}
+// CPUList renders CPUs as "0,1" (launch.CPUList).
+func CPUList(cpus []int) string { return launch.CPUList(cpus) }
 
-// ParseCPUList reads "0,2-3".
-func ParseCPUList(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: want numbers like 0,2-3", s)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: want numbers like 0,2-3", s)
-			}
-		}
-		for c := a; c <= b; c++ {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
+// ParseCPUList reads "0,2-3" (launch.ParseCPUList).
+func ParseCPUList(s string) ([]int, error) { return launch.ParseCPUList(s) }
 
 var (
 	_ Instance     = (*inprocCache)(nil)
@@ -265,6 +237,11 @@ var (
 	_ ProcessGroup = (*processCache)(nil)
 	_ Instance     = (*External)(nil)
 )
+
+// ErrNotFound is returned when an engine's binary is not installed.
+var ErrNotFound = errors.New("not found")
+
+var _ ProcessGroup = (*launch.Process)(nil)
 
 // BuiltinDifferences are the built-in cache's: what no configuration
 // makes equal between it and the other engines.

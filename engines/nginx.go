@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"text/template"
 	"time"
+
+	"github.com/hlsbench/hlsbench/engines/launch"
 )
 
 // NGINX is the NGINX engine (Debian bookworm's 1.22) run as a local process:
@@ -88,7 +90,7 @@ func (NGINX) Launch(cfg Config, binary string) LaunchSpec {
 	return LaunchSpec{
 		Binary:      binary,
 		Args:        nginxArgs(cfg),
-		StopTimeout: DefaultStopTimeout,
+		StopTimeout: launch.DefaultStopTimeout,
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/hlsbench/hlsbench/engines/launch"
 )
 
 // Varnish is Varnish Cache as Debian bookworm packages it (7.1): varnishd
@@ -181,11 +183,11 @@ func (f varnishFamily) check(ctx context.Context, cfg Config, binary string) err
 	scratch := filepath.Join(cfg.WorkDir, f.name+"-check")
 	defer os.RemoveAll(scratch)
 	vcl := filepath.Join(cfg.WorkDir, vclFile)
-	stderr := &tail{max: 16 << 10}
+	stderr := launch.NewTail(16 << 10)
 	cmd := exec.CommandContext(ctx, binary, "-C", "-n", scratch, "-f", vcl)
 	cmd.Stderr = stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s -C -f %s: %w\n%s", f.daemon, vcl, err, lastLines(strings.TrimSpace(stderr.String()), 40))
+		return fmt.Errorf("%s -C -f %s: %w\n%s", f.daemon, vcl, err, launch.LastLines(strings.TrimSpace(stderr.String()), 40))
 	}
 	return nil
 }

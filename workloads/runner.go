@@ -12,6 +12,7 @@ import (
 	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/cost"
 	"github.com/hlsbench/hlsbench/engines/cpuload"
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/results"
@@ -106,27 +107,23 @@ func startOrigin(ctx context.Context, rt string, cfg origin.Config, listen strin
 		return &originHandle{dataURL: "http://" + srv.DataAddr(), seed: cfg.Seed, control: inprocOrigin{o},
 			stop: func(context.Context) error { return srv.Close() }}, nil
 	case engines.RuntimeProcess:
-		args := []string{"origin", "--listen", listen, "--control", "127.0.0.1:0",
-			"--cache-control-manifest", cfg.CacheControl.Manifest, "--cache-control-segment", cfg.CacheControl.Segment,
-			"--seed", fmt.Sprint(cfg.Seed)}
-		p, line, err := engines.StartSelf(ctx, "origin", self, args, cpus, "origin: ")
+		p, line, err := launch.StartSelf(ctx, "origin", self, origin.ChildArgs(cfg, listen), cpus, origin.ReadyPrefix)
 		if err != nil {
 			return nil, err
 		}
 		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		// "data http://A control http://B"
-		f := strings.Fields(line)
-		if len(f) != 4 || f[0] != "data" || f[2] != "control" {
+		dataURL, controlURL, err := origin.ParseReady(line)
+		if err != nil {
 			p.Stop(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("start origin: unexpected line %q", line)
+			return nil, fmt.Errorf("start origin: %w", err)
 		}
-		cl := &origin.Client{BaseURL: f[3]}
+		cl := &origin.Client{BaseURL: controlURL}
 		if err := cl.Ready(wctx); err != nil {
 			p.Stop(context.WithoutCancel(ctx))
 			return nil, p.Err(fmt.Errorf("origin control: %w", err))
 		}
-		return &originHandle{dataURL: f[1], seed: cfg.Seed, control: cl, stop: p.Stop, pgid: p.PGID()}, nil
+		return &originHandle{dataURL: dataURL, seed: cfg.Seed, control: cl, stop: p.Stop, pgid: p.PGID()}, nil
 	}
 	return nil, fmt.Errorf("runtime %q: want %s or %s", rt, engines.RuntimeProcess, engines.RuntimeInproc)
 }

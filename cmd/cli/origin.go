@@ -121,7 +121,7 @@ func RunOrigin(ctx context.Context, stdout, stderr io.Writer, o OriginOptions) e
 		return fmt.Errorf("start origin: %w", err)
 	}
 	defer srv.Close()
-	fmt.Fprintf(stdout, "origin: data http://%s control http://%s\n", srv.DataAddr(), srv.ControlAddr())
+	fmt.Fprintln(stdout, origin.ReadyLine(srv.DataAddr(), srv.ControlAddr()))
 	<-ctx.Done()
 	return srv.Close()
 }

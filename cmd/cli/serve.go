@@ -45,7 +45,7 @@ func newServeCacheCmd(stdout, stderr io.Writer) *cobra.Command {
 				return usagef("--listen %s: %v", listen, err)
 			}
 			srv := &http.Server{Handler: cache, ReadHeaderTimeout: 60 * time.Second} // NGINX's client_header_timeout
-			fmt.Fprintf(stdout, "cache: http://%s\n", ln.Addr())
+			fmt.Fprintln(stdout, builtin.ReadyLine(ln.Addr().String()))
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
 			select {

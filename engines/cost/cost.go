@@ -1,6 +1,6 @@
 // Package cost measures what an engine costs in a benchmark pass: the CPU
 // time and the peak resident memory of its process groups. Every engine and
-// origin hlsbench starts leads a process group of its own (engines.Process),
+// origin hlsbench starts leads a process group of its own (launch.Process),
 // so the group is everything the engine forked: varnishd's manager and
 // child, nginx's master, workers and cache manager.
 //

@@ -6,13 +6,14 @@ import (
 
 	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/cost"
+	"github.com/hlsbench/hlsbench/engines/launch"
 )
 
 // A workload measures whatever engine it was given, and the origin when it
 // is a child process, without knowing which they are.
 func Example() {
 	var inst engines.Instance // from StartLocal or StartBuiltin
-	var originProc *engines.Process
+	var originProc *launch.Process
 	var groups []cost.Group
 	if pg, ok := inst.(engines.ProcessGroup); ok { // not the in-process cache
 		groups = append(groups, cost.Group{Name: inst.Info().Name, PGID: pg.PGID()})

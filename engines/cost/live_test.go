@@ -16,6 +16,7 @@ import (
 	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/cost"
 	"github.com/hlsbench/hlsbench/engines/internal/procfs"
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/origin"
 )
 
@@ -93,7 +94,7 @@ func cpuTime() time.Duration {
 }
 
 // waitFiles waits for files in dir, while p runs.
-func waitFiles(t *testing.T, p *engines.Process, dir string, names ...string) {
+func waitFiles(t *testing.T, p *launch.Process, dir string, names ...string) {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for _, n := range names {
@@ -128,7 +129,7 @@ func TestMeterLive(t *testing.T) {
 	script := fmt.Sprintf(`%[1]s=stay,%[2]d,%[4]d "$0" & %[1]s=exit,%[3]d,%[4]d "$0"; : >"$%[5]s/reaped"; wait`,
 		helperEnv, stayMB, exitMB, burnMS, helperDir)
 	ctx := context.Background()
-	p, err := engines.StartProcess(ctx, engines.ProcessSpec{Name: "helpers", Path: "sh", Args: []string{"-c", script, self},
+	p, err := launch.StartProcess(ctx, launch.ProcessSpec{Name: "helpers", Path: "sh", Args: []string{"-c", script, self},
 		Env: []string{helperDir + "=" + dir}, StopTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

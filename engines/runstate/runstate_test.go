@@ -58,7 +58,14 @@ func group(t *testing.T) (leader *exec.Cmd, pids []int) {
 	for _, c := range strings.TrimSpace(string(buf[:n])) {
 		child = child*10 + int(c-'0')
 	}
+	// sh prints the child's pid right after the fork, maybe before the
+	// child has become sleep: wait for the exec (bounded), so the group's
+	// names are what a sweep will report.
 	childStat, _ := procfs.ReadStat(child)
+	for deadline := time.Now().Add(5 * time.Second); childStat.Comm != "sleep" && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		childStat, _ = procfs.ReadStat(child)
+	}
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		for _, s := range []procfs.Stat{start, childStat} {

@@ -1,4 +1,8 @@
-package engines
+// Package launch starts what hlsbench runs — the origin, the built-in
+// cache, every engine — and hands back an instance to stop. Engines stay
+// pure (they render files and describe a command line); where and how the
+// command runs is a launcher's: a local process here, a container next.
+package launch
 
 import (
 	"bufio"
@@ -6,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -35,7 +40,7 @@ type ProcessSpec struct {
 type Process struct {
 	spec ProcessSpec
 	cmd  *exec.Cmd
-	tail *tail
+	tail *Tail
 
 	mu    sync.Mutex
 	lines []string
@@ -46,6 +51,8 @@ type Process struct {
 	stopped bool
 
 	tracked *runstate.Tracked
+	// ready is the rest of the ready line, once seen.
+	ready string
 }
 
 // StartProcess starts spec in a process group of its own and records the
@@ -61,7 +68,7 @@ func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 	cmd.Dir = spec.Dir
 	cmd.Env = append(os.Environ(), spec.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	p := &Process{spec: spec, cmd: cmd, tail: &tail{max: 16 << 10}, wake: make(chan struct{}), done: make(chan struct{})}
+	p := &Process{spec: spec, cmd: cmd, tail: NewTail(16 << 10), wake: make(chan struct{}), done: make(chan struct{})}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -104,21 +111,31 @@ func (p *Process) readLines(r io.Reader) {
 // pinned with --cpus when given, and waits for the stdout line starting with
 // prefix that says where it listens; it returns the rest of that line.
 func StartSelf(ctx context.Context, name, self string, args []string, cpus []int, prefix string) (*Process, string, error) {
-	if len(cpus) > 0 {
-		args = append(args, "--cpus", CPUList(cpus))
-	}
-	p, err := StartProcess(ctx, ProcessSpec{Name: name, Path: self, Args: args, StopTimeout: 5 * time.Second})
+	inst, err := Local{}.Start(ctx, Spec{Name: name, Command: append([]string{self}, args...), CPUs: cpus, PinFlag: "--cpus",
+		ReadyLine: prefix, ReadyTimeout: 15 * time.Second, StopTimeout: 5 * time.Second})
 	if err != nil {
 		return nil, "", err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	line, err := p.WaitLine(wctx, prefix)
-	if err != nil {
-		p.Stop(context.WithoutCancel(ctx))
-		return nil, "", fmt.Errorf("start %s: %w", name, err)
+	p := inst.(*Process)
+	return p, p.Ready(), nil
+}
+
+// Ready is the rest of the ready line the process printed.
+func (p *Process) Ready() string { return p.ready }
+
+// Logs is the end of the process's output.
+func (p *Process) Logs() string { return p.Tail() }
+
+// Exec runs a command on this host, where the process runs.
+func (p *Process) Exec(ctx context.Context, argv ...string) ([]byte, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("exec: no command")
 	}
-	return p, line, nil
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+	}
+	return out, nil
 }
 
 // PID is the process id.
@@ -133,6 +150,28 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Tail is the end of the process's output.
 func (p *Process) Tail() string { return p.tail.String() }
+
+// WaitHTTP waits until url answers anything (any status), or the process
+// exits, or limit passes.
+func (p *Process) WaitHTTP(ctx context.Context, url string, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cl := &http.Client{Timeout: time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		if resp, err := cl.Do(req); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-p.done:
+			return p.exitError()
+		case <-ctx.Done():
+			return p.Err(fmt.Errorf("%s did not answer on %s within %v", p.spec.Name, url, limit))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
 
 // WaitLine waits for a stdout line starting with prefix and returns the rest.
 func (p *Process) WaitLine(ctx context.Context, prefix string) (string, error) {
@@ -166,7 +205,7 @@ func (p *Process) tailNote() string {
 	if t == "" {
 		return ""
 	}
-	return "\n--- " + p.spec.Name + " output (last lines) ---\n" + lastLines(t, 20)
+	return "\n--- " + p.spec.Name + " output (last lines) ---\n" + LastLines(t, 20)
 }
 
 // Err wraps err with the tail of the process's output.
@@ -220,14 +259,15 @@ func (p *Process) stop(ctx context.Context) error {
 	}
 }
 
-// tail keeps the last max bytes written to it.
-type tail struct {
+// Tail keeps the last bytes written to it: a process's output for error
+// messages.
+type Tail struct {
 	mu  sync.Mutex
 	max int
 	b   []byte
 }
 
-func (t *tail) Write(p []byte) (int, error) {
+func (t *Tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
@@ -237,21 +277,20 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tail) String() string {
+func (t *Tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
 }
 
-func lastLines(s string, n int) string {
+// NewTail keeps the last max bytes.
+func NewTail(max int) *Tail { return &Tail{max: max} }
+
+// LastLines is the last n lines of s.
+func LastLines(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
 }
-
-// ErrNotFound is returned when an engine's binary is not installed.
-var ErrNotFound = errors.New("not found")
-
-var _ ProcessGroup = (*Process)(nil)

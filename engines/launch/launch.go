@@ -1,0 +1,144 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// Spec is one thing to start: its command, where its files go, which CPUs
+// it may use, and how to tell it is up.
+type Spec struct {
+	// Name is for messages and the run's state file: "varnish", "origin".
+	Name string
+	// Command is the binary (a name looked up on PATH, or a path) and its
+	// arguments.
+	Command []string
+	Env     []string // added to the environment
+	// Dir is the working directory; Files are written into it (names
+	// relative to it) before the command starts.
+	Dir   string
+	Files map[string][]byte
+	// CPUs confine the instance; empty leaves it unpinned. PinFlag, when
+	// set, passes them to the command as that flag ("--cpus 0,1": our own
+	// commands pin every thread themselves); otherwise taskset does it.
+	CPUs    []int
+	PinFlag string
+	// ReadyLine is the prefix of the stdout line that says the instance is
+	// up (its rest is Instance.Ready); ReadyURL, else, an address that
+	// answers HTTP once it is. ReadyTimeout bounds the wait (default 30 s).
+	ReadyLine    string
+	ReadyURL     string
+	ReadyTimeout time.Duration
+	// StopTimeout is how long Stop waits after asking politely
+	// (DefaultStopTimeout when 0).
+	StopTimeout time.Duration
+}
+
+// Instance is a started thing.
+type Instance interface {
+	// Ready is the rest of the ready line ("" without one).
+	Ready() string
+	// Exec runs a command where the instance runs (its host, its
+	// container): how an engine's counters and version are read.
+	Exec(ctx context.Context, argv ...string) ([]byte, error)
+	// Logs is the end of its output, for error messages.
+	Logs() string
+	// Done is closed once it has exited.
+	Done() <-chan struct{}
+	// Stop is idempotent: an instance already gone counts as stopped.
+	Stop(ctx context.Context) error
+}
+
+// Launcher starts instances in one runtime. Adding a runtime is one file
+// with one Launcher.
+type Launcher interface {
+	Name() string
+	Start(ctx context.Context, s Spec) (Instance, error)
+}
+
+// Local runs instances as local processes, each leading a process group
+// of its own that the run's state file records (so a killed run's are
+// ended by the next).
+type Local struct{}
+
+// Name is the runtime's name.
+func (Local) Name() string { return "process" }
+
+// Start writes the spec's files, starts its command and waits until it is
+// ready. Whatever it started is stopped again when a later step fails.
+func (Local) Start(ctx context.Context, s Spec) (inst Instance, err error) {
+	if len(s.Command) == 0 {
+		return nil, fmt.Errorf("start %s: no command", s.Name)
+	}
+	if err := WriteFiles(s.Dir, s.Files); err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	path, args := s.Command[0], s.Command[1:]
+	if len(s.CPUs) > 0 {
+		switch ts, err := exec.LookPath("taskset"); {
+		case s.PinFlag != "":
+			args = append(append([]string{}, args...), s.PinFlag, CPUList(s.CPUs))
+		case err == nil:
+			path, args = ts, append([]string{"-c", CPUList(s.CPUs), path}, args...)
+		}
+	}
+	p, err := StartProcess(ctx, ProcessSpec{Name: s.Name, Path: path, Args: args, Env: s.Env, Dir: s.Dir, StopTimeout: s.StopTimeout})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			p.Stop(context.WithoutCancel(ctx))
+		}
+	}()
+	limit := s.ReadyTimeout
+	if limit == 0 {
+		limit = 30 * time.Second
+	}
+	switch {
+	case s.ReadyLine != "":
+		wctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		if p.ready, err = p.WaitLine(wctx, s.ReadyLine); err != nil {
+			return nil, fmt.Errorf("start %s: %w", s.Name, err)
+		}
+	case s.ReadyURL != "":
+		if err := p.WaitHTTP(ctx, s.ReadyURL, limit); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// WriteFiles writes files (names relative to dir) into dir, in name order.
+func WriteFiles(dir string, files map[string][]byte) error {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if dir == "" {
+			return errors.New("files without a directory")
+		}
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, files[name], 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	_ Launcher = Local{}
+	_ Instance = (*Process)(nil)
+)

@@ -1,0 +1,57 @@
+package launch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Local writes the files, pins through the flag, waits for the ready line
+// and returns its rest; Exec runs where the instance runs.
+func TestLocalStartReadyLine(t *testing.T) {
+	dir := t.TempDir()
+	script := `cat conf/a.txt; echo; echo "args: $*"; echo "up: listening"; exec sleep 60`
+	inst, err := Local{}.Start(context.Background(), Spec{Name: "sh", Command: []string{"sh", "-c", script, "sh"},
+		Dir: dir, Files: map[string][]byte{"conf/a.txt": []byte("hello")}, CPUs: []int{0}, PinFlag: "--cpus",
+		ReadyLine: "up: ", ReadyTimeout: 10 * time.Second, StopTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Stop(context.Background())
+	if inst.Ready() != "listening" {
+		t.Errorf("Ready() = %q, want %q", inst.Ready(), "listening")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "conf/a.txt")); err != nil || string(b) != "hello" {
+		t.Errorf("file: %q, %v", b, err)
+	}
+	if logs := inst.Logs(); !strings.Contains(logs, "hello") || !strings.Contains(logs, "args: --cpus 0") {
+		t.Errorf("logs %q: want the file and the pin flag", logs)
+	}
+	out, err := inst.Exec(context.Background(), "echo", "here")
+	if err != nil || strings.TrimSpace(string(out)) != "here" {
+		t.Errorf("Exec: %q, %v", out, err)
+	}
+	if err := inst.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-inst.Done():
+	default:
+		t.Error("stopped, not done")
+	}
+}
+
+// A command that exits before it is ready fails the start with its output.
+func TestLocalStartExitsEarly(t *testing.T) {
+	_, err := Local{}.Start(context.Background(), Spec{Name: "quitter", Command: []string{"sh", "-c", "echo bad config >&2; exit 3"},
+		ReadyLine: "up: ", ReadyTimeout: 10 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "quitter exited") || !strings.Contains(err.Error(), "bad config") {
+		t.Fatalf("err = %v, want the exit and the output", err)
+	}
+	if _, err := (Local{}).Start(context.Background(), Spec{Name: "none"}); err == nil {
+		t.Error("a spec without a command started")
+	}
+}
