@@ -66,20 +66,34 @@ type Engine interface {
 	Launch(cfg Config, binary string) LaunchSpec
 }
 
+// Exec runs a command where the engine runs — on this host, or in its
+// container — and returns what it wrote: engines describe the commands
+// that read their version, check their files and read their counters, and
+// the launch layer runs them (launch.Launcher.Run before the engine
+// starts, launch.Instance.Exec while it runs).
+type Exec func(ctx context.Context, argv ...string) (launch.Output, error)
+
 // Versioner reports the version of an installed binary (`varnishd -V`).
 type Versioner interface {
-	Version(ctx context.Context, binary string) (string, error)
+	Version(ctx context.Context, run Exec, binary string) (string, error)
 }
 
 // Checker validates rendered files with the engine itself (`varnishd -C`,
 // `nginx -t`); the files are already written to cfg.WorkDir.
 type Checker interface {
-	Check(ctx context.Context, cfg Config, binary string) error
+	Check(ctx context.Context, run Exec, cfg Config, binary string) error
 }
 
 // CounterReader reads an instance's own counters (varnishstat, NGINX's log).
 type CounterReader interface {
-	ReadCounters(ctx context.Context, cfg Config, binary string) (map[string]float64, error)
+	ReadCounters(ctx context.Context, run Exec, cfg Config, binary string) (map[string]float64, error)
+}
+
+// LocalExec runs commands on this host, in dir.
+func LocalExec(dir string) Exec {
+	return func(ctx context.Context, argv ...string) (launch.Output, error) {
+		return launch.Local{}.Run(ctx, launch.Spec{Name: "command", Command: argv, Dir: dir})
+	}
 }
 
 // Differ states what no configuration makes equal between an engine and
@@ -227,13 +241,13 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		return nil, fmt.Errorf("render %s: %w", e.Name(), err)
 	}
 	if c, ok := e.(Checker); ok {
-		if err := c.Check(ctx, li.cfg, bin); err != nil {
+		if err := c.Check(ctx, LocalExec(work), li.cfg, bin); err != nil {
 			return nil, fmt.Errorf("%s rejected its configuration: %w", e.Name(), err)
 		}
 	}
 	version := "unknown"
 	if v, ok := e.(Versioner); ok {
-		if version, err = v.Version(ctx, bin); err != nil {
+		if version, err = v.Version(ctx, LocalExec(work), bin); err != nil {
 			return nil, fmt.Errorf("%s version: %w", e.Name(), err)
 		}
 	}
@@ -295,7 +309,7 @@ func (l *localInstance) Counters(ctx context.Context) (map[string]float64, error
 	if !ok {
 		return nil, nil
 	}
-	return cr.ReadCounters(ctx, l.cfg, l.bin)
+	return cr.ReadCounters(ctx, l.inst.Exec, l.cfg, l.bin)
 }
 
 var (

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -100,16 +99,16 @@ func nginxArgs(cfg Config) []string {
 
 // Version runs `nginx -v`, which prints "nginx version: nginx/1.22.1" (and,
 // in some builds, a distribution suffix) to stderr.
-func (NGINX) Version(ctx context.Context, binary string) (string, error) {
+func (NGINX) Version(ctx context.Context, run Exec, binary string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binary, "-v").CombinedOutput()
+	out, err := run(ctx, binary, "-v") // it answers on stderr
 	if err != nil {
-		return "", fmt.Errorf("%s -v: %w: %s", binary, err, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("%s -v: %w: %s", binary, err, out.Text())
 	}
-	v, ok := parseNGINXVersion(string(out))
+	v, ok := parseNGINXVersion(out.Text())
 	if !ok {
-		return "", fmt.Errorf("%s -v: no version in %q", binary, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("%s -v: no version in %q", binary, out.Text())
 	}
 	return v, nil
 }
@@ -131,15 +130,12 @@ func parseNGINXVersion(out string) (string, bool) {
 }
 
 // Check runs `nginx -t` on the files already written to cfg.WorkDir.
-func (NGINX) Check(ctx context.Context, cfg Config, binary string) error {
+func (NGINX) Check(ctx context.Context, run Exec, cfg Config, binary string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	args := append([]string{"-t", "-q"}, nginxArgs(cfg)...)
-	cmd := exec.CommandContext(ctx, binary, args...)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w\n%s", binary, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	if out, err := run(ctx, append([]string{binary}, args...)...); err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", binary, strings.Join(args, " "), err, out.Text())
 	}
 	return nil
 }
@@ -163,7 +159,7 @@ func (NGINX) Check(ctx context.Context, cfg Config, binary string) error {
 // still under way (a background update outliving its pass) are counted by
 // the next read. The log is read incrementally: a read costs what was logged
 // since the last one.
-func (NGINX) ReadCounters(ctx context.Context, cfg Config, _ string) (map[string]float64, error) {
+func (NGINX) ReadCounters(ctx context.Context, _ Exec, cfg Config, _ string) (map[string]float64, error) {
 	t := time.NewTimer(nginxLogFlush + nginxFlushMargin)
 	defer t.Stop()
 	select {

@@ -192,7 +192,7 @@ func TestNGINXReadCountersIncremental(t *testing.T) {
 	ctx := context.Background()
 	read := func() map[string]float64 {
 		t.Helper()
-		m, err := NGINX{}.ReadCounters(ctx, cfg, "nginx")
+		m, err := NGINX{}.ReadCounters(ctx, LocalExec(cfg.WorkDir), cfg, "nginx")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func TestNGINXReadCountersIncremental(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := (NGINX{}).ReadCounters(cancelled, cfg, "nginx"); !errors.Is(err, context.Canceled) {
+	if _, err := (NGINX{}).ReadCounters(cancelled, LocalExec(cfg.WorkDir), cfg, "nginx"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
@@ -254,7 +254,7 @@ func TestNGINXCheckAcceptsGolden(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := (NGINX{}).Check(ctx, cfg, bin); err != nil {
+			if err := (NGINX{}).Check(ctx, LocalExec(cfg.WorkDir), cfg, bin); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -262,7 +262,7 @@ func TestNGINXCheckAcceptsGolden(t *testing.T) {
 	t.Run("rejects", func(t *testing.T) {
 		cfg := Config{WorkDir: t.TempDir()}
 		os.WriteFile(filepath.Join(cfg.WorkDir, NGINXConf), []byte("daemon off;\nevents {}\nhttp { bogus_directive on; }\n"), 0o644)
-		err := NGINX{}.Check(context.Background(), cfg, bin)
+		err := NGINX{}.Check(context.Background(), LocalExec(cfg.WorkDir), cfg, bin)
 		if err == nil || !strings.Contains(err.Error(), "bogus_directive") {
 			t.Fatalf("Check: %v, want nginx's complaint about bogus_directive", err)
 		}
@@ -271,7 +271,7 @@ func TestNGINXCheckAcceptsGolden(t *testing.T) {
 
 func TestNGINXVersion(t *testing.T) {
 	bin := needNGINX(t)
-	v, err := NGINX{}.Version(context.Background(), bin)
+	v, err := NGINX{}.Version(context.Background(), LocalExec(""), bin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,14 +67,14 @@ func (Varnish) Render(cfg Config) (Files, error) { return renderVCL(cfg) }
 func (Varnish) Launch(cfg Config, binary string) LaunchSpec {
 	return varnishNames.launch(cfg, binary)
 }
-func (Varnish) Version(ctx context.Context, binary string) (string, error) {
-	return varnishNames.version(ctx, binary)
+func (Varnish) Version(ctx context.Context, run Exec, binary string) (string, error) {
+	return varnishNames.version(ctx, run, binary)
 }
-func (Varnish) Check(ctx context.Context, cfg Config, binary string) error {
-	return varnishNames.check(ctx, cfg, binary)
+func (Varnish) Check(ctx context.Context, run Exec, cfg Config, binary string) error {
+	return varnishNames.check(ctx, run, cfg, binary)
 }
-func (Varnish) ReadCounters(ctx context.Context, cfg Config, binary string) (map[string]float64, error) {
-	return varnishNames.readCounters(ctx, cfg, binary)
+func (Varnish) ReadCounters(ctx context.Context, run Exec, cfg Config, binary string) (map[string]float64, error) {
+	return varnishNames.readCounters(ctx, run, cfg, binary)
 }
 
 // InstallHint says how to get varnishd.
@@ -94,14 +94,14 @@ func (Vinyl) Render(cfg Config) (Files, error) { return renderVCL(cfg) }
 func (Vinyl) Launch(cfg Config, binary string) LaunchSpec {
 	return vinylNames.launch(cfg, binary)
 }
-func (Vinyl) Version(ctx context.Context, binary string) (string, error) {
-	return vinylNames.version(ctx, binary)
+func (Vinyl) Version(ctx context.Context, run Exec, binary string) (string, error) {
+	return vinylNames.version(ctx, run, binary)
 }
-func (Vinyl) Check(ctx context.Context, cfg Config, binary string) error {
-	return vinylNames.check(ctx, cfg, binary)
+func (Vinyl) Check(ctx context.Context, run Exec, cfg Config, binary string) error {
+	return vinylNames.check(ctx, run, cfg, binary)
 }
-func (Vinyl) ReadCounters(ctx context.Context, cfg Config, binary string) (map[string]float64, error) {
-	return vinylNames.readCounters(ctx, cfg, binary)
+func (Vinyl) ReadCounters(ctx context.Context, run Exec, cfg Config, binary string) (map[string]float64, error) {
+	return vinylNames.readCounters(ctx, run, cfg, binary)
 }
 
 // InstallHint says how to get vinyld.
@@ -159,14 +159,14 @@ var varnishVersionRE = regexp.MustCompile(`\d+\.\d+(?:\.\d+)?`)
 
 // version reads `varnishd -V` (on stderr): "varnishd (varnish-7.1.1
 // revision 7cee1c5…)" gives "7.1.1".
-func (f varnishFamily) version(ctx context.Context, binary string) (string, error) {
+func (f varnishFamily) version(ctx context.Context, run Exec, binary string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binary, "-V").CombinedOutput()
+	out, err := run(ctx, binary, "-V")
 	if err != nil {
-		return "", fmt.Errorf("%s -V: %w: %s", binary, err, bytes.TrimSpace(out))
+		return "", fmt.Errorf("%s -V: %w: %s", binary, err, out.Text())
 	}
-	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	first, _, _ := strings.Cut(out.Text(), "\n")
 	v := varnishVersionRE.FindString(first)
 	if v == "" {
 		return "", fmt.Errorf("%s -V: no version in %q", binary, first)
@@ -177,17 +177,14 @@ func (f varnishFamily) version(ctx context.Context, binary string) (string, erro
 // check compiles the rendered VCL with the engine itself (-C) in a scratch
 // state directory, which varnishd creates and removes. On success varnishd
 // prints the generated C on stderr; on failure, the compiler's message.
-func (f varnishFamily) check(ctx context.Context, cfg Config, binary string) error {
+func (f varnishFamily) check(ctx context.Context, run Exec, cfg Config, binary string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	scratch := filepath.Join(cfg.WorkDir, f.name+"-check")
 	defer os.RemoveAll(scratch)
 	vcl := filepath.Join(cfg.WorkDir, vclFile)
-	stderr := launch.NewTail(16 << 10)
-	cmd := exec.CommandContext(ctx, binary, "-C", "-n", scratch, "-f", vcl)
-	cmd.Stderr = stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s -C -f %s: %w\n%s", f.daemon, vcl, err, launch.LastLines(strings.TrimSpace(stderr.String()), 40))
+	if out, err := run(ctx, binary, "-C", "-n", scratch, "-f", vcl); err != nil {
+		return fmt.Errorf("%s -C -f %s: %w\n%s", f.daemon, vcl, err, launch.LastLines(strings.TrimSpace(string(out.Stderr)), 40))
 	}
 	return nil
 }
@@ -197,18 +194,15 @@ func (f varnishFamily) check(ctx context.Context, cfg Config, binary string) err
 // e.g. "MAIN.cache_hit". The backend's probe bitmap ("VBE.boot.origin.happy",
 // 64 bits that a float64 would round) is replaced by "….healthy": 1 while
 // enough of the last window of probes succeeded, else 0.
-func (f varnishFamily) readCounters(ctx context.Context, cfg Config, binary string) (map[string]float64, error) {
+func (f varnishFamily) readCounters(ctx context.Context, run Exec, cfg Config, binary string) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	stat := f.statBinary(binary)
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, stat, "-n", f.stateDir(cfg), "-1", "-j")
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := run(ctx, stat, "-n", f.stateDir(cfg), "-1", "-j")
 	if err != nil {
-		return nil, fmt.Errorf("%s -n %s -1 -j: %w: %s", stat, f.stateDir(cfg), err, bytes.TrimSpace(stderr.Bytes()))
+		return nil, fmt.Errorf("%s -n %s -1 -j: %w: %s", stat, f.stateDir(cfg), err, bytes.TrimSpace(out.Stderr))
 	}
-	m, err := parseVarnishstat(out, cfg.Policy)
+	m, err := parseVarnishstat(out.Stdout, cfg.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", stat, err)
 	}

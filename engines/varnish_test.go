@@ -236,7 +236,7 @@ func varnishWorkDir(t *testing.T) string {
 
 func TestVarnishVersion(t *testing.T) {
 	bin := needVarnishd(t)
-	v, err := Varnish{}.Version(context.Background(), bin)
+	v, err := Varnish{}.Version(context.Background(), LocalExec(""), bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,11 +262,11 @@ func TestVarnishCheckGolden(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "default.vcl"), vcl, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := (Varnish{}).Check(ctx, Config{Policy: c.policy(), WorkDir: dir}, bin); err != nil {
+			if err := (Varnish{}).Check(ctx, LocalExec(dir), Config{Policy: c.policy(), WorkDir: dir}, bin); err != nil {
 				t.Fatal(err)
 			}
 			// Vinyl's checker, run with varnishd, compiles the same file.
-			if err := (Vinyl{}).Check(ctx, Config{Policy: c.policy(), WorkDir: dir}, bin); err != nil {
+			if err := (Vinyl{}).Check(ctx, LocalExec(dir), Config{Policy: c.policy(), WorkDir: dir}, bin); err != nil {
 				t.Fatal(err)
 			}
 			if ents, _ := os.ReadDir(dir); len(ents) != 1 {
@@ -280,7 +280,7 @@ func TestVarnishCheckGolden(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "default.vcl"), []byte(bad), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		err := Varnish{}.Check(ctx, Config{WorkDir: dir}, bin)
+		err := Varnish{}.Check(ctx, LocalExec(dir), Config{WorkDir: dir}, bin)
 		if err == nil || !strings.Contains(err.Error(), "req.nonsense") {
 			t.Fatalf("err %v, want the compiler's message naming req.nonsense", err)
 		}

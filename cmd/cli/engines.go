@@ -39,7 +39,7 @@ func ListEngines(ctx context.Context, w io.Writer) error {
 		version := "unknown"
 		if v, ok := e.(engines.Versioner); ok {
 			vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			if s, err := v.Version(vctx, bin); err == nil {
+			if s, err := v.Version(vctx, engines.LocalExec(""), bin); err == nil {
 				version = s
 			} else {
 				version = "error: " + err.Error()

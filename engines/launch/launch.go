@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -45,8 +47,8 @@ type Instance interface {
 	// Ready is the rest of the ready line ("" without one).
 	Ready() string
 	// Exec runs a command where the instance runs (its host, its
-	// container): how an engine's counters and version are read.
-	Exec(ctx context.Context, argv ...string) ([]byte, error)
+	// container) to its end: how an engine's counters are read.
+	Exec(ctx context.Context, argv ...string) (Output, error)
 	// Logs is the end of its output, for error messages.
 	Logs() string
 	// Done is closed once it has exited.
@@ -60,6 +62,45 @@ type Instance interface {
 type Launcher interface {
 	Name() string
 	Start(ctx context.Context, s Spec) (Instance, error)
+	// Run runs a spec's command to its end where the runtime runs
+	// instances (checking a configuration, reading a version); the ready
+	// fields are ignored.
+	Run(ctx context.Context, s Spec) (Output, error)
+}
+
+// Output is what a finished command wrote. Stderr keeps its last 64 KiB.
+type Output struct {
+	Stdout, Stderr []byte
+}
+
+// Text is the output as text, stdout then stderr, trimmed.
+func (o Output) Text() string {
+	return strings.TrimSpace(strings.TrimSpace(string(o.Stdout)) + "\n" + strings.TrimSpace(string(o.Stderr)))
+}
+
+// runLocal runs argv on this host in dir.
+func runLocal(ctx context.Context, dir string, env []string, argv []string) (Output, error) {
+	if len(argv) == 0 {
+		return Output{}, errors.New("run: no command")
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	var stdout bytes.Buffer
+	stderr := NewTail(64 << 10)
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	err := cmd.Run()
+	return Output{Stdout: stdout.Bytes(), Stderr: []byte(stderr.String())}, err
+}
+
+// Run runs s's command on this host, in s.Dir, to its end.
+func (Local) Run(ctx context.Context, s Spec) (Output, error) {
+	if err := WriteFiles(s.Dir, s.Files); err != nil {
+		return Output{}, fmt.Errorf("run %s: %w", s.Name, err)
+	}
+	return runLocal(ctx, s.Dir, s.Env, s.Command)
 }
 
 // Local runs instances as local processes, each leading a process group

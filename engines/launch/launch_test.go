@@ -30,9 +30,9 @@ func TestLocalStartReadyLine(t *testing.T) {
 	if logs := inst.Logs(); !strings.Contains(logs, "hello") || !strings.Contains(logs, "args: --cpus 0") {
 		t.Errorf("logs %q: want the file and the pin flag", logs)
 	}
-	out, err := inst.Exec(context.Background(), "echo", "here")
-	if err != nil || strings.TrimSpace(string(out)) != "here" {
-		t.Errorf("Exec: %q, %v", out, err)
+	out, err := inst.Exec(context.Background(), "sh", "-c", "cat conf/a.txt; echo oops >&2")
+	if err != nil || string(out.Stdout) != "hello" || string(out.Stderr) != "oops\n" || out.Text() != "hello\noops" {
+		t.Errorf("Exec: %+v, %v", out, err)
 	}
 	if err := inst.Stop(context.Background()); err != nil {
 		t.Fatal(err)

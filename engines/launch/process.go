@@ -7,7 +7,6 @@ package launch
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -126,16 +125,10 @@ func (p *Process) Ready() string { return p.ready }
 // Logs is the end of the process's output.
 func (p *Process) Logs() string { return p.Tail() }
 
-// Exec runs a command on this host, where the process runs.
-func (p *Process) Exec(ctx context.Context, argv ...string) ([]byte, error) {
-	if len(argv) == 0 {
-		return nil, errors.New("exec: no command")
-	}
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
-	if err != nil {
-		return out, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
-	}
-	return out, nil
+// Exec runs a command on this host, where the process runs, in its
+// directory.
+func (p *Process) Exec(ctx context.Context, argv ...string) (Output, error) {
+	return runLocal(ctx, p.spec.Dir, nil, argv)
 }
 
 // PID is the process id.
