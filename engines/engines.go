@@ -94,18 +94,34 @@ func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
 		Differences: BuiltinDifferences()}
 	switch s.Runtime {
 	case RuntimeInproc:
-		c, err := builtin.New(builtin.Config{Origin: s.OriginURL, Policy: BuiltinPolicy(s.Policy)})
+		var c *builtin.Cache
+		serve := func() (string, func(context.Context) error, error) {
+			var err error
+			if c, err = builtin.New(builtin.Config{Origin: s.OriginURL, Policy: BuiltinPolicy(s.Policy)}); err != nil {
+				return "", nil, err
+			}
+			ln, err := net.Listen("tcp", s.Listen)
+			if err != nil {
+				c.Close()
+				return "", nil, fmt.Errorf("listen %s: %w", s.Listen, err)
+			}
+			srv := &http.Server{Handler: c, ReadHeaderTimeout: 60 * time.Second} // NGINX's client_header_timeout
+			go srv.Serve(ln)
+			stop := func(ctx context.Context) error {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := srv.Shutdown(ctx); err != nil {
+					srv.Close()
+				}
+				return c.Close()
+			}
+			return "http://" + ln.Addr().String(), stop, nil
+		}
+		inst, err := launch.Inproc{}.Start(ctx, launch.Spec{Name: "builtin cache", Serve: serve})
 		if err != nil {
 			return nil, err
 		}
-		ln, err := net.Listen("tcp", s.Listen)
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("builtin cache: listen %s: %w", s.Listen, err)
-		}
-		srv := &http.Server{Handler: c, ReadHeaderTimeout: 60 * time.Second} // NGINX's client_header_timeout
-		go srv.Serve(ln)
-		return &inprocCache{c: c, srv: srv, url: "http://" + ln.Addr().String(), info: info}, nil
+		return &inprocCache{c: c, inst: inst, info: info}, nil
 	case RuntimeProcess:
 		pol, err := json.Marshal(s.Policy)
 		if err != nil {
@@ -124,23 +140,14 @@ func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
 
 type inprocCache struct {
 	c    *builtin.Cache
-	srv  *http.Server
-	url  string
+	inst launch.Instance
 	info results.Engine
 }
 
-func (i *inprocCache) URL() string          { return i.url }
-func (i *inprocCache) Info() results.Engine { return i.info }
-func (i *inprocCache) Stop(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	err := i.srv.Shutdown(ctx)
-	if err != nil {
-		i.srv.Close()
-	}
-	return errors.Join(i.c.Close())
-}
-func (i *inprocCache) UpstreamCounter() string { return builtinUpstream }
+func (i *inprocCache) URL() string                    { return i.inst.Ready() }
+func (i *inprocCache) Info() results.Engine           { return i.info }
+func (i *inprocCache) Stop(ctx context.Context) error { return i.inst.Stop(ctx) }
+func (i *inprocCache) UpstreamCounter() string        { return builtinUpstream }
 func (i *inprocCache) Counters(context.Context) (map[string]float64, error) {
 	return structCounters(i.c.Stats())
 }

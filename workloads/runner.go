@@ -100,12 +100,18 @@ func startOrigin(ctx context.Context, rt string, cfg origin.Config, listen strin
 		if err != nil {
 			return nil, err
 		}
-		srv, err := origin.Start(o, listen, "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("origin: %w", err)
+		serve := func() (string, func(context.Context) error, error) {
+			srv, err := origin.Start(o, listen, "127.0.0.1:0")
+			if err != nil {
+				return "", nil, err
+			}
+			return "http://" + srv.DataAddr(), func(context.Context) error { return srv.Close() }, nil
 		}
-		return &originHandle{dataURL: "http://" + srv.DataAddr(), seed: cfg.Seed, control: inprocOrigin{o},
-			stop: func(context.Context) error { return srv.Close() }}, nil
+		inst, err := launch.Inproc{}.Start(ctx, launch.Spec{Name: "origin", Serve: serve})
+		if err != nil {
+			return nil, err
+		}
+		return &originHandle{dataURL: inst.Ready(), seed: cfg.Seed, control: inprocOrigin{o}, stop: inst.Stop}, nil
 	case engines.RuntimeProcess:
 		p, line, err := launch.StartSelf(ctx, "origin", self, origin.ChildArgs(cfg, listen), cpus, origin.ReadyPrefix)
 		if err != nil {

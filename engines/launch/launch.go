@@ -40,6 +40,9 @@ type Spec struct {
 	// StopTimeout is how long Stop waits after asking politely
 	// (DefaultStopTimeout when 0).
 	StopTimeout time.Duration
+	// Serve starts the thing inside hlsbench (the Inproc runtime): it
+	// returns what a ready line would say and how to stop it.
+	Serve func() (ready string, stop func(context.Context) error, err error)
 }
 
 // Instance is a started thing.

@@ -55,3 +55,29 @@ func TestLocalStartExitsEarly(t *testing.T) {
 		t.Error("a spec without a command started")
 	}
 }
+
+// Inproc serves through the spec's Serve and stops once.
+func TestInproc(t *testing.T) {
+	stops := 0
+	inst, err := Inproc{}.Start(context.Background(), Spec{Name: "thing", Serve: func() (string, func(context.Context) error, error) {
+		return "http://127.0.0.1:1", func(context.Context) error { stops++; return nil }, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Ready() != "http://127.0.0.1:1" {
+		t.Errorf("Ready() = %q", inst.Ready())
+	}
+	for range 2 {
+		if err := inst.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if stops != 1 {
+		t.Errorf("stopped %d times, want once", stops)
+	}
+	<-inst.Done()
+	if _, err := (Inproc{}).Start(context.Background(), Spec{Name: "nothing"}); err == nil {
+		t.Error("a spec without Serve started in-process")
+	}
+}
