@@ -22,6 +22,8 @@ type Spec struct {
 	// arguments.
 	Command []string
 	Env     []string // added to the environment
+	// Image is the container image (the Docker runtime).
+	Image string
 	// Dir is the working directory; Files are written into it (names
 	// relative to it) before the command starts.
 	Dir   string

@@ -1,0 +1,409 @@
+package launch
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// Labels on every container hlsbench creates: LabelOwner marks it ours,
+// LabelRun names the run that made it (so the next start can remove what a
+// killed run left), LabelName says what it is.
+const (
+	LabelOwner = "org.hlsbench"
+	LabelRun   = "org.hlsbench.run"
+	LabelName  = "org.hlsbench.name"
+)
+
+// Docker runs instances as containers through the Engine API, with host
+// networking (every listener stays on loopback: no bridge, no traffic off
+// the machine), the spec's CPUs as the container's cpuset, and the spec's
+// directory bind-mounted at the same path, so rendered configurations that
+// name their own paths work unchanged.
+type Docker struct {
+	Client *client.Client
+	// RunID is the run's id, written as LabelRun on every container.
+	RunID string
+	// Memory limits each container, in bytes (0: no limit).
+	Memory int64
+	// Binds are extra host:container mounts for every container (a cache
+	// directory outside Dir).
+	Binds []string
+}
+
+// Connect makes a client from the environment (DOCKER_HOST and the rest),
+// negotiating the API version with the daemon (20.10 speaks 1.41), and
+// checks that a daemon answers within limit.
+func Connect(ctx context.Context, limit time.Duration) (*client.Client, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker: no daemon answers at %s (start dockerd, or set DOCKER_HOST): %w", cli.DaemonHost(), err)
+	}
+	cli.NegotiateAPIVersion(ctx)
+	return cli, nil
+}
+
+// Name is the runtime's name.
+func (Docker) Name() string { return "docker" }
+
+func (d Docker) create(ctx context.Context, s Spec) (string, error) {
+	if d.Client == nil {
+		return "", errors.New("docker: no client")
+	}
+	if s.Image == "" {
+		return "", fmt.Errorf("start %s in docker: no image", s.Name)
+	}
+	if len(s.Command) == 0 {
+		return "", fmt.Errorf("start %s in docker: no command", s.Name)
+	}
+	if err := WriteFiles(s.Dir, s.Files); err != nil {
+		return "", fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	args := s.Command[1:]
+	if len(s.CPUs) > 0 && s.PinFlag != "" {
+		args = append(append([]string{}, args...), s.PinFlag, CPUList(s.CPUs))
+	}
+	cfg := &container.Config{
+		Image:      s.Image,
+		Entrypoint: []string{s.Command[0]},
+		Cmd:        args,
+		Env:        s.Env,
+		WorkingDir: s.Dir,
+		Labels:     map[string]string{LabelOwner: "1", LabelRun: d.RunID, LabelName: s.Name},
+	}
+	host := &container.HostConfig{NetworkMode: "host", Binds: append([]string{}, d.Binds...)}
+	if s.Dir != "" {
+		host.Binds = append(host.Binds, s.Dir+":"+s.Dir)
+	}
+	host.Resources.CpusetCpus = CPUList(s.CPUs)
+	host.Resources.Memory = d.Memory
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "hlsbench-" + safeName(d.RunID) + "-" + safeName(s.Name) + "-" + hex.EncodeToString(b[:])
+	resp, err := d.Client.ContainerCreate(ctx, cfg, host, nil, nil, name)
+	if err != nil {
+		return "", fmt.Errorf("start %s in docker (image %s): %w", s.Name, s.Image, err)
+	}
+	return resp.ID, nil
+}
+
+// Start creates and starts a container for s and waits until it is ready;
+// a container that fails to start is removed, its log in the error.
+func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
+	id, err := d.create(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	c := &containerInstance{d: d, id: id, name: s.Name, tail: NewTail(16 << 10), wake: make(chan struct{}), done: make(chan struct{}),
+		stopTimeout: s.StopTimeout}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w%s", err, c.logNote())
+			c.Stop(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := d.Client.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return nil, fmt.Errorf("start %s in docker: %w", s.Name, err)
+	}
+	if err := c.follow(ctx); err != nil {
+		return nil, err
+	}
+	limit := s.ReadyTimeout
+	if limit == 0 {
+		limit = 30 * time.Second
+	}
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	switch {
+	case s.ReadyLine != "":
+		if c.ready, err = c.waitLine(rctx, s.ReadyLine); err != nil {
+			return nil, fmt.Errorf("start %s in docker: %w", s.Name, err)
+		}
+	case s.ReadyURL != "":
+		if err := c.waitHTTP(rctx, s.ReadyURL); err != nil {
+			return nil, fmt.Errorf("start %s in docker: %w", s.Name, err)
+		}
+	}
+	return c, nil
+}
+
+// Run runs s's command in a throwaway container of s's image to its end.
+func (d Docker) Run(ctx context.Context, s Spec) (Output, error) {
+	id, err := d.create(ctx, s)
+	if err != nil {
+		return Output{}, err
+	}
+	defer d.Client.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true})
+	waitc, errc := d.Client.ContainerWait(ctx, id, container.WaitConditionNextExit)
+	if err := d.Client.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return Output{}, fmt.Errorf("run %s in docker: %w", s.Name, err)
+	}
+	var code int64
+	select {
+	case w := <-waitc:
+		code = w.StatusCode
+	case err := <-errc:
+		return Output{}, fmt.Errorf("run %s in docker: %w", s.Name, err)
+	}
+	rc, err := d.Client.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return Output{}, fmt.Errorf("run %s in docker: logs: %w", s.Name, err)
+	}
+	defer rc.Close()
+	var out, errb bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &errb, rc); err != nil {
+		return Output{}, fmt.Errorf("run %s in docker: logs: %w", s.Name, err)
+	}
+	o := Output{Stdout: out.Bytes(), Stderr: errb.Bytes()}
+	if code != 0 {
+		return o, fmt.Errorf("exit status %d", code)
+	}
+	return o, nil
+}
+
+// Remove removes every container of run (every run's when run is ""),
+// running or not, and says which it removed. A daemon that is gone, or a
+// container already removed, is not an error.
+func Remove(ctx context.Context, cli *client.Client, run string) ([]string, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelOwner))
+	if run != "" {
+		f.Add("label", LabelRun+"="+run)
+	}
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("docker: list containers: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, c := range list {
+		err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		if err != nil && !client.IsErrNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		name := c.ID[:12]
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		removed = append(removed, name)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// Runs lists the run ids that have containers.
+func Runs(ctx context.Context, cli *client.Client) (map[string][]string, error) {
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelOwner))})
+	if err != nil {
+		return nil, fmt.Errorf("docker: list containers: %w", err)
+	}
+	runs := map[string][]string{}
+	for _, c := range list {
+		runs[c.Labels[LabelRun]] = append(runs[c.Labels[LabelRun]], c.ID)
+	}
+	return runs, nil
+}
+
+func safeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	if b.Len() == 0 {
+		return "x"
+	}
+	return b.String()
+}
+
+// containerInstance is a started container.
+type containerInstance struct {
+	d           Docker
+	id, name    string
+	stopTimeout time.Duration
+	tail        *Tail
+	ready       string
+
+	mu    sync.Mutex
+	lines []string
+	wake  chan struct{}
+	eof   bool
+
+	once    sync.Once
+	stopErr error
+	done    chan struct{}
+}
+
+// follow streams the container's output into the tail and the lines.
+func (c *containerInstance) follow(ctx context.Context) error {
+	rc, err := c.d.Client.ContainerLogs(context.WithoutCancel(ctx), c.id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+	if err != nil {
+		return fmt.Errorf("start %s in docker: logs: %w", c.name, err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(pw, c.tail, rc)
+		rc.Close()
+		pw.CloseWithError(err)
+	}()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			c.tail.Write([]byte(sc.Text() + "\n"))
+			c.mu.Lock()
+			c.lines = append(c.lines, sc.Text())
+			close(c.wake)
+			c.wake = make(chan struct{})
+			c.mu.Unlock()
+		}
+		c.mu.Lock()
+		c.eof = true
+		close(c.wake)
+		c.wake = make(chan struct{})
+		c.mu.Unlock()
+	}()
+	return nil
+}
+
+func (c *containerInstance) waitLine(ctx context.Context, prefix string) (string, error) {
+	seen := 0
+	for {
+		c.mu.Lock()
+		for ; seen < len(c.lines); seen++ {
+			if rest, ok := strings.CutPrefix(c.lines[seen], prefix); ok {
+				c.mu.Unlock()
+				return strings.TrimSpace(rest), nil
+			}
+		}
+		eof, wake := c.eof, c.wake
+		c.mu.Unlock()
+		if eof {
+			return "", fmt.Errorf("%s exited before it said %q", c.name, prefix)
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return "", fmt.Errorf("%s: waiting for %q: %w", c.name, prefix, ctx.Err())
+		}
+	}
+}
+
+func (c *containerInstance) waitHTTP(ctx context.Context, url string) error {
+	cl := &http.Client{Timeout: time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		if resp, err := cl.Do(req); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		c.mu.Lock()
+		eof := c.eof
+		c.mu.Unlock()
+		if eof {
+			return fmt.Errorf("%s exited before it answered on %s", c.name, url)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not answer on %s: %w", c.name, url, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *containerInstance) logNote() string {
+	t := strings.TrimSpace(c.tail.String())
+	if t == "" {
+		return ""
+	}
+	return "\n--- " + c.name + " container log (last lines) ---\n" + LastLines(t, 20)
+}
+
+// ID is the container's id.
+func (c *containerInstance) ID() string { return c.id }
+
+func (c *containerInstance) Ready() string { return c.ready }
+func (c *containerInstance) Logs() string  { return c.tail.String() }
+
+// Done is closed once the container has been stopped by Stop.
+func (c *containerInstance) Done() <-chan struct{} { return c.done }
+
+// Exec runs argv in the container to its end.
+func (c *containerInstance) Exec(ctx context.Context, argv ...string) (Output, error) {
+	ex, err := c.d.Client.ContainerExecCreate(ctx, c.id, container.ExecOptions{Cmd: argv, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return Output{}, fmt.Errorf("exec in %s: %w", c.name, err)
+	}
+	att, err := c.d.Client.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return Output{}, fmt.Errorf("exec in %s: %w", c.name, err)
+	}
+	defer att.Close()
+	var out bytes.Buffer
+	errb := NewTail(64 << 10)
+	if _, err := stdcopy.StdCopy(&out, errb, att.Reader); err != nil {
+		return Output{}, fmt.Errorf("exec in %s: %w", c.name, err)
+	}
+	o := Output{Stdout: out.Bytes(), Stderr: []byte(errb.String())}
+	in, err := c.d.Client.ContainerExecInspect(ctx, ex.ID)
+	if err != nil {
+		return o, fmt.Errorf("exec in %s: %w", c.name, err)
+	}
+	if in.ExitCode != 0 {
+		return o, fmt.Errorf("exit status %d", in.ExitCode)
+	}
+	return o, nil
+}
+
+// Stop stops the container (SIGTERM, then SIGKILL after the stop timeout)
+// and removes it. It is idempotent; a container already gone is stopped.
+func (c *containerInstance) Stop(ctx context.Context) error {
+	c.once.Do(func() {
+		ctx := context.WithoutCancel(ctx)
+		t := c.stopTimeout
+		if t == 0 {
+			t = DefaultStopTimeout
+		}
+		secs := int(t / time.Second)
+		err := c.d.Client.ContainerStop(ctx, c.id, container.StopOptions{Timeout: &secs})
+		if err != nil && !client.IsErrNotFound(err) {
+			c.stopErr = err
+		}
+		if err := c.d.Client.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
+			c.stopErr = errors.Join(c.stopErr, err)
+		}
+		close(c.done)
+	})
+	if c.stopErr != nil {
+		return fmt.Errorf("stop %s container: %w", c.name, c.stopErr)
+	}
+	return nil
+}
+
+var (
+	_ Launcher = Docker{}
+	_ Instance = (*containerInstance)(nil)
+)

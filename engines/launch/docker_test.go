@@ -1,0 +1,103 @@
+package launch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+)
+
+// testImage is the bookworm root filesystem `hlsbench images build` imports.
+const testImage = "hlsbench/base:bookworm"
+
+// needDocker connects to the daemon and checks for testImage: skipped when
+// either is missing, except under CI=true.
+func needDocker(t *testing.T) *client.Client {
+	t.Helper()
+	miss := func(why string) {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	cli, err := Connect(context.Background(), 2*time.Second)
+	if err != nil {
+		miss(err.Error())
+	}
+	t.Cleanup(func() { cli.Close() })
+	if _, err := cli.ImageInspect(context.Background(), testImage); err != nil {
+		miss("image " + testImage + " missing (hlsbench images build): " + err.Error())
+	}
+	return cli
+}
+
+func TestDockerStartExecStop(t *testing.T) {
+	cli := needDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := "test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	d := Docker{Client: cli, RunID: run}
+	t.Cleanup(func() { Remove(context.Background(), cli, run) })
+	dir := t.TempDir()
+	inst, err := d.Start(ctx, Spec{Name: "sh", Image: testImage, Dir: dir, Files: map[string][]byte{"conf/a.txt": []byte("hello")},
+		Command: []string{"sh", "-c", `cat conf/a.txt; echo; echo "up: $*"; exec sleep 60`, "sh"}, CPUs: []int{0}, PinFlag: "--cpus",
+		ReadyLine: "up: ", StopTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Ready() != "--cpus 0" {
+		t.Errorf("Ready() = %q, want the pin flag passed", inst.Ready())
+	}
+	if !strings.Contains(inst.Logs(), "hello") {
+		t.Errorf("logs %q: want the bind-mounted file's content", inst.Logs())
+	}
+	out, err := inst.Exec(ctx, "sh", "-c", "cat "+filepath.Join(dir, "conf/a.txt")+"; echo oops >&2")
+	if err != nil || string(out.Stdout) != "hello" || strings.TrimSpace(string(out.Stderr)) != "oops" {
+		t.Errorf("Exec: %+v, %v", out, err)
+	}
+	if _, err := inst.Exec(ctx, "sh", "-c", "exit 4"); err == nil || !strings.Contains(err.Error(), "exit status 4") {
+		t.Errorf("Exec of a failing command: %v", err)
+	}
+	runs, err := Runs(ctx, cli)
+	if err != nil || len(runs[run]) != 1 {
+		t.Errorf("Runs: %v, %v; want one container of %s", runs, err, run)
+	}
+	if err := inst.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Stop(ctx); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+	if runs, _ := Runs(ctx, cli); len(runs[run]) != 0 {
+		t.Errorf("stopped, still there: %v", runs[run])
+	}
+}
+
+// A container that exits before it is ready fails the start with its log
+// and is removed; Run gives a command's output and exit.
+func TestDockerFailsAndRun(t *testing.T) {
+	cli := needDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := "test-fails"
+	d := Docker{Client: cli, RunID: run}
+	t.Cleanup(func() { Remove(context.Background(), cli, run) })
+	_, err := d.Start(ctx, Spec{Name: "quitter", Image: testImage, Command: []string{"sh", "-c", "echo bad config >&2; exit 3"}, ReadyLine: "up: "})
+	if err == nil || !strings.Contains(err.Error(), "bad config") {
+		t.Fatalf("err = %v, want the container's log", err)
+	}
+	out, err := d.Run(ctx, Spec{Name: "once", Image: testImage, Command: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
+	if err == nil || string(out.Stdout) != "out\n" || string(out.Stderr) != "err\n" {
+		t.Errorf("Run: %+v, %v; want out, err and exit status 3", out, err)
+	}
+	if runs, _ := Runs(ctx, cli); len(runs[run]) != 0 {
+		t.Errorf("left behind: %v", runs[run])
+	}
+	if _, err := (Docker{Client: cli}).Start(ctx, Spec{Name: "noimage", Command: []string{"true"}}); err == nil {
+		t.Error("a spec without an image started")
+	}
+}
