@@ -184,20 +184,37 @@ func ramDir() string {
 	return os.TempDir()
 }
 
-// LocalSpec is a local-process start.
+// LocalSpec is an engine's start.
 type LocalSpec struct {
 	Policy    Policy
 	OriginURL string // http://127.0.0.1:PORT
 	Binary    string // override; "" finds it
 	CPUs      []int
+	// Launcher runs the engine: a local process (nil, launch.Local) or a
+	// container (launch.Docker, from Image).
+	Launcher launch.Launcher
+	Image    string
 }
 
 // StartLocal renders an engine's files into a private directory, starts its
 // binary, waits until it answers HTTP, and records its version. Whatever it
 // started is stopped and removed again when a later step fails.
 func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err error) {
-	bin, err := FindBinary(e, s.Binary)
-	if err != nil {
+	lch := s.Launcher
+	if lch == nil {
+		lch = launch.Local{}
+	}
+	docker, inContainer := lch.(launch.Docker)
+	bin := s.Binary
+	if inContainer {
+		// Found on the image's PATH.
+		if bin == "" {
+			bin = e.Binary()
+		}
+		if s.Image == "" {
+			return nil, fmt.Errorf("%s in docker: no image", e.Name())
+		}
+	} else if bin, err = FindBinary(e, s.Binary); err != nil {
 		return nil, err
 	}
 	origin := strings.TrimPrefix(s.OriginURL, "http://")
@@ -240,31 +257,44 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	if err := launch.WriteFiles(work, files); err != nil {
 		return nil, fmt.Errorf("render %s: %w", e.Name(), err)
 	}
+	// Commands before the engine starts run where it will run.
+	before := func(ctx context.Context, argv ...string) (launch.Output, error) {
+		return lch.Run(ctx, launch.Spec{Name: e.Name(), Command: argv, Dir: work, Image: s.Image, Binds: []string{cache}})
+	}
 	if c, ok := e.(Checker); ok {
-		if err := c.Check(ctx, LocalExec(work), li.cfg, bin); err != nil {
+		if err := c.Check(ctx, before, li.cfg, bin); err != nil {
 			return nil, fmt.Errorf("%s rejected its configuration: %w", e.Name(), err)
 		}
 	}
 	version := "unknown"
 	if v, ok := e.(Versioner); ok {
-		if version, err = v.Version(ctx, LocalExec(work), bin); err != nil {
+		if version, err = v.Version(ctx, before, bin); err != nil {
 			return nil, fmt.Errorf("%s version: %w", e.Name(), err)
 		}
 	}
 	ls := e.Launch(li.cfg, bin)
 	li.url = "http://" + listen
-	li.inst, err = launch.Local{}.Start(ctx, launch.Spec{Name: e.Name(), Command: append([]string{ls.Binary}, ls.Args...),
-		Env: ls.Env, Dir: work, CPUs: s.CPUs, ReadyURL: li.url + "/_hlsbench/ready", StopTimeout: ls.StopTimeout})
+	li.inst, err = lch.Start(ctx, launch.Spec{Name: e.Name(), Command: append([]string{ls.Binary}, ls.Args...),
+		Env: ls.Env, Dir: work, Image: s.Image, Binds: []string{cache}, CPUs: s.CPUs,
+		ReadyURL: li.url + "/_hlsbench/ready", StopTimeout: ls.StopTimeout})
 	if err != nil {
 		return nil, err
 	}
-	li.p = li.inst.(*launch.Process)
-	li.info = results.Engine{Name: e.Name(), Version: version, Runtime: RuntimeProcess, Topology: "plaintext",
+	li.info = results.Engine{Name: e.Name(), Version: version, Runtime: lch.Name(), Topology: "plaintext",
 		Pinning: map[string]string{"engine": CPUList(s.CPUs)}}
 	if d, ok := e.(Differ); ok {
 		li.info.Differences = d.Differences()
 	}
-	return li, nil
+	if inContainer {
+		li.info.Image = s.Image
+		if id := docker.ImageID(ctx, s.Image); id != "" {
+			li.info.Image += "@" + id
+		}
+		return li, nil
+	}
+	// A local engine's processes are one group, which engines/cost
+	// measures.
+	return &processEngine{li, li.inst.(*launch.Process)}, nil
 }
 
 type localInstance struct {
@@ -274,7 +304,6 @@ type localInstance struct {
 	work  string
 	cache string
 	inst  launch.Instance
-	p     *launch.Process // inst, for its process group
 	url   string
 	info  results.Engine
 	run   *runstate.Run
@@ -283,15 +312,21 @@ type localInstance struct {
 func (l *localInstance) URL() string          { return l.url }
 func (l *localInstance) Info() results.Engine { return l.info }
 
-// PGID is the engine's process group. StartLocal returns an instance only
-// once its process has started.
-func (l *localInstance) PGID() int { return l.p.PGID() }
+// processEngine is an engine run as a local process group.
+type processEngine struct {
+	*localInstance
+	p *launch.Process
+}
 
-// Stop ends the engine (SIGTERM, then SIGKILL) and removes its directories.
+// PGID is the engine's process group.
+func (l *processEngine) PGID() int { return l.p.PGID() }
+
+// Stop ends the engine (SIGTERM, then SIGKILL, or its container) and
+// removes its directories.
 func (l *localInstance) Stop(ctx context.Context) error {
 	var err error
-	if l.p != nil {
-		err = l.p.Stop(ctx)
+	if l.inst != nil {
+		err = l.inst.Stop(ctx)
 	}
 	return errors.Join(err, l.run.RemoveAll(l.work), l.run.RemoveAll(l.cache))
 }
@@ -321,7 +356,7 @@ var (
 	_ UpstreamCounter = NGINX{}
 	_ UpstreamCounter = (*processCache)(nil)
 	_ UpstreamCounter = (*inprocCache)(nil)
-	_ ProcessGroup    = (*localInstance)(nil)
+	_ ProcessGroup    = (*processEngine)(nil)
 )
 
 var (

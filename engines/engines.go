@@ -23,6 +23,7 @@ import (
 const (
 	RuntimeInproc  = "inproc"  // inside the hlsbench process (tests)
 	RuntimeProcess = "process" // a local child process
+	RuntimeDocker  = "docker"  // a container, through the Docker Engine API
 )
 
 // Instance is a running engine.
@@ -67,6 +68,9 @@ type StartSpec struct {
 	CPUs      []int  // the engine's CPUs; empty: unpinned
 	Self      string // the hlsbench binary, for child processes
 	Version   string // hlsbench's version, the built-in cache's own
+	// Docker runs it with RuntimeDocker, from Image (hlsbench's own).
+	Docker launch.Docker
+	Image  string
 }
 
 // BuiltinPolicy renders a Policy for the built-in cache.
@@ -134,8 +138,40 @@ func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
 		url := builtin.ParseReady(line)
 		info.Pinning = map[string]string{"engine": CPUList(s.CPUs)}
 		return &processCache{p: p, url: url, info: info}, nil
+	case RuntimeDocker:
+		pol, err := json.Marshal(s.Policy)
+		if err != nil {
+			return nil, err
+		}
+		inst, err := s.Docker.Start(ctx, launch.Spec{Name: "builtin", Image: s.Image,
+			Command: append([]string{"/hlsbench"}, builtin.ChildArgs(s.Listen, s.OriginURL, string(pol))...),
+			CPUs:    s.CPUs, PinFlag: "--cpus", ReadyLine: builtin.ReadyPrefix, ReadyTimeout: 15 * time.Second, StopTimeout: 5 * time.Second})
+		if err != nil {
+			return nil, err
+		}
+		info.Pinning = map[string]string{"engine": CPUList(s.CPUs)}
+		info.Image = s.Image
+		if id := s.Docker.ImageID(ctx, s.Image); id != "" {
+			info.Image += "@" + id
+		}
+		return &containerCache{inst: inst, url: builtin.ParseReady(inst.Ready()), info: info}, nil
 	}
-	return nil, fmt.Errorf("builtin cache: runtime %q: want %s or %s", s.Runtime, RuntimeProcess, RuntimeInproc)
+	return nil, fmt.Errorf("builtin cache: runtime %q: want %s, %s or %s", s.Runtime, RuntimeProcess, RuntimeInproc, RuntimeDocker)
+}
+
+// containerCache is the built-in cache in its container.
+type containerCache struct {
+	inst launch.Instance
+	url  string
+	info results.Engine
+}
+
+func (c *containerCache) URL() string                    { return c.url }
+func (c *containerCache) Info() results.Engine           { return c.info }
+func (c *containerCache) Stop(ctx context.Context) error { return c.inst.Stop(ctx) }
+func (c *containerCache) UpstreamCounter() string        { return builtinUpstream }
+func (c *containerCache) Counters(ctx context.Context) (map[string]float64, error) {
+	return fetchCounters(ctx, c.url)
 }
 
 type inprocCache struct {
@@ -243,6 +279,8 @@ var (
 	_ Counters     = (*processCache)(nil)
 	_ ProcessGroup = (*processCache)(nil)
 	_ Instance     = (*External)(nil)
+	_ Instance     = (*containerCache)(nil)
+	_ Counters     = (*containerCache)(nil)
 )
 
 // ErrNotFound is returned when an engine's binary is not installed.

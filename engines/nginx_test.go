@@ -285,7 +285,7 @@ func TestNGINXVersion(t *testing.T) {
 type nginxUp struct {
 	o    *origin.Origin
 	srv  *origin.Server
-	inst *localInstance
+	inst *processEngine
 	cl   *http.Client
 }
 
@@ -312,7 +312,7 @@ func startNGINX(t *testing.T, p Policy, oc origin.Config) *nginxUp {
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 100}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &nginxUp{o: o, srv: srv, inst: inst.(*localInstance), cl: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &nginxUp{o: o, srv: srv, inst: inst.(*processEngine), cl: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
 type nginxAnswer struct {
@@ -510,7 +510,7 @@ func TestNGINXServes(t *testing.T) {
 
 // checkNGINXStop stops inst and checks its master, its workers and its
 // directories are gone.
-func checkNGINXStop(t *testing.T, li *localInstance) {
+func checkNGINXStop(t *testing.T, li *processEngine) {
 	t.Helper()
 	master := li.p.PID()
 	kids := nginxChildPIDs(master)
@@ -719,7 +719,7 @@ func TestNGINXCountsExactWithTwoWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	li := inst.(*localInstance)
+	li := inst.(*processEngine)
 	if n := len(nginxChildPIDs(li.p.PID())); n < 2 {
 		t.Fatalf("%d processes under the master, want 2 workers and the cache processes", n)
 	}

@@ -305,14 +305,14 @@ func varnishTestOrigin(t *testing.T, p Policy, cfg origin.Config) (*origin.Origi
 }
 
 // varnishStart starts e as a local process and registers its stop.
-func varnishStart(t *testing.T, ctx context.Context, e Engine, s LocalSpec) *localInstance {
+func varnishStart(t *testing.T, ctx context.Context, e Engine, s LocalSpec) *processEngine {
 	t.Helper()
 	inst, err := StartLocal(ctx, e, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { inst.Stop(context.Background()) })
-	return inst.(*localInstance)
+	return inst.(*processEngine)
 }
 
 type varnishAnswer struct {
@@ -343,7 +343,7 @@ func varnishGet(t *testing.T, url string, hdr ...string) varnishAnswer {
 	return varnishAnswer{resp.StatusCode, resp.Header, body}
 }
 
-func varnishCounters(t *testing.T, ctx context.Context, li *localInstance) map[string]float64 {
+func varnishCounters(t *testing.T, ctx context.Context, li *processEngine) map[string]float64 {
 	t.Helper()
 	m, err := li.Counters(ctx)
 	if err != nil {
@@ -362,7 +362,7 @@ func varnishCounters(t *testing.T, ctx context.Context, li *localInstance) map[s
 
 // varnishStopped checks that Stop ended the whole process group and
 // removed the work directory.
-func varnishStopped(t *testing.T, li *localInstance) {
+func varnishStopped(t *testing.T, li *processEngine) {
 	t.Helper()
 	pid := li.p.PID()
 	if err := li.Stop(context.Background()); err != nil {

@@ -210,6 +210,9 @@ type Engine struct {
 	Topology string `json:"topology"`
 	// Pinning says which CPUs each party was confined to ("" when unpinned).
 	Pinning map[string]string `json:"pinning,omitempty"`
+	// Image is the container image the engine ran from ("ref@id"), with
+	// the Docker runtime.
+	Image string `json:"image,omitempty"`
 	// Differences are what no configuration makes equal between this
 	// engine and the others (how it coalesces, serves stale, counts): a
 	// reader of its figures needs them.

@@ -32,10 +32,14 @@ type RunSpec struct {
 	OriginListen string
 	// Binaries overrides where an engine's binary is, by engine name.
 	Binaries map[string]string
-	OutDir   string // "" writes no file
-	Self     string // the hlsbench binary, for child processes
-	Version  string
-	Commit   string
+	// Docker runs everything with the docker runtime; Images name the
+	// image of each engine, and of hlsbench itself under "hlsbench".
+	Docker  launch.Docker
+	Images  map[string]string
+	OutDir  string // "" writes no file
+	Self    string // the hlsbench binary, for child processes
+	Version string
+	Commit  string
 	// Settings is recorded in the run file as its configuration.
 	Settings map[string]any
 	// Progress, when set, is told what the run is doing as it goes.
@@ -90,7 +94,8 @@ type inprocOrigin struct{ o *origin.Origin }
 func (i inprocOrigin) SetMode(_ context.Context, m origin.Mode) error { i.o.SetMode(m); return nil }
 func (i inprocOrigin) Stats(context.Context) (origin.Stats, error)    { return i.o.Stats(), nil }
 
-func startOrigin(ctx context.Context, rt string, cfg origin.Config, listen string, cpus []int, self string) (*originHandle, error) {
+func startOrigin(ctx context.Context, spec RunSpec, cfg origin.Config, listen string, cpus []int) (*originHandle, error) {
+	rt, self := spec.Runtime, spec.Self
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
@@ -130,8 +135,28 @@ func startOrigin(ctx context.Context, rt string, cfg origin.Config, listen strin
 			return nil, p.Err(fmt.Errorf("origin control: %w", err))
 		}
 		return &originHandle{dataURL: dataURL, seed: cfg.Seed, control: cl, stop: p.Stop, pgid: p.PGID()}, nil
+	case engines.RuntimeDocker:
+		inst, err := spec.Docker.Start(ctx, launch.Spec{Name: "origin", Image: spec.Images["hlsbench"],
+			Command: append([]string{"/hlsbench"}, origin.ChildArgs(cfg, listen)...), CPUs: cpus, PinFlag: "--cpus",
+			ReadyLine: origin.ReadyPrefix, ReadyTimeout: 15 * time.Second, StopTimeout: 5 * time.Second})
+		if err != nil {
+			return nil, err
+		}
+		dataURL, controlURL, err := origin.ParseReady(inst.Ready())
+		if err != nil {
+			inst.Stop(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("start origin: %w", err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		cl := &origin.Client{BaseURL: controlURL}
+		if err := cl.Ready(wctx); err != nil {
+			inst.Stop(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("origin control: %w", err)
+		}
+		return &originHandle{dataURL: dataURL, seed: cfg.Seed, control: cl, stop: inst.Stop}, nil
 	}
-	return nil, fmt.Errorf("runtime %q: want %s or %s", rt, engines.RuntimeProcess, engines.RuntimeInproc)
+	return nil, fmt.Errorf("runtime %q: want %s, %s or %s", rt, engines.RuntimeProcess, engines.RuntimeInproc, engines.RuntimeDocker)
 }
 
 // Execute runs every workload on every engine, saving the run file at the
@@ -160,7 +185,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 		spec.Progress.Note("results: %s (rewritten after every pass)", rc.Path())
 	}
 	plan := CPUPlan{}
-	if spec.Runtime == engines.RuntimeProcess {
+	if spec.Runtime == engines.RuntimeProcess || spec.Runtime == engines.RuntimeDocker {
 		plan = PlanCPUs()
 	}
 	cfg := spec.Config.withDefaults()
@@ -316,7 +341,7 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, c *cell) error {
 	ocfg := w.OriginConfig()
 	ocfg.Seed = 1
-	orig, err := startOrigin(ctx, spec.Runtime, ocfg, spec.OriginListen, plan.Servers, spec.Self)
+	orig, err := startOrigin(ctx, spec, ocfg, spec.OriginListen, plan.Servers)
 	if err != nil {
 		return err
 	}
@@ -324,7 +349,8 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	switch c.name {
 	case "builtin":
 		c.inst, err = engines.StartBuiltin(ctx, engines.StartSpec{Policy: w.Policy, OriginURL: orig.dataURL,
-			Runtime: spec.Runtime, CPUs: plan.Servers, Self: spec.Self, Version: spec.Version})
+			Runtime: spec.Runtime, CPUs: plan.Servers, Self: spec.Self, Version: spec.Version,
+			Docker: spec.Docker, Image: spec.Images["hlsbench"]})
 	case "external":
 		c.inst = &engines.External{BaseURL: spec.ExternalURL}
 	default:
@@ -332,8 +358,11 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 		if !ok {
 			return fmt.Errorf("engine %q: want builtin, external or one of %v", c.name, engines.ProcessEngines())
 		}
-		c.inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
-			Binary: spec.Binaries[c.name], CPUs: plan.Servers})
+		ls := engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL, Binary: spec.Binaries[c.name], CPUs: plan.Servers}
+		if spec.Runtime == engines.RuntimeDocker {
+			ls.Launcher, ls.Image = spec.Docker, spec.Images[c.name]
+		}
+		c.inst, err = engines.StartLocal(ctx, e, ls)
 	}
 	if err != nil {
 		return err

@@ -92,8 +92,10 @@ func (d Docker) create(ctx context.Context, s Spec) (string, error) {
 		Labels:     map[string]string{LabelOwner: "1", LabelRun: d.RunID, LabelName: s.Name},
 	}
 	host := &container.HostConfig{NetworkMode: "host", Binds: append([]string{}, d.Binds...)}
-	if s.Dir != "" {
-		host.Binds = append(host.Binds, s.Dir+":"+s.Dir)
+	for _, dir := range append([]string{s.Dir}, s.Binds...) {
+		if dir != "" {
+			host.Binds = append(host.Binds, dir+":"+dir)
+		}
 	}
 	host.Resources.CpusetCpus = CPUList(s.CPUs)
 	host.Resources.Memory = d.Memory
@@ -179,6 +181,15 @@ func (d Docker) Run(ctx context.Context, s Spec) (Output, error) {
 		return o, fmt.Errorf("exit status %d", code)
 	}
 	return o, nil
+}
+
+// ImageID is the id of the image ref names ("" when it has none).
+func (d Docker) ImageID(ctx context.Context, ref string) string {
+	in, err := d.Client.ImageInspect(ctx, ref)
+	if err != nil {
+		return ""
+	}
+	return in.ID
 }
 
 // Remove removes every container of run (every run's when run is ""),

@@ -22,8 +22,10 @@ type Spec struct {
 	// arguments.
 	Command []string
 	Env     []string // added to the environment
-	// Image is the container image (the Docker runtime).
+	// Image is the container image (the Docker runtime), and Binds the
+	// host directories besides Dir it needs, mounted at the same paths.
 	Image string
+	Binds []string
 	// Dir is the working directory; Files are written into it (names
 	// relative to it) before the command starts.
 	Dir   string
