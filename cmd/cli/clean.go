@@ -47,6 +47,7 @@ func Clean(ctx context.Context, stdout, stderr io.Writer, o CleanOptions) error 
 	}
 	sw, err := runstate.Sweep(o.Dir, o.DryRun)
 	printSwept(stderr, sw, o.DryRun)
+	sweepContainers(ctx, stderr, sw, o.DryRun)
 	for _, l := range sw.Live {
 		fmt.Fprintf(stderr, "hlsbench: run %s (pid %d) is running: left alone\n", l.Run, l.PID)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/launch"
+	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads"
@@ -39,6 +41,7 @@ type RunOptions struct {
 	OriginListen string
 	FailMode     string
 	Binary       string
+	Images       []string // --image NAME=REF
 	Quiet        bool
 	Lock         string // wait, fail or none: see runstate.go
 
@@ -115,7 +118,8 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.BoolVar(&o.Quick, "quick", false, "short profile: "+workloads.QuickText)
 	f.BoolVar(&o.JSON, "json", false, "print the saved run document (with file and run_id) on stdout")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines (tables, results and errors are still printed)")
-	f.StringVar(&o.Runtime, "runtime", "process", "where the builtin cache and the origin run: process (child processes pinned apart from the generator) or inproc")
+	f.StringVar(&o.Runtime, "runtime", "process", "where the engines, the builtin cache and the origin run: process (child processes pinned apart from the generator), docker (a container each, host networking) or inproc (builtin and origin inside hlsbench)")
+	f.StringArrayVar(&o.Images, "image", nil, "with --runtime docker: NAME=IMAGE, the image of an engine or of hlsbench (origin and builtin); default: the newest `hlsbench images build` made (repeatable)")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
 }
@@ -175,9 +179,16 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		return protocolErr(err)
 	}
 	switch o.Runtime {
-	case engines.RuntimeProcess, engines.RuntimeInproc:
+	case engines.RuntimeProcess, engines.RuntimeInproc, engines.RuntimeDocker:
 	default:
-		return usagef("--runtime %q: want process or inproc", o.Runtime)
+		return usagef("--runtime %q: want process, docker or inproc", o.Runtime)
+	}
+	imageFlags, err := parseImages(o.Images, engineNames)
+	if err != nil {
+		return err
+	}
+	if len(imageFlags) > 0 && o.Runtime != engines.RuntimeDocker {
+		return usagef("--image goes with --runtime docker")
 	}
 	hasExternal := false
 	for _, e := range engineNames {
@@ -210,8 +221,12 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		}
 		binaries[procs[0]] = o.Binary
 	}
-	// A process engine that is not installed is a clear error before anything starts.
+	// A process engine that is not installed is a clear error before
+	// anything starts (in a container, the image has it).
 	for _, name := range engineNames {
+		if o.Runtime == engines.RuntimeDocker {
+			break
+		}
 		if e, ok := engines.Lookup(name); ok {
 			if _, err := engines.FindBinary(e, binaries[name]); err != nil {
 				var be *engines.BinaryError
@@ -265,7 +280,19 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if !o.Quiet {
 		progress = workloads.NewProgress(stderr, isTerminal(stderr))
 	}
-	rs := workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg,
+	var dockerImagesFound map[string]string
+	var docker launch.Docker
+	if o.Runtime == engines.RuntimeDocker {
+		cli, imgs, err := dockerImages(ctx, engineNames, imageFlags, Version)
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		dockerImagesFound = imgs
+		docker = launch.Docker{Client: cli, RunID: runstate.From(ctx).ID()}
+		settings["images"] = imgs
+	}
+	rs := workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg, Docker: docker, Images: dockerImagesFound,
 		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, OutDir: out, Self: self,
 		Version: Version, Commit: Commit, Settings: settings, Progress: progress}
 	if o.suite != nil {

@@ -48,6 +48,7 @@ func beginRun(ctx context.Context, stderr io.Writer, lock string) (_ context.Con
 	}
 	sw, err := runstate.Sweep(dir, false)
 	printSwept(stderr, sw, false)
+	sweepContainers(ctx, stderr, sw, false)
 	if err != nil {
 		fmt.Fprintf(stderr, "hlsbench: could not remove all a killed run left: %v\n", err)
 	}
