@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/hlsbench/hlsbench/engines/launch"
+	"github.com/hlsbench/hlsbench/engines/runstate"
+)
+
+// needDocker connects to the daemon, and checks the images a docker run
+// of varnish needs: skipped when any is missing, except under CI=true.
+func needDocker(t *testing.T) *client.Client {
+	t.Helper()
+	miss := func(why string) {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	cli, err := launch.Connect(context.Background(), 2*time.Second)
+	if err != nil {
+		miss(err.Error())
+	}
+	t.Cleanup(func() { cli.Close() })
+	if _, _, err := dockerImages(context.Background(), []string{"varnish"}, nil, Version); err != nil {
+		miss(err.Error())
+	}
+	return cli
+}
+
+// containersOf counts run's containers.
+func containersOf(t *testing.T, cli *client.Client, run string) int {
+	t.Helper()
+	runs, err := launch.Runs(context.Background(), cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(runs[run])
+}
+
+// killDockerRunMidway starts `hlsbench run --runtime docker --engine
+// varnish` recording into dir, waits until its origin and engine
+// containers run and the load is on, and kills it with SIGKILL. It returns
+// the killed run's id.
+func killDockerRunMidway(t *testing.T, cli *client.Client, dir string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "run", "--runtime", "docker", "--engine", "varnish", "--workload", "hit-path",
+		"--passes", "1", "--warmups", "0", "--pass-duration", "30s", "--rate", "200", "--out", t.TempDir())
+	cmd.Env = append(os.Environ(), asMain+"=1", runstate.DirEnv+"="+dir)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kill := func() {
+		cmd.Process.Kill() // our child, not yet reaped
+		cmd.Wait()
+	}
+	var run string
+	for deadline := time.Now().Add(time.Minute); ; {
+		if files, _ := filepath.Glob(filepath.Join(dir, "run-*.json")); len(files) == 1 {
+			if st, err := runstate.ReadState(files[0]); err == nil {
+				run = st.Run
+			}
+		}
+		if run != "" && containersOf(t, cli, run) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			kill()
+			t.Fatalf("the origin and varnish containers did not come up within a minute\n%s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // varnish answers and the pass is on
+	kill()
+	t.Cleanup(func() { launch.Remove(context.Background(), cli, run) })
+	if n := containersOf(t, cli, run); n < 2 {
+		t.Fatalf("after kill -9, %d containers of run %s; want the origin's and varnish's left (the test proves nothing)", n, run)
+	}
+	return run
+}
+
+// kill -9 of hlsbench mid-run in docker: `hlsbench clean`, or the next
+// run, removes the containers it left, and nothing else.
+func TestDockerKilledRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts containers")
+	}
+	cli := needDocker(t)
+	for _, next := range []string{"clean", "run"} {
+		t.Run(next, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv(runstate.DirEnv, dir)
+			// Another run's container, alive as far as this runtime
+			// directory knows nothing of it: it must survive.
+			other := launch.Docker{Client: cli, RunID: "test-bystander"}
+			by, err := other.Start(context.Background(), launch.Spec{Name: "bystander", Image: "hlsbench/base:bookworm",
+				Command: []string{"sleep", "120"}, StopTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer by.Stop(context.Background())
+			run := killDockerRunMidway(t, cli, dir)
+			args := []string{"clean"}
+			if next == "run" {
+				args = []string{"run", "--runtime", "inproc", "--workload", "hit-path", "--passes", "1", "--warmups", "0",
+					"--pass-duration", "200ms", "--rate", "100", "--no-save"}
+			}
+			code, _, errs := runCLI(t, context.Background(), args...)
+			t.Logf("%s: %s", next, errs)
+			if code != ExitOK && !(next == "run" && code == ExitInvalid) {
+				t.Fatalf("%s: exit %d: %s", next, code, errs)
+			}
+			if n := containersOf(t, cli, run); n != 0 {
+				t.Errorf("%d containers of the killed run %s left after %s", n, run, next)
+			}
+			if !strings.Contains(errs, "removed the containers a killed run left (run "+run+")") {
+				t.Errorf("%s does not say it removed run %s's containers: %s", next, run, errs)
+			}
+			if containersOf(t, cli, "test-bystander") != 1 {
+				t.Errorf("%s removed another run's container", next)
+			}
+		})
+	}
+}
