@@ -49,6 +49,10 @@ func BuildFromDockerfile(ctx context.Context, cli *client.Client, engine, base s
 	}
 	e := engines[engine]
 	ref := DockerfileRef(engine)
+	old, hadOld, err := inspect(ctx, cli, ref)
+	if err != nil {
+		return Built{}, err
+	}
 	start := time.Now()
 	ctxTar, err := tarContext(map[string][]byte{"Dockerfile": df}, nil)
 	if err != nil {
@@ -76,5 +80,8 @@ func BuildFromDockerfile(ctx context.Context, cli *client.Client, engine, base s
 		return Built{}, fmt.Errorf("build %s: %w", ref, err)
 	}
 	logf(progress, "%s on %s (%s %s): %s", ref, base, e.VersionPackage, v, secs(time.Since(start)))
+	if hadOld && old.ID != id {
+		removeReplaced(ctx, cli, []string{old.ID}, progress)
+	}
 	return Built{Ref: ref, ID: id, PackageVersion: v}, nil
 }
