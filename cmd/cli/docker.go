@@ -12,15 +12,16 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
+	"github.com/hlsbench/hlsbench/engines/images"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
 // Image labels written by `hlsbench images build`.
 const (
-	labelEngine  = "org.hlsbench.engine"
-	labelSource  = "org.hlsbench.source"
-	labelVersion = "org.hlsbench.version"
+	labelEngine  = images.LabelEngine
+	labelSource  = images.LabelSource
+	labelVersion = images.LabelVersion
 )
 
 // parseImages reads --image NAME=REF flags (NAME an engine or hlsbench).

@@ -29,6 +29,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+
+	"github.com/hlsbench/hlsbench/engines/launch"
 )
 
 // BuildVersion is the version of the build code: bump it when a change here
@@ -37,7 +39,7 @@ const BuildVersion = "1"
 
 // Labels.
 const (
-	LabelOwner  = "org.hlsbench"        // "1" on every image and container hlsbench creates
+	LabelOwner  = launch.LabelOwner     // "1" on every image and container hlsbench creates
 	LabelInputs = "org.hlsbench.inputs" // sha256 of what the image was made from
 	LabelEngine = "org.hlsbench.engine" // the engine an image is for
 	// LabelPackageVersion is the engine's full Debian version
@@ -154,50 +156,19 @@ func digest(parts ...string) string {
 }
 
 // ErrNoDaemon is wrapped by Connect's error when no Docker daemon answers.
-var ErrNoDaemon = errors.New("no Docker daemon")
+var ErrNoDaemon = launch.ErrNoDaemon
 
 // DefaultConnectTimeout bounds Connect's ping: without a daemon hlsbench
 // says so at once instead of hanging.
 const DefaultConnectTimeout = 2 * time.Second
 
-// StartHint says how to start a daemon the way hlsbench wants it: no bridge
-// network, no firewall rules (containers use the host's network).
-const StartHint = "start dockerd: dockerd --bridge=none --iptables=false --ip6tables=false &, or set DOCKER_HOST"
+// StartHint says how to start a daemon the way hlsbench wants it.
+const StartHint = launch.StartHint
 
-// NoDaemonError is Connect's error when no daemon answers at Host.
-type NoDaemonError struct {
-	Host string // unix:///var/run/docker.sock, or DOCKER_HOST
-	Err  error
-}
-
-func (e *NoDaemonError) Error() string {
-	return fmt.Sprintf("no Docker daemon at %s (%s): %v", e.Host, StartHint, e.Err)
-}
-
-func (e *NoDaemonError) Unwrap() []error { return []error{ErrNoDaemon, e.Err} }
-
-// Connect returns a client of the daemon at DOCKER_HOST (by default the
-// local socket), with the API version negotiated (bookworm's docker.io
-// speaks 1.41), once the daemon has answered a ping within
-// DefaultConnectTimeout. Close the client when done.
+// Connect returns a client of the daemon at DOCKER_HOST (launch.Connect,
+// within DefaultConnectTimeout). Close the client when done.
 func Connect(ctx context.Context) (*client.Client, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return nil, fmt.Errorf("docker client (check DOCKER_HOST, DOCKER_API_VERSION, DOCKER_CERT_PATH): %w", err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
-	defer cancel()
-	if _, err := cli.Ping(pctx); err != nil {
-		cli.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &NoDaemonError{Host: cli.DaemonHost(), Err: err}
-	}
-	// Ping negotiated the version; make sure a daemon too old for the
-	// client's minimum says so here rather than on the first real call.
-	cli.NegotiateAPIVersion(pctx)
-	return cli, nil
+	return launch.Connect(ctx, DefaultConnectTimeout)
 }
 
 // Image is an image made by hlsbench, as List reports it.

@@ -45,21 +45,46 @@ type Docker struct {
 	Binds []string
 }
 
-// Connect makes a client from the environment (DOCKER_HOST and the rest),
-// negotiating the API version with the daemon (20.10 speaks 1.41), and
-// checks that a daemon answers within limit.
+// StartHint says how to start a daemon the way hlsbench wants it: no bridge
+// network, no firewall rules (containers use the host's network).
+const StartHint = "start dockerd: dockerd --bridge=none --iptables=false --ip6tables=false &, or set DOCKER_HOST"
+
+// ErrNoDaemon is wrapped by Connect's error when no Docker daemon answers.
+var ErrNoDaemon = errors.New("no Docker daemon")
+
+// NoDaemonError is Connect's error when no daemon answers at Host.
+type NoDaemonError struct {
+	Host string // unix:///var/run/docker.sock, or DOCKER_HOST
+	Err  error
+}
+
+func (e *NoDaemonError) Error() string {
+	return fmt.Sprintf("no Docker daemon at %s (%s): %v", e.Host, StartHint, e.Err)
+}
+
+func (e *NoDaemonError) Unwrap() []error { return []error{ErrNoDaemon, e.Err} }
+
+// Connect returns a client of the daemon at DOCKER_HOST (by default the
+// local socket), with the API version negotiated (bookworm's docker.io
+// speaks 1.41; no version is pinned), once the daemon has answered a ping
+// within limit. Close the client when done.
 func Connect(ctx context.Context, limit time.Duration) (*client.Client, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
+		return nil, fmt.Errorf("docker client (check DOCKER_HOST, DOCKER_API_VERSION, DOCKER_CERT_PATH): %w", err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if _, err := cli.Ping(pctx); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("docker: no daemon answers at %s (start dockerd, or set DOCKER_HOST): %w", cli.DaemonHost(), err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &NoDaemonError{Host: cli.DaemonHost(), Err: err}
 	}
-	cli.NegotiateAPIVersion(ctx)
+	// Ping negotiated the version; a daemon too old for the client's
+	// minimum says so here rather than on the first real call.
+	cli.NegotiateAPIVersion(pctx)
 	return cli, nil
 }
 
