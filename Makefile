@@ -56,7 +56,7 @@ page-from-results: build
 
 # The README's picture of the page: headless Chromium opens $(SITE)/index.html
 # from disk, checks it (every image loads, no console error, no network
-# request) and saves the top of the page as docs/page.png.
+# request) and saves the top of the page as report/page.png.
 screenshot:
-	HLSBENCH_PAGE=$(CURDIR)/$(SITE)/index.html HLSBENCH_SCREENSHOT=$(CURDIR)/docs/page.png HLSBENCH_SCREENSHOT_HEIGHT=2400 \
+	HLSBENCH_PAGE=$(CURDIR)/$(SITE)/index.html HLSBENCH_SCREENSHOT=$(CURDIR)/report/page.png HLSBENCH_SCREENSHOT_HEIGHT=2400 \
 		go test -count=1 -run '^TestPage$$' ./report/browser

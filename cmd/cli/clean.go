@@ -2,11 +2,18 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
 	"github.com/spf13/cobra"
 
+	"github.com/hlsbench/hlsbench/engines/images"
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
@@ -14,6 +21,9 @@ import (
 type CleanOptions struct {
 	DryRun bool
 	Dir    string // the runtime directory; "" is runstate.Dir()
+	// Images also removes the images hlsbench built (labelled
+	// org.hlsbench), which no container uses.
+	Images bool
 }
 
 func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -29,14 +39,17 @@ locked while it runs. A run killed with SIGKILL leaves its engines running
 (varnishd, nginx workers) and its directories under /tmp and /dev/shm; clean
 finds the state files no live run holds, stops those processes (SIGTERM, then
 SIGKILL; only processes proven to be the run's by process group and start
-time) and removes those directories. ` + "`hlsbench run`" + ` does the same when it
-starts. Live runs and results files are never touched.`,
+time) and removes those directories, and the containers such a run left
+(labelled org.hlsbench.run=<its id>; skipped at once when no Docker daemon
+answers). ` + "`hlsbench run`" + ` does the same when it starts. Live runs and
+results files are never touched; images only with --images.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return Clean(c.Context(), stdout, stderr, o)
 		},
 	}
 	c.Flags().BoolVar(&o.DryRun, "dry-run", false, "only say what would be stopped and removed")
+	c.Flags().BoolVar(&o.Images, "images", false, "also remove the Docker images hlsbench built (hlsbench images build makes them again)")
 	return c
 }
 
@@ -54,8 +67,60 @@ func Clean(ctx context.Context, stdout, stderr io.Writer, o CleanOptions) error 
 	if err != nil {
 		return fmt.Errorf("clean %s: %w", o.Dir, err)
 	}
+	if o.Images {
+		return removeImages(ctx, stderr, o.DryRun)
+	}
 	if len(sw.Dead) == 0 {
 		fmt.Fprintln(stderr, "hlsbench: nothing to clean")
+	}
+	return nil
+}
+
+// removeImages removes every image labelled org.hlsbench that no container
+// uses (a live run's stay).
+func removeImages(ctx context.Context, stderr io.Writer, dryRun bool) error {
+	cli, err := launch.Connect(ctx, 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("--images: %w", err)
+	}
+	defer cli.Close()
+	list, err := images.List(ctx, cli)
+	if err != nil {
+		return fmt.Errorf("--images: %w", err)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stderr, "hlsbench: no image of hlsbench's to remove")
+		return nil
+	}
+	// The engines' images are children of the base: they go first, and a
+	// parent refused while a child remained is tried again after them.
+	var errs []error
+	for round := 0; round < 2 && len(list) > 0; round++ {
+		errs = nil
+		var again []images.Image
+		for _, im := range list {
+			name := im.ID
+			if len(im.Tags) > 0 {
+				name = strings.Join(im.Tags, ", ")
+			}
+			if dryRun {
+				fmt.Fprintf(stderr, "hlsbench: would remove image %s (--dry-run)\n", name)
+				continue
+			}
+			if _, err := cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: len(im.Tags) > 1, PruneChildren: true}); err != nil {
+				if client.IsErrNotFound(err) {
+					continue
+				}
+				again = append(again, im)
+				errs = append(errs, fmt.Errorf("image %s: %w", name, err))
+				continue
+			}
+			fmt.Fprintf(stderr, "hlsbench: removed image %s\n", name)
+		}
+		list = again
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("--images: %w", err)
 	}
 	return nil
 }
