@@ -290,11 +290,13 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		if id := docker.ImageID(ctx, s.Image); id != "" {
 			li.info.Image += "@" + id
 		}
-		return li, nil
 	}
-	// A local engine's processes are one group, which engines/cost
-	// measures.
-	return &processEngine{li, li.inst.(*launch.Process)}, nil
+	// The engine's processes are one group, local or in its container
+	// (on this host), which engines/cost measures.
+	if pg, ok := li.inst.(ProcessGroup); ok && pg.PGID() > 0 {
+		return &processEngine{li, pg}, nil
+	}
+	return li, nil
 }
 
 type localInstance struct {
@@ -312,14 +314,15 @@ type localInstance struct {
 func (l *localInstance) URL() string          { return l.url }
 func (l *localInstance) Info() results.Engine { return l.info }
 
-// processEngine is an engine run as a local process group.
+// processEngine is an engine whose processes are a process group on this
+// host: a local process's, or a container's.
 type processEngine struct {
 	*localInstance
-	p *launch.Process
+	pg ProcessGroup
 }
 
 // PGID is the engine's process group.
-func (l *processEngine) PGID() int { return l.p.PGID() }
+func (l *processEngine) PGID() int { return l.pg.PGID() }
 
 // Stop ends the engine (SIGTERM, then SIGKILL, or its container) and
 // removes its directories.

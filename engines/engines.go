@@ -170,6 +170,14 @@ func (c *containerCache) URL() string                    { return c.url }
 func (c *containerCache) Info() results.Engine           { return c.info }
 func (c *containerCache) Stop(ctx context.Context) error { return c.inst.Stop(ctx) }
 func (c *containerCache) UpstreamCounter() string        { return builtinUpstream }
+
+// PGID is the container's process group on this host (0: unknown).
+func (c *containerCache) PGID() int {
+	if pg, ok := c.inst.(ProcessGroup); ok {
+		return pg.PGID()
+	}
+	return 0
+}
 func (c *containerCache) Counters(ctx context.Context) (map[string]float64, error) {
 	return fetchCounters(ctx, c.url)
 }

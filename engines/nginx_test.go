@@ -512,7 +512,7 @@ func TestNGINXServes(t *testing.T) {
 // directories are gone.
 func checkNGINXStop(t *testing.T, li *processEngine) {
 	t.Helper()
-	master := li.p.PID()
+	master := li.pg.PGID()
 	kids := nginxChildPIDs(master)
 	if len(kids) == 0 {
 		t.Fatalf("no worker under nginx master %d", master)
@@ -720,7 +720,7 @@ func TestNGINXCountsExactWithTwoWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	li := inst.(*processEngine)
-	if n := len(nginxChildPIDs(li.p.PID())); n < 2 {
+	if n := len(nginxChildPIDs(li.pg.PGID())); n < 2 {
 		t.Fatalf("%d processes under the master, want 2 workers and the cache processes", n)
 	}
 	before, err := li.Counters(ctx)

@@ -364,7 +364,7 @@ func varnishCounters(t *testing.T, ctx context.Context, li *processEngine) map[s
 // removed the work directory.
 func varnishStopped(t *testing.T, li *processEngine) {
 	t.Helper()
-	pid := li.p.PID()
+	pid := li.pg.PGID()
 	if err := li.Stop(context.Background()); err != nil {
 		t.Fatalf("stop: %v", err)
 	}

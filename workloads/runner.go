@@ -154,7 +154,11 @@ func startOrigin(ctx context.Context, spec RunSpec, cfg origin.Config, listen st
 			inst.Stop(context.WithoutCancel(ctx))
 			return nil, fmt.Errorf("origin control: %w", err)
 		}
-		return &originHandle{dataURL: dataURL, seed: cfg.Seed, control: cl, stop: inst.Stop}, nil
+		h := &originHandle{dataURL: dataURL, seed: cfg.Seed, control: cl, stop: inst.Stop}
+		if pg, ok := inst.(engines.ProcessGroup); ok {
+			h.pgid = pg.PGID()
+		}
+		return h, nil
 	}
 	return nil, fmt.Errorf("runtime %q: want %s, %s or %s", rt, engines.RuntimeProcess, engines.RuntimeInproc, engines.RuntimeDocker)
 }
@@ -384,7 +388,7 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	if u, ok := c.inst.(engines.UpstreamCounter); ok {
 		c.tgt.UpstreamKey = u.UpstreamCounter()
 	}
-	if pg, ok := c.inst.(engines.ProcessGroup); ok {
+	if pg, ok := c.inst.(engines.ProcessGroup); ok && pg.PGID() > 0 {
 		c.tgt.Groups = append(c.tgt.Groups, cost.Group{Name: costEngine, PGID: pg.PGID()})
 	}
 	if orig.pgid > 0 {

@@ -18,6 +18,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/hlsbench/hlsbench/engines/internal/procfs"
 )
 
 // Labels on every container hlsbench creates: LabelOwner marks it ours,
@@ -155,6 +157,15 @@ func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
 	if err := c.follow(ctx); err != nil {
 		return nil, err
 	}
+	// The container's first process leads a session and a process group
+	// of its own on the host: its processes are measured as a local
+	// engine's are (engines/cost, engines/cpuload).
+	if in, err := d.Client.ContainerInspect(ctx, id); err == nil && in.State != nil && in.State.Pid > 0 {
+		c.pgid = in.State.Pid
+		if st, err := procfs.ReadStat(in.State.Pid); err == nil && st.PGID > 0 {
+			c.pgid = st.PGID
+		}
+	}
 	limit := s.ReadyTimeout
 	if limit == 0 {
 		limit = 30 * time.Second
@@ -282,6 +293,7 @@ type containerInstance struct {
 	stopTimeout time.Duration
 	tail        *Tail
 	ready       string
+	pgid        int // on the host; 0 when unknown
 
 	mu    sync.Mutex
 	lines []string
@@ -380,6 +392,11 @@ func (c *containerInstance) logNote() string {
 
 // ID is the container's id.
 func (c *containerInstance) ID() string { return c.id }
+
+// PGID is the host's process group of the container's processes (0 when
+// the daemon did not say: a remote daemon's containers are not ours to
+// measure).
+func (c *containerInstance) PGID() int { return c.pgid }
 
 func (c *containerInstance) Ready() string { return c.ready }
 func (c *containerInstance) Logs() string  { return c.tail.String() }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+
+	"github.com/hlsbench/hlsbench/engines/internal/procfs"
 )
 
 // testImage is the bookworm root filesystem `hlsbench images build` imports.
@@ -61,6 +63,12 @@ func TestDockerStartExecStop(t *testing.T) {
 	}
 	if _, err := inst.Exec(ctx, "sh", "-c", "exit 4"); err == nil || !strings.Contains(err.Error(), "exit status 4") {
 		t.Errorf("Exec of a failing command: %v", err)
+	}
+	// Its processes are a process group on this host, measurable as a
+	// local engine's.
+	pg := inst.(interface{ PGID() int }).PGID()
+	if st, err := procfs.ReadStat(pg); pg <= 0 || err != nil || st.PGID != pg || (st.Comm != "sleep" && st.Comm != "sh") {
+		t.Errorf("PGID %d: %+v, %v; want the container's sleep leading its group", pg, st, err)
 	}
 	runs, err := Runs(ctx, cli)
 	if err != nil || len(runs[run]) != 1 {
