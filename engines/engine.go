@@ -286,6 +286,7 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		li.info.Differences = d.Differences()
 	}
 	if inContainer {
+		li.info.MemoryLimitBytes = docker.Memory
 		li.info.Image = s.Image
 		if id := docker.ImageID(ctx, s.Image); id != "" {
 			li.info.Image += "@" + id

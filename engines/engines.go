@@ -150,7 +150,7 @@ func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
 			return nil, err
 		}
 		info.Pinning = map[string]string{"engine": CPUList(s.CPUs)}
-		info.Image = s.Image
+		info.Image, info.MemoryLimitBytes = s.Image, s.Docker.Memory
 		if id := s.Docker.ImageID(ctx, s.Image); id != "" {
 			info.Image += "@" + id
 		}

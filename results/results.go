@@ -213,6 +213,8 @@ type Engine struct {
 	// Image is the container image the engine ran from ("ref@id"), with
 	// the Docker runtime.
 	Image string `json:"image,omitempty"`
+	// MemoryLimitBytes is the container's memory limit (0: none).
+	MemoryLimitBytes int64 `json:"memory_limit_bytes,omitempty"`
 	// Differences are what no configuration makes equal between this
 	// engine and the others (how it coalesces, serves stale, counts): a
 	// reader of its figures needs them.

@@ -42,6 +42,7 @@ type RunOptions struct {
 	FailMode     string
 	Binary       string
 	Images       []string // --image NAME=REF
+	Memory       byteSize // --memory: each container's limit
 	Quiet        bool
 	Lock         string // wait, fail or none: see runstate.go
 
@@ -119,7 +120,9 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.BoolVar(&o.JSON, "json", false, "print the saved run document (with file and run_id) on stdout")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines (tables, results and errors are still printed)")
 	f.StringVar(&o.Runtime, "runtime", "process", "where the engines, the builtin cache and the origin run: process (child processes pinned apart from the generator), docker (a container each, host networking) or inproc (builtin and origin inside hlsbench)")
+
 	f.StringArrayVar(&o.Images, "image", nil, "with --runtime docker: NAME=IMAGE, the image of an engine or of hlsbench (origin and builtin); default: the newest `hlsbench images build` made (repeatable)")
+	f.Var(&o.Memory, "memory", "with --runtime docker: each container's memory limit, e.g. 2GiB (0: none)")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
 }
@@ -189,6 +192,14 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	}
 	if len(imageFlags) > 0 && o.Runtime != engines.RuntimeDocker {
 		return usagef("--image goes with --runtime docker")
+	}
+	switch {
+	case o.Memory < 0:
+		return usagef("--memory %d: want a size, 0 or more, e.g. 2GiB", o.Memory)
+	case o.Memory > 0 && o.Runtime != engines.RuntimeDocker:
+		return usagef("--memory goes with --runtime docker")
+	case o.Memory > 0 && o.Memory < 6<<20:
+		return usagef("--memory %s: Docker wants 6MiB at least", o.Memory.String())
 	}
 	hasExternal := false
 	for _, e := range engineNames {
@@ -289,8 +300,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		}
 		defer cli.Close()
 		dockerImagesFound = imgs
-		docker = launch.Docker{Client: cli, RunID: runstate.From(ctx).ID()}
+		docker = launch.Docker{Client: cli, RunID: runstate.From(ctx).ID(), Memory: int64(o.Memory)}
 		settings["images"] = imgs
+		settings["container_memory_bytes"] = int64(o.Memory)
 	}
 	rs := workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg, Docker: docker, Images: dockerImagesFound,
 		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, OutDir: out, Self: self,

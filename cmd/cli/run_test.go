@@ -40,6 +40,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--passes", "0"}, "--passes"},
 		{[]string{"run", "--warmups", "-1"}, "--warmups"},
 		{[]string{"run", "--runtime", "podman"}, "--runtime"},
+		{[]string{"run", "--memory", "1GiB"}, "--memory goes with --runtime docker"},
+		{[]string{"run", "--runtime", "docker", "--memory", "1KiB"}, "6MiB"},
 		{[]string{"run", "--engine", "varnish", "--image", "varnish=x"}, "--image goes with --runtime docker"},
 		{[]string{"run", "--runtime", "docker", "--image", "varnish"}, "NAME=IMAGE"},
 		{[]string{"run", "--runtime", "docker", "--engine", "builtin", "--image", "nginx=x"}, "not an engine of this run"},

@@ -131,6 +131,10 @@ func readSuiteFlags(fs *pflag.FlagSet, o *SuiteOptions) {
 	o.Rate, _ = fs.GetFloat64("rate")
 	o.Quick, _ = fs.GetBool("quick")
 	o.Nightly, _ = fs.GetBool("nightly")
+	o.Images, _ = fs.GetStringArray("image")
+	if f := fs.Lookup("memory"); f != nil {
+		o.Memory.Set(f.Value.String())
+	}
 }
 
 // suiteArgs are the settings flags a suite started with, for --resume.
@@ -148,6 +152,10 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	add("rate", fmt.Sprint(o.Rate))
 	add("runtime", o.Runtime)
 	add("fail-mode", o.FailMode)
+	add("memory", o.Memory.String())
+	for _, im := range o.Images {
+		args = append(args, "--image", im)
+	}
 	if o.Quick {
 		args = append(args, "--quick")
 	}
