@@ -55,6 +55,9 @@ type LaunchSpec struct {
 	Env    []string
 	// StopTimeout is how long SIGTERM is given before SIGKILL.
 	StopTimeout time.Duration
+	// PinFlag, when set, is the flag the command takes its CPUs with (it
+	// pins its own threads); otherwise taskset pins it.
+	PinFlag string
 }
 
 // Engine describes a caching engine. Render and Launch are pure: no I/O.
@@ -275,7 +278,7 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	ls := e.Launch(li.cfg, bin)
 	li.url = "http://" + listen
 	li.inst, err = lch.Start(ctx, launch.Spec{Name: e.Name(), Command: append([]string{ls.Binary}, ls.Args...),
-		Env: ls.Env, Dir: work, Image: s.Image, Binds: []string{cache}, CPUs: s.CPUs,
+		Env: ls.Env, Dir: work, Image: s.Image, Binds: []string{cache}, CPUs: s.CPUs, PinFlag: ls.PinFlag,
 		ReadyURL: li.url + "/_hlsbench/ready", StopTimeout: ls.StopTimeout})
 	if err != nil {
 		return nil, err
@@ -358,7 +361,6 @@ var (
 	_ UpstreamCounter = Varnish{}
 	_ UpstreamCounter = Vinyl{}
 	_ UpstreamCounter = NGINX{}
-	_ UpstreamCounter = (*processCache)(nil)
 	_ UpstreamCounter = (*inprocCache)(nil)
 	_ ProcessGroup    = (*processEngine)(nil)
 )

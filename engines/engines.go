@@ -126,60 +126,16 @@ func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
 			return nil, err
 		}
 		return &inprocCache{c: c, inst: inst, info: info}, nil
-	case RuntimeProcess:
-		pol, err := json.Marshal(s.Policy)
-		if err != nil {
-			return nil, err
+	case RuntimeProcess, RuntimeDocker:
+		// Like any other engine: hlsbench serve-cache, here or in
+		// hlsbench's image.
+		ls := LocalSpec{Policy: s.Policy, OriginURL: s.OriginURL, Binary: s.Self, CPUs: s.CPUs}
+		if s.Runtime == RuntimeDocker {
+			ls.Launcher, ls.Image, ls.Binary = s.Docker, s.Image, "/hlsbench"
 		}
-		p, line, err := launch.StartSelf(ctx, "builtin cache", s.Self, builtin.ChildArgs(s.Listen, s.OriginURL, string(pol)), s.CPUs, builtin.ReadyPrefix)
-		if err != nil {
-			return nil, err
-		}
-		url := builtin.ParseReady(line)
-		info.Pinning = map[string]string{"engine": CPUList(s.CPUs)}
-		return &processCache{p: p, url: url, info: info}, nil
-	case RuntimeDocker:
-		pol, err := json.Marshal(s.Policy)
-		if err != nil {
-			return nil, err
-		}
-		inst, err := s.Docker.Start(ctx, launch.Spec{Name: "builtin", Image: s.Image,
-			Command: append([]string{"/hlsbench"}, builtin.ChildArgs(s.Listen, s.OriginURL, string(pol))...),
-			CPUs:    s.CPUs, PinFlag: "--cpus", ReadyLine: builtin.ReadyPrefix, ReadyTimeout: 15 * time.Second, StopTimeout: 5 * time.Second})
-		if err != nil {
-			return nil, err
-		}
-		info.Pinning = map[string]string{"engine": CPUList(s.CPUs)}
-		info.Image, info.MemoryLimitBytes = s.Image, s.Docker.Memory
-		if id := s.Docker.ImageID(ctx, s.Image); id != "" {
-			info.Image += "@" + id
-		}
-		return &containerCache{inst: inst, url: builtin.ParseReady(inst.Ready()), info: info}, nil
+		return StartLocal(ctx, Builtin{}, ls)
 	}
 	return nil, fmt.Errorf("builtin cache: runtime %q: want %s, %s or %s", s.Runtime, RuntimeProcess, RuntimeInproc, RuntimeDocker)
-}
-
-// containerCache is the built-in cache in its container.
-type containerCache struct {
-	inst launch.Instance
-	url  string
-	info results.Engine
-}
-
-func (c *containerCache) URL() string                    { return c.url }
-func (c *containerCache) Info() results.Engine           { return c.info }
-func (c *containerCache) Stop(ctx context.Context) error { return c.inst.Stop(ctx) }
-func (c *containerCache) UpstreamCounter() string        { return builtinUpstream }
-
-// PGID is the container's process group on this host (0: unknown).
-func (c *containerCache) PGID() int {
-	if pg, ok := c.inst.(ProcessGroup); ok {
-		return pg.PGID()
-	}
-	return 0
-}
-func (c *containerCache) Counters(ctx context.Context) (map[string]float64, error) {
-	return fetchCounters(ctx, c.url)
 }
 
 type inprocCache struct {
@@ -198,21 +154,6 @@ func (i *inprocCache) Counters(context.Context) (map[string]float64, error) {
 
 // builtinUpstream is the built-in cache's count of its origin requests.
 const builtinUpstream = "origin_fetches"
-
-type processCache struct {
-	p    *launch.Process
-	url  string
-	info results.Engine
-}
-
-func (c *processCache) URL() string                    { return c.url }
-func (c *processCache) Info() results.Engine           { return c.info }
-func (c *processCache) Stop(ctx context.Context) error { return c.p.Stop(ctx) }
-func (c *processCache) UpstreamCounter() string        { return builtinUpstream }
-func (c *processCache) PGID() int                      { return c.p.PGID() }
-func (c *processCache) Counters(ctx context.Context) (map[string]float64, error) {
-	return fetchCounters(ctx, c.url+"/_hlsbench/stats")
-}
 
 func fetchCounters(ctx context.Context, url string) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -281,14 +222,9 @@ func CPUList(cpus []int) string { return launch.CPUList(cpus) }
 func ParseCPUList(s string) ([]int, error) { return launch.ParseCPUList(s) }
 
 var (
-	_ Instance     = (*inprocCache)(nil)
-	_ Counters     = (*inprocCache)(nil)
-	_ Instance     = (*processCache)(nil)
-	_ Counters     = (*processCache)(nil)
-	_ ProcessGroup = (*processCache)(nil)
-	_ Instance     = (*External)(nil)
-	_ Instance     = (*containerCache)(nil)
-	_ Counters     = (*containerCache)(nil)
+	_ Instance = (*inprocCache)(nil)
+	_ Counters = (*inprocCache)(nil)
+	_ Instance = (*External)(nil)
 )
 
 // ErrNotFound is returned when an engine's binary is not installed.

@@ -121,13 +121,8 @@ type killedRun struct {
 	procs []procID // alive right after the kill
 }
 
-// engineProc is the name StartProcess records an engine under.
-func engineProc(engine string) string {
-	if engine == "builtin" {
-		return "builtin cache"
-	}
-	return engine
-}
+// engineProc is the name StartProcess records an engine under: its own.
+func engineProc(engine string) string { return engine }
 
 // killRunMidway starts `hlsbench run --engine engine` as a child recording
 // into dir, waits until the engine runs (its group has members processes

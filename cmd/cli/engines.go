@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/launch"
 )
 
 func newEnginesCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -28,7 +29,13 @@ func newEnginesCmd(stdout, stderr io.Writer) *cobra.Command {
 func ListEngines(ctx context.Context, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "engine\truntimes here\tversion\tbinary / note")
-	fmt.Fprintf(tw, "builtin\tprocess, inproc\t%s\tpart of hlsbench\n", Version)
+	// docker counts when a daemon answers (at once or not at all).
+	docker := ""
+	if cli, err := launch.Connect(ctx, time.Second); err == nil {
+		cli.Close()
+		docker = ", docker"
+	}
+	fmt.Fprintf(tw, "builtin\tprocess%s, inproc\t%s\tpart of hlsbench\n", docker, Version)
 	for _, name := range engines.ProcessEngines() {
 		e, _ := engines.Lookup(name)
 		bin, err := engines.FindBinary(e, "")
@@ -46,7 +53,7 @@ func ListEngines(ctx context.Context, w io.Writer) error {
 			}
 			cancel()
 		}
-		fmt.Fprintf(tw, "%s\tprocess\t%s\t%s\n", name, version, bin)
+		fmt.Fprintf(tw, "%s\tprocess%s\t%s\t%s\n", name, docker, version, bin)
 	}
 	fmt.Fprintln(tw, "external\texternal\t-\tany proxy already running: --engine external --url URL --origin-listen ADDR")
 	return tw.Flush()
