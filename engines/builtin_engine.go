@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines/builtin"
@@ -12,8 +13,8 @@ import (
 
 // Builtin is hlsbench's own cache as an engine like the others: the
 // command `hlsbench serve-cache`, run as a local process (the binary is
-// hlsbench itself) or from hlsbench's image in a container. In-process it
-// is StartBuiltin's.
+// hlsbench itself), from hlsbench's image in a container, or in-process
+// (Serve).
 type Builtin struct{}
 
 // Name is the engine's.
@@ -33,24 +34,36 @@ func (Builtin) Launch(cfg Config, binary string) LaunchSpec {
 		PinFlag: "--cpus", StopTimeout: 5 * time.Second}
 }
 
-// Version is what the binary says: "hlsbench version dev" is "dev".
-func (Builtin) Version(ctx context.Context, run Exec, binary string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := run(ctx, binary, "--version")
-	if err != nil {
-		return "", fmt.Errorf("%s --version: %w: %s", binary, err, out.Text())
-	}
-	v, ok := strings.CutPrefix(out.Text(), "hlsbench version ")
-	if !ok || v == "" {
-		return "", fmt.Errorf("%s --version: no version in %q", binary, out.Text())
-	}
-	return v, nil
-}
-
 // ReadCounters asks the cache for its own (builtin.StatsPath).
 func (Builtin) ReadCounters(ctx context.Context, _ Exec, cfg Config, _ string) (map[string]float64, error) {
 	return fetchCounters(ctx, "http://"+cfg.Listen+builtin.StatsPath)
+}
+
+// Serve is the cache inside hlsbench, for the in-process runtime: it
+// listens on cfg.Listen and answers what `hlsbench serve-cache` would.
+func (Builtin) Serve(cfg Config) func() (string, func(context.Context) error, error) {
+	return func() (string, func(context.Context) error, error) {
+		c, err := builtin.New(builtin.Config{Origin: "http://" + cfg.Origin, Policy: BuiltinPolicy(cfg.Policy)})
+		if err != nil {
+			return "", nil, err
+		}
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			c.Close()
+			return "", nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+		}
+		srv := &http.Server{Handler: c, ReadHeaderTimeout: 60 * time.Second} // NGINX's client_header_timeout
+		go srv.Serve(ln)
+		stop := func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil {
+				srv.Close()
+			}
+			return c.Close()
+		}
+		return "http://" + ln.Addr().String(), stop, nil
+	}
 }
 
 // UpstreamCounter is the cache's count of its origin requests.
@@ -61,8 +74,8 @@ func (Builtin) Differences() []string { return BuiltinDifferences() }
 
 var (
 	_ Engine          = Builtin{}
-	_ Versioner       = Builtin{}
 	_ CounterReader   = Builtin{}
 	_ UpstreamCounter = Builtin{}
 	_ Differ          = Builtin{}
+	_ InprocServer    = Builtin{}
 )

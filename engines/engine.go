@@ -105,6 +105,12 @@ type Differ interface {
 	Differences() []string
 }
 
+// InprocServer is an engine that can run inside hlsbench (the in-process
+// runtime): Serve starts it on cfg.Listen.
+type InprocServer interface {
+	Serve(cfg Config) func() (ready string, stop func(context.Context) error, err error)
+}
+
 // Installer explains how to get an engine that is not installed.
 type Installer interface {
 	InstallHint() string
@@ -193,10 +199,14 @@ type LocalSpec struct {
 	OriginURL string // http://127.0.0.1:PORT
 	Binary    string // override; "" finds it
 	CPUs      []int
-	// Launcher runs the engine: a local process (nil, launch.Local) or a
-	// container (launch.Docker, from Image).
+	// Launcher runs the engine: a local process (nil, launch.Local), a
+	// container (launch.Docker, from Image) or in-process (launch.Inproc,
+	// an InprocServer only).
 	Launcher launch.Launcher
 	Image    string
+	// Version is recorded for an engine that cannot say its own (the
+	// built-in cache: hlsbench's).
+	Version string
 }
 
 // StartLocal renders an engine's files into a private directory, starts its
@@ -208,8 +218,14 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		lch = launch.Local{}
 	}
 	docker, inContainer := lch.(launch.Docker)
+	_, inproc := lch.(launch.Inproc)
 	bin := s.Binary
-	if inContainer {
+	if inproc {
+		// Served inside hlsbench: no binary.
+		if _, ok := e.(InprocServer); !ok {
+			return nil, fmt.Errorf("%s cannot run in-process: want --runtime process or docker", e.Name())
+		}
+	} else if inContainer {
 		// Found on the image's PATH.
 		if bin == "" {
 			bin = e.Binary()
@@ -264,22 +280,29 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	before := func(ctx context.Context, argv ...string) (launch.Output, error) {
 		return lch.Run(ctx, launch.Spec{Name: e.Name(), Command: argv, Dir: work, Image: s.Image, Binds: []string{cache}})
 	}
-	if c, ok := e.(Checker); ok {
+	if c, ok := e.(Checker); ok && !inproc {
 		if err := c.Check(ctx, before, li.cfg, bin); err != nil {
 			return nil, fmt.Errorf("%s rejected its configuration: %w", e.Name(), err)
 		}
 	}
 	version := "unknown"
-	if v, ok := e.(Versioner); ok {
+	if s.Version != "" {
+		version = s.Version
+	}
+	if v, ok := e.(Versioner); ok && !inproc {
 		if version, err = v.Version(ctx, before, bin); err != nil {
 			return nil, fmt.Errorf("%s version: %w", e.Name(), err)
 		}
 	}
 	ls := e.Launch(li.cfg, bin)
 	li.url = "http://" + listen
-	li.inst, err = lch.Start(ctx, launch.Spec{Name: e.Name(), Command: append([]string{ls.Binary}, ls.Args...),
+	spec := launch.Spec{Name: e.Name(), Command: append([]string{ls.Binary}, ls.Args...),
 		Env: ls.Env, Dir: work, Image: s.Image, Binds: []string{cache}, CPUs: s.CPUs, PinFlag: ls.PinFlag,
-		ReadyURL: li.url + "/_hlsbench/ready", StopTimeout: ls.StopTimeout})
+		ReadyURL: li.url + "/_hlsbench/ready", StopTimeout: ls.StopTimeout}
+	if in, ok := e.(InprocServer); ok {
+		spec.Serve = in.Serve(li.cfg)
+	}
+	li.inst, err = lch.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +384,6 @@ var (
 	_ UpstreamCounter = Varnish{}
 	_ UpstreamCounter = Vinyl{}
 	_ UpstreamCounter = NGINX{}
-	_ UpstreamCounter = (*inprocCache)(nil)
 	_ ProcessGroup    = (*processEngine)(nil)
 )
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -89,67 +88,40 @@ func BuiltinPolicy(p Policy) builtin.Policy {
 	}
 }
 
-// StartBuiltin runs the built-in cache in-process or as `hlsbench serve-cache`.
-func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
-	if s.Listen == "" {
-		s.Listen = "127.0.0.1:0"
-	}
-	info := results.Engine{Name: "builtin", Version: s.Version, Runtime: s.Runtime, Topology: "plaintext",
-		Differences: BuiltinDifferences()}
-	switch s.Runtime {
+// Runtimes are the runtimes LauncherFor knows.
+var Runtimes = []string{RuntimeProcess, RuntimeDocker, RuntimeInproc}
+
+// LauncherFor is the launcher of a runtime: a runtime is its launcher's
+// file in engines/launch and a line here and in Runtimes. docker is the configured Docker
+// launcher (its client, the run's id), required for RuntimeDocker.
+func LauncherFor(runtime string, docker launch.Docker) (launch.Launcher, error) {
+	switch runtime {
+	case RuntimeProcess, "":
+		return launch.Local{}, nil
 	case RuntimeInproc:
-		var c *builtin.Cache
-		serve := func() (string, func(context.Context) error, error) {
-			var err error
-			if c, err = builtin.New(builtin.Config{Origin: s.OriginURL, Policy: BuiltinPolicy(s.Policy)}); err != nil {
-				return "", nil, err
-			}
-			ln, err := net.Listen("tcp", s.Listen)
-			if err != nil {
-				c.Close()
-				return "", nil, fmt.Errorf("listen %s: %w", s.Listen, err)
-			}
-			srv := &http.Server{Handler: c, ReadHeaderTimeout: 60 * time.Second} // NGINX's client_header_timeout
-			go srv.Serve(ln)
-			stop := func(ctx context.Context) error {
-				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				defer cancel()
-				if err := srv.Shutdown(ctx); err != nil {
-					srv.Close()
-				}
-				return c.Close()
-			}
-			return "http://" + ln.Addr().String(), stop, nil
+		return launch.Inproc{}, nil
+	case RuntimeDocker:
+		if docker.Client == nil {
+			return nil, errors.New("runtime docker: no Docker client")
 		}
-		inst, err := launch.Inproc{}.Start(ctx, launch.Spec{Name: "builtin cache", Serve: serve})
-		if err != nil {
-			return nil, err
-		}
-		return &inprocCache{c: c, inst: inst, info: info}, nil
-	case RuntimeProcess, RuntimeDocker:
-		// Like any other engine: hlsbench serve-cache, here or in
-		// hlsbench's image.
-		ls := LocalSpec{Policy: s.Policy, OriginURL: s.OriginURL, Binary: s.Self, CPUs: s.CPUs}
-		if s.Runtime == RuntimeDocker {
-			ls.Launcher, ls.Image, ls.Binary = s.Docker, s.Image, "/hlsbench"
-		}
-		return StartLocal(ctx, Builtin{}, ls)
+		return docker, nil
 	}
-	return nil, fmt.Errorf("builtin cache: runtime %q: want %s, %s or %s", s.Runtime, RuntimeProcess, RuntimeInproc, RuntimeDocker)
+	return nil, fmt.Errorf("runtime %q: want %s, %s or %s", runtime, RuntimeProcess, RuntimeDocker, RuntimeInproc)
 }
 
-type inprocCache struct {
-	c    *builtin.Cache
-	inst launch.Instance
-	info results.Engine
-}
-
-func (i *inprocCache) URL() string                    { return i.inst.Ready() }
-func (i *inprocCache) Info() results.Engine           { return i.info }
-func (i *inprocCache) Stop(ctx context.Context) error { return i.inst.Stop(ctx) }
-func (i *inprocCache) UpstreamCounter() string        { return builtinUpstream }
-func (i *inprocCache) Counters(context.Context) (map[string]float64, error) {
-	return structCounters(i.c.Stats())
+// StartBuiltin runs the built-in cache like any engine (StartLocal), with
+// the launcher of s.Runtime: `hlsbench serve-cache` here or in hlsbench's
+// image, or the cache in-process.
+func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
+	lch, err := LauncherFor(s.Runtime, s.Docker)
+	if err != nil {
+		return nil, err
+	}
+	ls := LocalSpec{Policy: s.Policy, OriginURL: s.OriginURL, Binary: s.Self, CPUs: s.CPUs, Launcher: lch, Image: s.Image, Version: s.Version}
+	if s.Image != "" {
+		ls.Binary = "/hlsbench"
+	}
+	return StartLocal(ctx, Builtin{}, ls)
 }
 
 // builtinUpstream is the built-in cache's count of its origin requests.
@@ -222,8 +194,6 @@ func CPUList(cpus []int) string { return launch.CPUList(cpus) }
 func ParseCPUList(s string) ([]int, error) { return launch.ParseCPUList(s) }
 
 var (
-	_ Instance = (*inprocCache)(nil)
-	_ Counters = (*inprocCache)(nil)
 	_ Instance = (*External)(nil)
 )
 

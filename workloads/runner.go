@@ -32,14 +32,16 @@ type RunSpec struct {
 	OriginListen string
 	// Binaries overrides where an engine's binary is, by engine name.
 	Binaries map[string]string
-	// Docker runs everything with the docker runtime; Images name the
-	// image of each engine, and of hlsbench itself under "hlsbench".
-	Docker  launch.Docker
-	Images  map[string]string
-	OutDir  string // "" writes no file
-	Self    string // the hlsbench binary, for child processes
-	Version string
-	Commit  string
+	// Launcher starts the origin, the built-in cache and the engines
+	// (nil: the one engines.LauncherFor gives Runtime). Images name the
+	// image of each engine, and of hlsbench itself under "hlsbench", for a
+	// launcher that runs images.
+	Launcher launch.Launcher
+	Images   map[string]string
+	OutDir   string // "" writes no file
+	Self     string // the hlsbench binary, for child processes
+	Version  string
+	Commit   string
 	// Settings is recorded in the run file as its configuration.
 	Settings map[string]any
 	// Progress, when set, is told what the run is doing as it goes.
@@ -89,78 +91,63 @@ type originHandle struct {
 	pgid    int // its process group; 0 in-process
 }
 
-type inprocOrigin struct{ o *origin.Origin }
+// selfIn is where hlsbench itself is for the run's runtime: this binary,
+// or /hlsbench in its image.
+func selfIn(spec RunSpec) string {
+	if spec.Images["hlsbench"] != "" {
+		return "/hlsbench"
+	}
+	return spec.Self
+}
 
-func (i inprocOrigin) SetMode(_ context.Context, m origin.Mode) error { i.o.SetMode(m); return nil }
-func (i inprocOrigin) Stats(context.Context) (origin.Stats, error)    { return i.o.Stats(), nil }
-
-func startOrigin(ctx context.Context, spec RunSpec, cfg origin.Config, listen string, cpus []int) (*originHandle, error) {
-	rt, self := spec.Runtime, spec.Self
+// startOrigin starts the origin with the run's launcher: `hlsbench origin`
+// as a process or in hlsbench's image, or the same server in-process.
+func startOrigin(ctx context.Context, spec RunSpec, lch launch.Launcher, cfg origin.Config, listen string, cpus []int) (*originHandle, error) {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	switch rt {
-	case engines.RuntimeInproc:
+	serve := func() (string, func(context.Context) error, error) {
 		o, err := origin.New(cfg)
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
-		serve := func() (string, func(context.Context) error, error) {
-			srv, err := origin.Start(o, listen, "127.0.0.1:0")
-			if err != nil {
-				return "", nil, err
-			}
-			return "http://" + srv.DataAddr(), func(context.Context) error { return srv.Close() }, nil
-		}
-		inst, err := launch.Inproc{}.Start(ctx, launch.Spec{Name: "origin", Serve: serve})
+		srv, err := origin.Start(o, listen, "127.0.0.1:0")
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
-		return &originHandle{dataURL: inst.Ready(), seed: cfg.Seed, control: inprocOrigin{o}, stop: inst.Stop}, nil
-	case engines.RuntimeProcess:
-		p, line, err := launch.StartSelf(ctx, "origin", self, origin.ChildArgs(cfg, listen), cpus, origin.ReadyPrefix)
-		if err != nil {
-			return nil, err
-		}
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		dataURL, controlURL, err := origin.ParseReady(line)
-		if err != nil {
-			p.Stop(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("start origin: %w", err)
-		}
-		cl := &origin.Client{BaseURL: controlURL}
-		if err := cl.Ready(wctx); err != nil {
-			p.Stop(context.WithoutCancel(ctx))
-			return nil, p.Err(fmt.Errorf("origin control: %w", err))
-		}
-		return &originHandle{dataURL: dataURL, seed: cfg.Seed, control: cl, stop: p.Stop, pgid: p.PGID()}, nil
-	case engines.RuntimeDocker:
-		inst, err := spec.Docker.Start(ctx, launch.Spec{Name: "origin", Image: spec.Images["hlsbench"],
-			Command: append([]string{"/hlsbench"}, origin.ChildArgs(cfg, listen)...), CPUs: cpus, PinFlag: "--cpus",
-			ReadyLine: origin.ReadyPrefix, ReadyTimeout: 15 * time.Second, StopTimeout: 5 * time.Second})
-		if err != nil {
-			return nil, err
-		}
-		dataURL, controlURL, err := origin.ParseReady(inst.Ready())
-		if err != nil {
-			inst.Stop(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("start origin: %w", err)
-		}
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		cl := &origin.Client{BaseURL: controlURL}
-		if err := cl.Ready(wctx); err != nil {
-			inst.Stop(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("origin control: %w", err)
-		}
-		h := &originHandle{dataURL: dataURL, seed: cfg.Seed, control: cl, stop: inst.Stop}
-		if pg, ok := inst.(engines.ProcessGroup); ok {
-			h.pgid = pg.PGID()
-		}
-		return h, nil
+		line := origin.ReadyLine(srv.DataAddr(), srv.ControlAddr())
+		return strings.TrimPrefix(line, origin.ReadyPrefix), func(context.Context) error { return srv.Close() }, nil
 	}
-	return nil, fmt.Errorf("runtime %q: want %s, %s or %s", rt, engines.RuntimeProcess, engines.RuntimeInproc, engines.RuntimeDocker)
+	inst, err := lch.Start(ctx, launch.Spec{Name: "origin", Image: spec.Images["hlsbench"],
+		Command: append([]string{selfIn(spec)}, origin.ChildArgs(cfg, listen)...), CPUs: cpus, PinFlag: "--cpus",
+		ReadyLine: origin.ReadyPrefix, ReadyTimeout: 15 * time.Second, StopTimeout: 5 * time.Second, Serve: serve})
+	if err != nil {
+		return nil, err
+	}
+	dataURL, controlURL, err := origin.ParseReady(inst.Ready())
+	if err != nil {
+		inst.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("start origin: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cl := &origin.Client{BaseURL: controlURL}
+	if err := cl.Ready(wctx); err != nil {
+		inst.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("origin control: %w%s", err, logsNote(inst))
+	}
+	h := &originHandle{dataURL: dataURL, seed: cfg.Seed, control: cl, stop: inst.Stop}
+	if pg, ok := inst.(engines.ProcessGroup); ok {
+		h.pgid = pg.PGID()
+	}
+	return h, nil
+}
+
+func logsNote(inst launch.Instance) string {
+	if l := strings.TrimSpace(inst.Logs()); l != "" {
+		return "\n--- origin output (last lines) ---\n" + launch.LastLines(l, 20)
+	}
+	return ""
 }
 
 // Execute runs every workload on every engine, saving the run file at the
@@ -345,16 +332,22 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, c *cell) error {
 	ocfg := w.OriginConfig()
 	ocfg.Seed = 1
-	orig, err := startOrigin(ctx, spec, ocfg, spec.OriginListen, plan.Servers)
+	lch := spec.Launcher
+	if lch == nil {
+		var err error
+		if lch, err = engines.LauncherFor(spec.Runtime, launch.Docker{}); err != nil {
+			return err
+		}
+	}
+	orig, err := startOrigin(ctx, spec, lch, ocfg, spec.OriginListen, plan.Servers)
 	if err != nil {
 		return err
 	}
 	c.orig = orig
 	switch c.name {
 	case "builtin":
-		c.inst, err = engines.StartBuiltin(ctx, engines.StartSpec{Policy: w.Policy, OriginURL: orig.dataURL,
-			Runtime: spec.Runtime, CPUs: plan.Servers, Self: spec.Self, Version: spec.Version,
-			Docker: spec.Docker, Image: spec.Images["hlsbench"]})
+		c.inst, err = engines.StartLocal(ctx, engines.Builtin{}, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
+			Binary: selfIn(spec), CPUs: plan.Servers, Launcher: lch, Image: spec.Images["hlsbench"], Version: spec.Version})
 	case "external":
 		c.inst = &engines.External{BaseURL: spec.ExternalURL}
 	default:
@@ -362,11 +355,8 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 		if !ok {
 			return fmt.Errorf("engine %q: want builtin, external or one of %v", c.name, engines.ProcessEngines())
 		}
-		ls := engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL, Binary: spec.Binaries[c.name], CPUs: plan.Servers}
-		if spec.Runtime == engines.RuntimeDocker {
-			ls.Launcher, ls.Image = spec.Docker, spec.Images[c.name]
-		}
-		c.inst, err = engines.StartLocal(ctx, e, ls)
+		c.inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
+			Binary: spec.Binaries[c.name], CPUs: plan.Servers, Launcher: lch, Image: spec.Images[c.name]})
 	}
 	if err != nil {
 		return err

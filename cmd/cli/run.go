@@ -181,10 +181,8 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if err := cfg.Validate(); err != nil {
 		return protocolErr(err)
 	}
-	switch o.Runtime {
-	case engines.RuntimeProcess, engines.RuntimeInproc, engines.RuntimeDocker:
-	default:
-		return usagef("--runtime %q: want process, docker or inproc", o.Runtime)
+	if !slices.Contains(engines.Runtimes, o.Runtime) {
+		return usagef("--runtime %q: want one of %s", o.Runtime, strings.Join(engines.Runtimes, ", "))
 	}
 	imageFlags, err := parseImages(o.Images, engineNames)
 	if err != nil {
@@ -304,7 +302,11 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		settings["images"] = imgs
 		settings["container_memory_bytes"] = int64(o.Memory)
 	}
-	rs := workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg, Docker: docker, Images: dockerImagesFound,
+	lch, err := engines.LauncherFor(o.Runtime, docker)
+	if err != nil {
+		return err
+	}
+	rs := workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg, Launcher: lch, Images: dockerImagesFound,
 		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, OutDir: out, Self: self,
 		Version: Version, Commit: Commit, Settings: settings, Progress: progress}
 	if o.suite != nil {
