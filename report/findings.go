@@ -479,7 +479,7 @@ func caveats(in *Input, rep *Report) []string {
 	}
 	if m := in.Manifest; m != nil {
 		for _, e := range m.Missing {
-			c = append(c, fmt.Sprintf("%s was not run: not installed on this machine (%s).", displayName(e.Name), e.Reason))
+			c = append(c, fmt.Sprintf("%s was not run: it is not available on this machine (%s).", displayName(e.Name), strings.TrimSuffix(e.Reason, ".")))
 		}
 	}
 	// One host.

@@ -11,10 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads"
 )
@@ -110,6 +113,10 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 			return usagef("--out %s already holds a suite: --resume %s finishes it, or give a new directory", o.Out, o.Out)
 		}
 		missing := missingEngines()
+		if ro.Runtime == engines.RuntimeDocker {
+			// In containers an engine is there when its image is.
+			missing = missingImages(ctx)
+		}
 		if ro.Engine == "" {
 			ro.Engine = defaultSuiteEngines(stderr, missing)
 		}
@@ -165,21 +172,46 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	return args
 }
 
-// defaultSuiteEngines is builtin and every process engine installed here.
+// defaultSuiteEngines is builtin and every process engine not missing here
+// (installed, or with an image for the docker runtime); it says why each
+// missing one is left out.
 func defaultSuiteEngines(stderr io.Writer, missing []results.MissingEngine) string {
 	list := []string{"builtin"}
-	var names []string
 	for _, name := range engines.ProcessEngines() {
-		if slices.ContainsFunc(missing, func(m results.MissingEngine) bool { return m.Name == name }) {
-			names = append(names, name)
+		i := slices.IndexFunc(missing, func(m results.MissingEngine) bool { return m.Name == name })
+		if i >= 0 {
+			fmt.Fprintf(stderr, "hlsbench: suite without %s: %s (--engine names the engines)\n", name, firstLine(missing[i].Reason))
 			continue
 		}
 		list = append(list, name)
 	}
-	if len(names) > 0 {
-		fmt.Fprintf(stderr, "hlsbench: suite without %s (not installed here; --engine names the engines)\n", strings.Join(names, ", "))
-	}
 	return strings.Join(list, ",")
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// missingImages are the process engines with no image here (the docker
+// runtime), with why. Without a daemon it says nothing: the run fails with
+// how to start one.
+func missingImages(ctx context.Context) []results.MissingEngine {
+	cli, err := launch.Connect(ctx, 2*time.Second)
+	if err != nil {
+		return nil
+	}
+	defer cli.Close()
+	var missing []results.MissingEngine
+	for _, name := range engines.ProcessEngines() {
+		list, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", labelEngine+"="+name))})
+		if err != nil || newestTag(list, name) == "" {
+			missing = append(missing, results.MissingEngine{Name: name,
+				Reason: fmt.Sprintf("no image for %s (hlsbench images build --engine %s)", name, name)})
+		}
+	}
+	return missing
 }
 
 // missingEngines are the process engines not installed here, with why: the
