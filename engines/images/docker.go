@@ -15,15 +15,12 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
-	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/jsonmessage"
-	"github.com/docker/docker/pkg/stdcopy"
-)
 
-// teardownTimeout bounds removing what a failed or cancelled call created.
-const teardownTimeout = 30 * time.Second
+	"github.com/hlsbench/hlsbench/engines/launch"
+)
 
 // readStream reads the daemon's JSON progress stream (an import or a
 // build) to its end and returns the image ID it names. The last lines of
@@ -138,63 +135,18 @@ type Output struct {
 	ExitCode       int64
 }
 
-// RunOnce runs cmd in a new container of ref (host networking, labelled
-// org.hlsbench=1 and with labels), waits for it to exit and removes it,
-// on every path. The entrypoint is the image's.
-func RunOnce(ctx context.Context, cli *client.Client, ref string, cmd []string, extra map[string]string) (out Output, err error) {
-	lab := map[string]string{LabelOwner: "1"}
-	maps.Copy(lab, extra)
-	created, err := cli.ContainerCreate(ctx,
-		&container.Config{Image: ref, Cmd: cmd, Labels: lab},
-		&container.HostConfig{NetworkMode: "host"}, nil, nil, "")
-	if created.ID != "" {
-		defer func() {
-			if rerr := removeContainer(ctx, cli, created.ID); rerr != nil {
-				err = errors.Join(err, rerr)
-			}
-		}()
+// RunOnce runs cmd (the command, not the image's entrypoint) in a new
+// container of ref with host networking, labelled org.hlsbench=1 and with
+// labels, waits for it to exit and removes it, on every path
+// (launch.Docker.Run). A command that exits non-zero is no error: its
+// ExitCode says so.
+func RunOnce(ctx context.Context, cli *client.Client, ref string, cmd []string, labels map[string]string) (Output, error) {
+	o, err := launch.Docker{Client: cli}.Run(ctx, launch.Spec{Name: "once", Image: ref, Command: cmd, Labels: labels})
+	out := Output{Stdout: string(o.Stdout), Stderr: string(o.Stderr), ExitCode: int64(o.ExitCode)}
+	if err != nil && o.ExitCode == 0 {
+		return out, fmt.Errorf("run %s in %s: %w", strings.Join(cmd, " "), ref, err)
 	}
-	if err != nil {
-		return out, fmt.Errorf("create a container of %s: %w", ref, err)
-	}
-	waitC, errC := cli.ContainerWait(ctx, created.ID, container.WaitConditionNextExit)
-	if err := cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		return out, fmt.Errorf("start %s in %s: %w", strings.Join(cmd, " "), ref, err)
-	}
-	select {
-	case w := <-waitC:
-		out.ExitCode = w.StatusCode
-		if w.Error != nil {
-			return out, fmt.Errorf("wait for %s: %s", ref, w.Error.Message)
-		}
-	case err := <-errC:
-		return out, fmt.Errorf("wait for %s: %w", ref, err)
-	case <-ctx.Done():
-		return out, ctx.Err()
-	}
-	logs, err := cli.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-	if err != nil {
-		return out, fmt.Errorf("logs of %s: %w", ref, err)
-	}
-	defer logs.Close()
-	var so, se bytes.Buffer
-	if _, err := stdcopy.StdCopy(&so, &se, logs); err != nil {
-		return out, fmt.Errorf("logs of %s: %w", ref, err)
-	}
-	out.Stdout, out.Stderr = so.String(), se.String()
 	return out, nil
-}
-
-// removeContainer removes a container under its own timeout, even when ctx
-// is cancelled; one already gone counts as removed.
-func removeContainer(ctx context.Context, cli *client.Client, id string) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
-	defer cancel()
-	err := cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("remove container %.12s: %w", id, err)
-	}
-	return nil
 }
 
 // removeReplaced removes images a rebuild left without a tag (children

@@ -187,7 +187,7 @@ func TestBuildSelf(t *testing.T) {
 	if b.Ref != SelfRepository+":dev" {
 		t.Errorf("ref %s", b.Ref)
 	}
-	out, err := RunOnce(ctx, cli, b.Ref, []string{"--version"}, map[string]string{testLabel: t.Name()})
+	out, err := RunOnce(ctx, cli, b.Ref, []string{"/hlsbench", "--version"}, map[string]string{testLabel: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}

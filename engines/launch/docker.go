@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -118,6 +117,9 @@ func (d Docker) create(ctx context.Context, s Spec) (string, error) {
 		WorkingDir: s.Dir,
 		Labels:     map[string]string{LabelOwner: "1", LabelRun: d.RunID, LabelName: s.Name},
 	}
+	for k, v := range s.Labels {
+		cfg.Labels[k] = v
+	}
 	host := &container.HostConfig{NetworkMode: "host", Binds: append([]string{}, d.Binds...)}
 	for _, dir := range append([]string{s.Dir}, s.Binds...) {
 		if dir != "" {
@@ -143,8 +145,9 @@ func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &containerInstance{d: d, id: id, name: s.Name, tail: NewTail(16 << 10), wake: make(chan struct{}), done: make(chan struct{}),
+	c := &containerInstance{d: d, id: id, name: s.Name, tail: NewTail(16 << 10), done: make(chan struct{}),
 		stopTimeout: s.StopTimeout}
+	c.out = newLineLog(c.tail)
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w%s", err, c.logNote())
@@ -212,7 +215,7 @@ func (d Docker) Run(ctx context.Context, s Spec) (Output, error) {
 	if _, err := stdcopy.StdCopy(&out, &errb, rc); err != nil {
 		return Output{}, fmt.Errorf("run %s in docker: logs: %w", s.Name, err)
 	}
-	o := Output{Stdout: out.Bytes(), Stderr: errb.Bytes()}
+	o := Output{Stdout: out.Bytes(), Stderr: errb.Bytes(), ExitCode: int(code)}
 	if code != 0 {
 		return o, fmt.Errorf("exit status %d", code)
 	}
@@ -295,10 +298,7 @@ type containerInstance struct {
 	ready       string
 	pgid        int // on the host; 0 when unknown
 
-	mu    sync.Mutex
-	lines []string
-	wake  chan struct{}
-	eof   bool
+	out *lineLog // the container's stdout lines; ended with its output
 
 	once    sync.Once
 	stopErr error
@@ -317,47 +317,19 @@ func (c *containerInstance) follow(ctx context.Context) error {
 		rc.Close()
 		pw.CloseWithError(err)
 	}()
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			c.tail.Write([]byte(sc.Text() + "\n"))
-			c.mu.Lock()
-			c.lines = append(c.lines, sc.Text())
-			close(c.wake)
-			c.wake = make(chan struct{})
-			c.mu.Unlock()
-		}
-		c.mu.Lock()
-		c.eof = true
-		close(c.wake)
-		c.wake = make(chan struct{})
-		c.mu.Unlock()
-	}()
+	go c.out.read(pr)
 	return nil
 }
 
 func (c *containerInstance) waitLine(ctx context.Context, prefix string) (string, error) {
-	seen := 0
-	for {
-		c.mu.Lock()
-		for ; seen < len(c.lines); seen++ {
-			if rest, ok := strings.CutPrefix(c.lines[seen], prefix); ok {
-				c.mu.Unlock()
-				return strings.TrimSpace(rest), nil
-			}
-		}
-		eof, wake := c.eof, c.wake
-		c.mu.Unlock()
-		if eof {
-			return "", fmt.Errorf("%s exited before it said %q", c.name, prefix)
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return "", fmt.Errorf("%s: waiting for %q: %w", c.name, prefix, ctx.Err())
-		}
+	rest, err := c.out.wait(ctx, prefix, c.out.ended)
+	switch {
+	case errors.Is(err, errStopped):
+		return "", fmt.Errorf("%s exited before it said %q", c.name, prefix)
+	case err != nil:
+		return "", fmt.Errorf("%s: waiting for %q: %w", c.name, prefix, err)
 	}
+	return rest, nil
 }
 
 func (c *containerInstance) waitHTTP(ctx context.Context, url string) error {
@@ -368,13 +340,9 @@ func (c *containerInstance) waitHTTP(ctx context.Context, url string) error {
 			resp.Body.Close()
 			return nil
 		}
-		c.mu.Lock()
-		eof := c.eof
-		c.mu.Unlock()
-		if eof {
-			return fmt.Errorf("%s exited before it answered on %s", c.name, url)
-		}
 		select {
+		case <-c.out.ended:
+			return fmt.Errorf("%s exited before it answered on %s", c.name, url)
 		case <-ctx.Done():
 			return fmt.Errorf("%s did not answer on %s: %w", c.name, url, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
@@ -425,6 +393,7 @@ func (c *containerInstance) Exec(ctx context.Context, argv ...string) (Output, e
 	if err != nil {
 		return o, fmt.Errorf("exec in %s: %w", c.name, err)
 	}
+	o.ExitCode = in.ExitCode
 	if in.ExitCode != 0 {
 		return o, fmt.Errorf("exit status %d", in.ExitCode)
 	}

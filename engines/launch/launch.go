@@ -26,6 +26,8 @@ type Spec struct {
 	// host directories besides Dir it needs, mounted at the same paths.
 	Image string
 	Binds []string
+	// Labels are added to a container's own (Docker).
+	Labels map[string]string
 	// Dir is the working directory; Files are written into it (names
 	// relative to it) before the command starts.
 	Dir   string
@@ -75,9 +77,11 @@ type Launcher interface {
 	Run(ctx context.Context, s Spec) (Output, error)
 }
 
-// Output is what a finished command wrote. Stderr keeps its last 64 KiB.
+// Output is what a finished command wrote, and its exit status. Stderr
+// keeps its last 64 KiB.
 type Output struct {
 	Stdout, Stderr []byte
+	ExitCode       int
 }
 
 // Text is the output as text, stdout then stderr, trimmed.
@@ -99,7 +103,11 @@ func runLocal(ctx context.Context, dir string, env []string, argv []string) (Out
 	stderr := NewTail(64 << 10)
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	err := cmd.Run()
-	return Output{Stdout: stdout.Bytes(), Stderr: []byte(stderr.String())}, err
+	o := Output{Stdout: stdout.Bytes(), Stderr: []byte(stderr.String())}
+	if cmd.ProcessState != nil {
+		o.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	return o, err
 }
 
 // Run runs s's command on this host, in s.Dir, to its end.

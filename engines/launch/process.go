@@ -5,10 +5,9 @@
 package launch
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,9 +40,8 @@ type Process struct {
 	cmd  *exec.Cmd
 	tail *Tail
 
-	mu    sync.Mutex
-	lines []string
-	wake  chan struct{}
+	mu  sync.Mutex
+	out *lineLog // stdout's lines
 
 	done    chan struct{}
 	waitErr error
@@ -67,7 +65,8 @@ func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 	cmd.Dir = spec.Dir
 	cmd.Env = append(os.Environ(), spec.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	p := &Process{spec: spec, cmd: cmd, tail: NewTail(16 << 10), wake: make(chan struct{}), done: make(chan struct{})}
+	p := &Process{spec: spec, cmd: cmd, tail: NewTail(16 << 10), done: make(chan struct{})}
+	p.out = newLineLog(p.tail)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -84,26 +83,12 @@ func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 		cmd.Wait()
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
-	go p.readLines(stdout)
+	go p.out.read(stdout)
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
 	}()
 	return p, nil
-}
-
-func (p *Process) readLines(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		p.tail.Write([]byte(line + "\n"))
-		p.mu.Lock()
-		p.lines = append(p.lines, line)
-		close(p.wake)
-		p.wake = make(chan struct{})
-		p.mu.Unlock()
-	}
 }
 
 // StartSelf runs a command of this hlsbench binary (self) as a child,
@@ -168,25 +153,14 @@ func (p *Process) WaitHTTP(ctx context.Context, url string, limit time.Duration)
 
 // WaitLine waits for a stdout line starting with prefix and returns the rest.
 func (p *Process) WaitLine(ctx context.Context, prefix string) (string, error) {
-	seen := 0
-	for {
-		p.mu.Lock()
-		for ; seen < len(p.lines); seen++ {
-			if rest, ok := strings.CutPrefix(p.lines[seen], prefix); ok {
-				p.mu.Unlock()
-				return strings.TrimSpace(rest), nil
-			}
-		}
-		wake := p.wake
-		p.mu.Unlock()
-		select {
-		case <-wake:
-		case <-p.done:
-			return "", p.exitError()
-		case <-ctx.Done():
-			return "", fmt.Errorf("%s: waiting for %q: %w%s", p.spec.Name, prefix, ctx.Err(), p.tailNote())
-		}
+	rest, err := p.out.wait(ctx, prefix, p.done)
+	switch {
+	case errors.Is(err, errStopped):
+		return "", p.exitError()
+	case err != nil:
+		return "", fmt.Errorf("%s: waiting for %q: %w%s", p.spec.Name, prefix, err, p.tailNote())
 	}
+	return rest, nil
 }
 
 func (p *Process) exitError() error {
