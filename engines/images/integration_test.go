@@ -32,7 +32,8 @@ func need(t *testing.T, format string, args ...any) {
 }
 
 // docker returns a client of the daemon, and checks at the end of the
-// test that no container hlsbench made is left.
+// test that none of this package's containers (labelled testLabel) is left.
+// Other packages' tests may run containers meanwhile: they are theirs.
 func docker(t *testing.T) *client.Client {
 	t.Helper()
 	cli, err := Connect(context.Background())
@@ -42,7 +43,7 @@ func docker(t *testing.T) *client.Client {
 	t.Cleanup(func() {
 		defer cli.Close()
 		left, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
-			Filters: filters.NewArgs(filters.Arg("label", LabelOwner+"=1"))})
+			Filters: filters.NewArgs(filters.Arg("label", LabelOwner+"=1"), filters.Arg("label", testLabel))})
 		if err != nil {
 			t.Errorf("list containers: %v", err)
 		}
