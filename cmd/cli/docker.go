@@ -8,20 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
 	"github.com/hlsbench/hlsbench/engines/images"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
-)
-
-// Image labels written by `hlsbench images build`.
-const (
-	labelEngine  = images.LabelEngine
-	labelSource  = images.LabelSource
-	labelVersion = images.LabelVersion
 )
 
 // parseImages reads --image NAME=REF flags (NAME an engine or hlsbench).
@@ -48,7 +39,12 @@ func dockerImages(ctx context.Context, engineNames []string, given map[string]st
 	if err != nil {
 		return nil, nil, err
 	}
-	images := map[string]string{}
+	built, err := images.List(ctx, cli)
+	if err != nil {
+		cli.Close()
+		return nil, nil, fmt.Errorf("docker: %w", err)
+	}
+	refs := map[string]string{}
 	for _, name := range append([]string{"hlsbench"}, engineNames...) {
 		if name == "builtin" || name == "external" {
 			continue
@@ -58,45 +54,38 @@ func dockerImages(ctx context.Context, engineNames []string, given map[string]st
 				cli.Close()
 				return nil, nil, usagef("--image %s=%s: %v", name, ref, err)
 			}
-			images[name] = ref
+			refs[name] = ref
 			continue
 		}
-		f := filters.NewArgs(filters.Arg("label", labelEngine+"="+name))
-		hint := "hlsbench images build --engine " + name
-		if name == "hlsbench" {
-			f = filters.NewArgs(filters.Arg("label", labelSource+"=self"), filters.Arg("label", labelVersion+"="+version))
-			hint = "hlsbench images build --self"
-		}
-		list, err := cli.ImageList(ctx, image.ListOptions{Filters: f})
-		if err != nil {
-			cli.Close()
-			return nil, nil, fmt.Errorf("docker: list images: %w", err)
-		}
-		ref := newestTag(list, name)
+		ref := imageFor(built, name, version)
 		if ref == "" {
 			cli.Close()
-			what := "no image for " + name
+			what, hint := "no image for "+name, "hlsbench images build --engine "+name
 			if name == "hlsbench" {
-				what = "no image of hlsbench " + version + " (it runs the origin and the built-in cache)"
+				what, hint = "no image of hlsbench "+version+" (it runs the origin and the built-in cache)", "hlsbench images build --self"
 			}
 			return nil, nil, fmt.Errorf("--runtime docker: %s: build it with `%s`, or give --image %s=IMAGE", what, hint, name)
 		}
-		images[name] = ref
+		refs[name] = ref
 	}
-	return cli, images, nil
+	return cli, refs, nil
 }
 
-// newestTag is the tag of the newest image in list (Debian-versioned
-// tags, not "dockerfile" builds, for an engine).
-func newestTag(list []image.Summary, name string) string {
+// imageFor is the newest image `hlsbench images build` made for name (an
+// engine, or hlsbench of version), by its tag; not a Dockerfile build.
+func imageFor(built []images.Image, name, version string) string {
 	var best string
-	var created int64 = -1
-	for _, im := range list {
-		for _, t := range im.RepoTags {
-			if strings.HasSuffix(t, ":dockerfile") || t == "<none>:<none>" {
-				continue
-			}
-			if im.Created > created {
+	var created time.Time
+	for _, im := range built {
+		ours := im.Engine == name
+		if name == "hlsbench" {
+			ours = im.Source == "self" && im.Version == version
+		}
+		if !ours || im.Source == "dockerfile" {
+			continue
+		}
+		for _, t := range im.Tags {
+			if !strings.HasSuffix(t, ":dockerfile") && (best == "" || im.Created.After(created)) {
 				best, created = t, im.Created
 			}
 		}

@@ -11,12 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/images"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads"
@@ -203,10 +202,13 @@ func missingImages(ctx context.Context) []results.MissingEngine {
 		return nil
 	}
 	defer cli.Close()
+	built, err := images.List(ctx, cli)
+	if err != nil {
+		return nil
+	}
 	var missing []results.MissingEngine
 	for _, name := range engines.ProcessEngines() {
-		list, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", labelEngine+"="+name))})
-		if err != nil || newestTag(list, name) == "" {
+		if imageFor(built, name, "") == "" {
 			missing = append(missing, results.MissingEngine{Name: name,
 				Reason: fmt.Sprintf("no image for %s (hlsbench images build --engine %s)", name, name)})
 		}
