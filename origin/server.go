@@ -29,8 +29,12 @@ type Server struct {
 	retrying bool
 
 	connMu sync.Mutex
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]chan struct{} // closed once the connection's handler has returned
 }
+
+// cutWait bounds how long a mode change waits for the answers it cut to be
+// counted: a handler notices at its next write or pacing wake-up.
+const cutWait = 2 * time.Second
 
 // relistenEvery is how often a Server retries listening again on its data
 // address after a failure.
@@ -40,7 +44,7 @@ const relistenEvery = 50 * time.Millisecond
 // and serves o on them until Close. Bind loopback addresses unless proxies
 // elsewhere must reach the origin: the control API has no authentication.
 func Start(o *Origin, dataAddr, controlAddr string) (_ *Server, err error) {
-	s := &Server{o: o, done: make(chan struct{}), conns: make(map[net.Conn]struct{})}
+	s := &Server{o: o, done: make(chan struct{}), conns: make(map[net.Conn]chan struct{})}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.Close())
@@ -196,21 +200,36 @@ func (s *Server) track(c net.Conn, state http.ConnState) {
 	defer s.connMu.Unlock()
 	switch state {
 	case http.StateNew:
-		s.conns[c] = struct{}{}
+		s.conns[c] = make(chan struct{})
 	case http.StateClosed, http.StateHijacked:
-		delete(s.conns, c)
+		if gone, ok := s.conns[c]; ok {
+			close(gone)
+			delete(s.conns, c)
+		}
 	}
 }
 
+// closeConns closes the data connections and waits (up to cutWait) until
+// their handlers have returned, so that an answer cut short is counted
+// failed before the mode change is reported done.
 func (s *Server) closeConns() {
 	s.connMu.Lock()
-	cs := make([]net.Conn, 0, len(s.conns))
-	for c := range s.conns {
-		cs = append(cs, c)
+	cs := make(map[net.Conn]chan struct{}, len(s.conns))
+	for c, gone := range s.conns {
+		cs[c] = gone
 	}
 	s.connMu.Unlock()
-	for _, c := range cs {
+	for c := range cs {
 		_ = c.Close()
+	}
+	deadline := time.NewTimer(cutWait)
+	defer deadline.Stop()
+	for _, gone := range cs {
+		select {
+		case <-gone:
+		case <-deadline.C:
+			return
+		}
 	}
 }
 
