@@ -121,7 +121,7 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines (tables, results and errors are still printed)")
 	f.StringVar(&o.Runtime, "runtime", "process", "where the engines, the builtin cache and the origin run: process (child processes pinned apart from the generator), docker (a container each, host networking) or inproc (builtin and origin inside hlsbench)")
 
-	f.StringArrayVar(&o.Images, "image", nil, "with --runtime docker: NAME=IMAGE, the image of an engine or of hlsbench (origin and builtin); default: the newest `hlsbench images build` made (repeatable)")
+	f.StringArrayVar(&o.Images, "image", nil, "with --runtime docker: `NAME=IMAGE`, the image of an engine or of hlsbench (origin and builtin); default: the newest one hlsbench images build made (repeatable)")
 	f.Var(&o.Memory, "memory", "with --runtime docker: each container's memory limit, e.g. 2GiB (0: none)")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")

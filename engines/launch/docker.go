@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/hlsbench/hlsbench/engines/internal/procfs"
+	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
 // Labels on every container hlsbench creates: LabelOwner marks it ours,
@@ -168,6 +169,7 @@ func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
 		if st, err := procfs.ReadStat(in.State.Pid); err == nil && st.PGID > 0 {
 			c.pgid = st.PGID
 		}
+		c.unobserve = runstate.From(ctx).Observe(c.pgid)
 	}
 	limit := s.ReadyTimeout
 	if limit == 0 {
@@ -297,6 +299,7 @@ type containerInstance struct {
 	tail        *Tail
 	ready       string
 	pgid        int // on the host; 0 when unknown
+	unobserve   func()
 
 	out *lineLog // the container's stdout lines; ended with its output
 
@@ -416,6 +419,9 @@ func (c *containerInstance) Stop(ctx context.Context) error {
 		}
 		if err := c.d.Client.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
 			c.stopErr = errors.Join(c.stopErr, err)
+		}
+		if c.unobserve != nil {
+			c.unobserve()
 		}
 		close(c.done)
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/hlsbench/hlsbench/engines/internal/procfs"
+	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
 // testImage is the bookworm root filesystem `hlsbench images build` imports.
@@ -44,6 +46,12 @@ func TestDockerStartExecStop(t *testing.T) {
 	run := "test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	d := Docker{Client: cli, RunID: run}
 	t.Cleanup(func() { Remove(context.Background(), cli, run) })
+	rs, err := runstate.Begin(runstate.Options{Dir: t.TempDir(), Lock: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	ctx = runstate.With(ctx, rs)
 	dir := t.TempDir()
 	inst, err := d.Start(ctx, Spec{Name: "sh", Image: testImage, Dir: dir, Files: map[string][]byte{"conf/a.txt": []byte("hello")},
 		Command: []string{"sh", "-c", `cat conf/a.txt; echo; echo "up: $*"; exec sleep 60`, "sh"}, CPUs: []int{0}, PinFlag: "--cpus",
@@ -70,6 +78,9 @@ func TestDockerStartExecStop(t *testing.T) {
 	if st, err := procfs.ReadStat(pg); pg <= 0 || err != nil || st.PGID != pg || (st.Comm != "sleep" && st.Comm != "sh") {
 		t.Errorf("PGID %d: %+v, %v; want the container's sleep leading its group", pg, st, err)
 	}
+	if g := rs.PGIDs(); !slices.Contains(g, pg) {
+		t.Errorf("run's PGIDs %v lack the container's group %d: its CPU would count as another process's", g, pg)
+	}
 	runs, err := Runs(ctx, cli)
 	if err != nil || len(runs[run]) != 1 {
 		t.Errorf("Runs: %v, %v; want one container of %s", runs, err, run)
@@ -82,6 +93,9 @@ func TestDockerStartExecStop(t *testing.T) {
 	}
 	if runs, _ := Runs(ctx, cli); len(runs[run]) != 0 {
 		t.Errorf("stopped, still there: %v", runs[run])
+	}
+	if g := rs.PGIDs(); slices.Contains(g, pg) {
+		t.Errorf("run's PGIDs %v still hold the stopped container's group %d", g, pg)
 	}
 }
 

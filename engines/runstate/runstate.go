@@ -94,9 +94,10 @@ type Run struct {
 	dir  string
 	lock *os.File
 
-	mu     sync.Mutex
-	st     State
-	closed bool
+	mu       sync.Mutex
+	st       State
+	closed   bool
+	observed []int // process groups measured as ours but not in the state file
 }
 
 // Begin creates the run's state file in the runtime directory and holds its
@@ -192,13 +193,41 @@ func (r *Run) PGIDs() []int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]int, 0, len(r.st.Procs))
+	out := make([]int, 0, len(r.st.Procs)+len(r.observed))
 	for _, p := range r.st.Procs {
 		if !slices.Contains(out, p.PGID) {
 			out = append(out, p.PGID)
 		}
 	}
+	for _, g := range r.observed {
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
 	return out
+}
+
+// Observe counts the process group pgid as the run's in PGIDs until the
+// returned function is called, without recording it in the state file:
+// for processes something else cleans up after a crash, such as a
+// container's (found again by its labels). A nil Run observes nothing.
+func (r *Run) Observe(pgid int) (forget func()) {
+	if r == nil || pgid <= 0 {
+		return func() {}
+	}
+	r.mu.Lock()
+	r.observed = append(r.observed, pgid)
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if i := slices.Index(r.observed, pgid); i >= 0 {
+				r.observed = slices.Delete(r.observed, i, i+1)
+			}
+		})
+	}
 }
 
 // write replaces the state file atomically: written beside it, then renamed.

@@ -156,6 +156,34 @@ func TestRunRecordsAndForgets(t *testing.T) {
 	}
 }
 
+// An observed group counts as the run's until forgotten, and never reaches
+// the state file (a sweep must not end what it cannot prove is the run's).
+func TestObserve(t *testing.T) {
+	r, err := Begin(Options{Dir: t.TempDir(), Lock: "wait"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	forget := r.Observe(4242)
+	r.Observe(0)() // no group: nothing to count
+	if g := r.PGIDs(); !slices.Equal(g, []int{4242}) {
+		t.Errorf("PGIDs %v, want the observed group", g)
+	}
+	if st, err := ReadState(r.StateFile()); err != nil || len(st.Procs) != 0 {
+		t.Errorf("state file %+v, %v: an observed group was recorded", st, err)
+	}
+	forget()
+	forget()
+	if g := r.PGIDs(); len(g) != 0 {
+		t.Errorf("PGIDs %v after forget", g)
+	}
+	var nilRun *Run
+	nilRun.Observe(4242)()
+	if nilRun.PGIDs() != nil {
+		t.Error("a nil run observed a group")
+	}
+}
+
 func TestNilRun(t *testing.T) {
 	var r *Run
 	ctx := context.Background()
