@@ -2,14 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 	"github.com/spf13/cobra"
 
 	"github.com/hlsbench/hlsbench/engines/images"
@@ -92,34 +88,7 @@ func removeImages(ctx context.Context, stderr io.Writer, dryRun bool) error {
 		fmt.Fprintln(stderr, "hlsbench: no image of hlsbench's to remove")
 		return nil
 	}
-	// The engines' images are children of the base: they go first, and a
-	// parent refused while a child remained is tried again after them.
-	var errs []error
-	for round := 0; round < 2 && len(list) > 0; round++ {
-		errs = nil
-		var again []images.Image
-		for _, im := range list {
-			name := im.ID
-			if len(im.Tags) > 0 {
-				name = strings.Join(im.Tags, ", ")
-			}
-			if dryRun {
-				fmt.Fprintf(stderr, "hlsbench: would remove image %s (--dry-run)\n", name)
-				continue
-			}
-			if _, err := cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: len(im.Tags) > 1, PruneChildren: true}); err != nil {
-				if client.IsErrNotFound(err) {
-					continue
-				}
-				again = append(again, im)
-				errs = append(errs, fmt.Errorf("image %s: %w", name, err))
-				continue
-			}
-			fmt.Fprintf(stderr, "hlsbench: removed image %s\n", name)
-		}
-		list = again
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := images.Remove(ctx, cli, list, dryRun, stderr); err != nil {
 		return fmt.Errorf("--images: %w", err)
 	}
 	return nil
