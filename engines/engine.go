@@ -204,9 +204,26 @@ type LocalSpec struct {
 	// an InprocServer only).
 	Launcher launch.Launcher
 	Image    string
-	// Version is recorded for an engine that cannot say its own (the
-	// built-in cache: hlsbench's).
+	// Name is the engine's name in the results, as the run selected it
+	// (varnish@9.0.2); "" is the engine's own name.
+	Name string
+	// Version is recorded instead of the one the engine says: the
+	// built-in cache's (hlsbench's), or a source build's, whose binary may
+	// say only "trunk".
 	Version string
+	// Commit and SourceSHA256 identify a build from source.
+	Commit, SourceSHA256 string
+}
+
+// Source identifies an engine built from source, for its results.
+type Source struct {
+	Version, Commit, SHA256 string
+}
+
+// SplitRef splits an engine as a run selects it, NAME or NAME@VERSION.
+func SplitRef(ref string) (name, version string) {
+	name, version, _ = strings.Cut(ref, "@")
+	return name, version
 }
 
 // StartLocal renders an engine's files into a private directory, starts its
@@ -286,13 +303,14 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		}
 	}
 	version := "unknown"
-	if s.Version != "" {
-		version = s.Version
-	}
 	if v, ok := e.(Versioner); ok && !inproc {
+		// Asked even when the version is given: it proves the binary runs.
 		if version, err = v.Version(ctx, before, bin); err != nil {
 			return nil, fmt.Errorf("%s version: %w", e.Name(), err)
 		}
+	}
+	if s.Version != "" {
+		version = s.Version
 	}
 	ls := e.Launch(li.cfg, bin)
 	li.url = "http://" + listen
@@ -306,8 +324,12 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	if err != nil {
 		return nil, err
 	}
-	li.info = results.Engine{Name: e.Name(), Version: version, Runtime: lch.Name(), Topology: "plaintext",
-		Pinning: map[string]string{"engine": CPUList(s.CPUs)}}
+	name := s.Name
+	if name == "" {
+		name = e.Name()
+	}
+	li.info = results.Engine{Name: name, Version: version, Commit: s.Commit, SourceSHA256: s.SourceSHA256,
+		Runtime: lch.Name(), Topology: "plaintext", Pinning: map[string]string{"engine": CPUList(s.CPUs)}}
 	if d, ok := e.(Differ); ok {
 		li.info.Differences = d.Differences()
 	}

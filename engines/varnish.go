@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -122,21 +123,44 @@ func (Vinyl) InstallHint() string {
 // Grace and keep are set per response by the VCL, so default_grace and
 // default_keep do not matter; nor do CPUs: Varnish's threads are not per core.
 func (f varnishFamily) launch(cfg Config, binary string) LaunchSpec {
-	args := []string{
-		"-F",
+	args := append([]string{"-F"}, jailArgs(binary)...)
+	args = append(args,
 		"-n", f.stateDir(cfg),
 		"-a", cfg.Listen,
 		"-f", filepath.Join(cfg.WorkDir, vclFile),
-		"-s", "malloc," + varnishSize(cfg.Policy.StoreBytes),
-		"-p", "thread_pools=" + strconv.Itoa(varnishThreadPools),
-		"-p", "thread_pool_min=" + strconv.Itoa(varnishThreadPoolMin),
+		"-s", "malloc,"+varnishSize(cfg.Policy.StoreBytes),
+		"-p", "thread_pools="+strconv.Itoa(varnishThreadPools),
+		"-p", "thread_pool_min="+strconv.Itoa(varnishThreadPoolMin),
 		// Keep idle client connections as long as NGINX's keepalive_timeout
 		// (the default 5 s would make Varnish's clients reconnect after a
 		// pause between passes, and only Varnish's).
 		"-p", "timeout_idle=300",
-		"-p", "thread_pool_max=" + strconv.Itoa(varnishThreadPoolMax),
-	}
+		"-p", "thread_pool_max="+strconv.Itoa(varnishThreadPoolMax),
+	)
 	return LaunchSpec{Binary: binary, Args: args, StopTimeout: varnishStopTimeout}
+}
+
+// jailArgs: varnishd started as root drops privileges to the varnish user
+// (its default "unix" jail), which must reach the binary's prefix: the
+// VMODs and the compiled VCL are loaded as that user. A build in a
+// directory only root can enter (root's ~/.cache, where hlsbench engines
+// build puts it), or a host with no varnish user, runs with -j none, as
+// root throughout: no figure depends on the jail.
+func jailArgs(binary string) []string {
+	if os.Geteuid() != 0 || !filepath.IsAbs(binary) {
+		return nil // not root: no privileges to drop; a name on PATH is the package's
+	}
+	if _, err := user.Lookup("varnish"); err != nil {
+		return []string{"-j", "none"}
+	}
+	for dir := filepath.Dir(binary); ; dir = filepath.Dir(dir) {
+		if st, err := os.Stat(dir); err != nil || st.Mode().Perm()&0o001 == 0 {
+			return []string{"-j", "none"}
+		}
+		if dir == "/" {
+			return nil
+		}
+	}
 }
 
 // stateDir is the instance's -n directory.
@@ -167,12 +191,21 @@ func (f varnishFamily) version(ctx context.Context, run Exec, binary string) (st
 		return "", fmt.Errorf("%s -V: %w: %s", binary, err, out.Text())
 	}
 	first, _, _ := strings.Cut(out.Text(), "\n")
-	v := varnishVersionRE.FindString(first)
-	if v == "" {
-		return "", fmt.Errorf("%s -V: no version in %q", binary, first)
+	if v := varnishVersionRE.FindString(first); v != "" {
+		return v, nil
 	}
-	return v, nil
+	// A build of a development tree: "varnishd (varnish-trunk revision
+	// NOGIT)" from a tarball, with the commit from a git checkout.
+	if m := varnishBranchRE.FindStringSubmatch(first); m != nil {
+		if m[2] != "NOGIT" && len(m[2]) >= 9 {
+			return m[1] + "-" + m[2][:9], nil
+		}
+		return m[1], nil
+	}
+	return "", fmt.Errorf("%s -V: no version in %q", binary, first)
 }
+
+var varnishBranchRE = regexp.MustCompile(`\((?:varnish|vinyl)[a-z-]*?-([A-Za-z][\w.]*) revision (\w+)\)`)
 
 // check compiles the rendered VCL with the engine itself (-C) in a scratch
 // state directory, which varnishd creates and removes. On success varnishd
@@ -183,7 +216,8 @@ func (f varnishFamily) check(ctx context.Context, run Exec, cfg Config, binary s
 	scratch := filepath.Join(cfg.WorkDir, f.name+"-check")
 	defer os.RemoveAll(scratch)
 	vcl := filepath.Join(cfg.WorkDir, vclFile)
-	if out, err := run(ctx, binary, "-C", "-n", scratch, "-f", vcl); err != nil {
+	argv := append(append([]string{binary}, jailArgs(binary)...), "-C", "-n", scratch, "-f", vcl)
+	if out, err := run(ctx, argv...); err != nil {
 		return fmt.Errorf("%s -C -f %s: %w\n%s", f.daemon, vcl, err, launch.LastLines(strings.TrimSpace(string(out.Stderr)), 40))
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"io"
 	"net/http"
 	"os"
@@ -244,6 +245,26 @@ func TestVarnishVersion(t *testing.T) {
 		t.Fatalf("version %q", v)
 	}
 	t.Logf("%s: %s", bin, v)
+}
+
+// The first line of -V, as each kind of build prints it.
+func TestVarnishVersionLines(t *testing.T) {
+	for line, want := range map[string]string{
+		"varnishd (varnish-7.1.1 revision 7cee1c581bead20e88d101ab3d72afb29f14d87a)": "7.1.1",
+		"varnishd (varnish-9.0.2 revision NOGIT)":                                    "9.0.2",
+		"varnishd (varnish-trunk revision NOGIT)":                                    "trunk",
+		"varnishd (varnish-trunk revision 27d2ce15b20b94d0a5e452b0d5c29c3145d00b6a)": "trunk-27d2ce15b",
+		"vinyld (vinyl-cache-trunk revision NOGIT)":                                  "trunk",
+		"varnishd (who knows)":                                                       "",
+	} {
+		run := func(ctx context.Context, argv ...string) (launch.Output, error) {
+			return launch.Output{Stderr: []byte(line + "\nCopyright (c) 2006 Verdens Gang AS\n")}, nil
+		}
+		v, err := Vinyl{}.Version(context.Background(), run, "varnishd")
+		if v != want || (err != nil) != (want == "") {
+			t.Errorf("%q: %q, %v; want %q", line, v, err, want)
+		}
+	}
 }
 
 // Every golden VCL compiles with varnishd itself, and a broken one fails

@@ -204,10 +204,16 @@ type Host struct {
 
 // Engine is one engine as it ran.
 type Engine struct {
-	Name     string `json:"name"`
-	Version  string `json:"version"`
-	Runtime  string `json:"runtime"`
-	Topology string `json:"topology"`
+	// Name is the engine as the run selected it: varnish, or varnish@9.0.2
+	// for one build of several.
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Commit and SourceSHA256 identify an engine built from source (the
+	// git commit, the digest of its source tarball or tree).
+	Commit       string `json:"commit,omitempty"`
+	SourceSHA256 string `json:"source_sha256,omitempty"`
+	Runtime      string `json:"runtime"`
+	Topology     string `json:"topology"`
 	// Pinning says which CPUs each party was confined to ("" when unpinned).
 	Pinning map[string]string `json:"pinning,omitempty"`
 	// Image is the container image the engine ran from ("ref@id"), with

@@ -30,8 +30,11 @@ type RunSpec struct {
 	// it (the proxy is configured to fetch from there).
 	ExternalURL  string
 	OriginListen string
-	// Binaries overrides where an engine's binary is, by engine name.
+	// Engines are named as selected: NAME or NAME@VERSION (one build of
+	// several). Binaries overrides where an engine's binary is, and Sources
+	// identify the engines built from source, by that name.
 	Binaries map[string]string
+	Sources  map[string]engines.Source
 	// Launcher starts the origin, the built-in cache and the engines
 	// (nil: the one engines.LauncherFor gives Runtime). Images name the
 	// image of each engine, and of hlsbench itself under "hlsbench", for a
@@ -351,12 +354,15 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	case "external":
 		c.inst = &engines.External{BaseURL: spec.ExternalURL}
 	default:
-		e, ok := engines.Lookup(c.name)
+		name, _ := engines.SplitRef(c.name)
+		e, ok := engines.Lookup(name)
 		if !ok {
 			return fmt.Errorf("engine %q: want builtin, external or one of %v", c.name, engines.ProcessEngines())
 		}
+		src := spec.Sources[c.name]
 		c.inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
-			Binary: spec.Binaries[c.name], CPUs: plan.Servers, Launcher: lch, Image: spec.Images[c.name]})
+			Binary: spec.Binaries[c.name], CPUs: plan.Servers, Launcher: lch, Image: spec.Images[c.name],
+			Name: c.name, Version: src.Version, Commit: src.Commit, SourceSHA256: src.SHA256})
 	}
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/images"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
@@ -34,48 +35,70 @@ func parseImages(flags []string, engineNames []string) (map[string]string, error
 // dockerImages connects to the daemon and finds an image for each engine
 // and for hlsbench itself (the origin and the built-in cache): the --image
 // given, else the newest `hlsbench images build` made.
-func dockerImages(ctx context.Context, engineNames []string, given map[string]string, version string) (*client.Client, map[string]string, error) {
+//
+// found holds the images of ours among them, by name: a source build's
+// says where its binary is and what it was built from.
+func dockerImages(ctx context.Context, engineNames []string, given map[string]string, version string) (_ *client.Client, refs map[string]string, found map[string]images.Image, err error) {
 	cli, err := launch.Connect(ctx, 2*time.Second)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	built, err := images.List(ctx, cli)
 	if err != nil {
 		cli.Close()
-		return nil, nil, fmt.Errorf("docker: %w", err)
+		return nil, nil, nil, fmt.Errorf("docker: %w", err)
 	}
-	refs := map[string]string{}
+	refs, found = map[string]string{}, map[string]images.Image{}
 	for _, name := range append([]string{"hlsbench"}, engineNames...) {
 		if name == "builtin" || name == "external" {
 			continue
 		}
 		if ref, ok := given[name]; ok {
-			if _, err := cli.ImageInspect(ctx, ref); err != nil {
+			ii, err := cli.ImageInspect(ctx, ref)
+			if err != nil {
 				cli.Close()
-				return nil, nil, usagef("--image %s=%s: %v", name, ref, err)
+				return nil, nil, nil, usagef("--image %s=%s: %v", name, ref, err)
 			}
 			refs[name] = ref
+			if i := slices.IndexFunc(built, func(im images.Image) bool { return im.ID == ii.ID }); i >= 0 {
+				found[name] = built[i]
+			}
 			continue
 		}
-		ref := imageFor(built, name, version)
+		im, ref := imageFor(built, name, version)
 		if ref == "" {
 			cli.Close()
 			what, hint := "no image for "+name, "hlsbench images build --engine "+name
-			if name == "hlsbench" {
+			switch engine, v := engines.SplitRef(name); {
+			case name == "hlsbench":
 				what, hint = "no image of hlsbench "+version+" (it runs the origin and the built-in cache)", "hlsbench images build --self"
+			case v != "":
+				what, hint = "no image of "+engine+" "+v, "hlsbench engines build "+engine+" --source … --runtime docker"
 			}
-			return nil, nil, fmt.Errorf("--runtime docker: %s: build it with `%s`, or give --image %s=IMAGE", what, hint, name)
+			return nil, nil, nil, fmt.Errorf("--runtime docker: %s: build it with `%s`, or give --image %s=IMAGE", what, hint, name)
 		}
-		refs[name] = ref
+		refs[name], found[name] = ref, im
 	}
-	return cli, refs, nil
+	return cli, refs, found, nil
 }
 
-// imageFor is the newest image `hlsbench images build` made for name (an
-// engine, or hlsbench of version), by its tag; not a Dockerfile build.
-func imageFor(built []images.Image, name, version string) string {
-	var best string
-	var created time.Time
+// imageFor is the image `hlsbench images build` or `engines build` made
+// for sel (an engine as selected, or hlsbench of version), and its tag;
+// never a Dockerfile build. NAME@VERSION is the image tagged VERSION; a
+// bare name the newest packaged engine's image, else the newest build's.
+func imageFor(built []images.Image, sel, version string) (images.Image, string) {
+	name, want := engines.SplitRef(sel)
+	var best images.Image
+	var bestTag string
+	better := func(im images.Image) bool {
+		if bestTag == "" {
+			return true
+		}
+		if want == "" && (im.Source == "build") != (best.Source == "build") {
+			return best.Source == "build" // a packaged engine first
+		}
+		return im.Created.After(best.Created)
+	}
 	for _, im := range built {
 		ours := im.Engine == name
 		if name == "hlsbench" {
@@ -85,12 +108,15 @@ func imageFor(built []images.Image, name, version string) string {
 			continue
 		}
 		for _, t := range im.Tags {
-			if !strings.HasSuffix(t, ":dockerfile") && (best == "" || im.Created.After(created)) {
-				best, created = t, im.Created
+			if strings.HasSuffix(t, ":dockerfile") || want != "" && t != images.Repository+"/"+name+":"+want {
+				continue
+			}
+			if better(im) {
+				best, bestTag = im, t
 			}
 		}
 	}
-	return best
+	return best, bestTag
 }
 
 // sweepContainers removes the containers of the dead runs a sweep found:

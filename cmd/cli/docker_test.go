@@ -30,7 +30,7 @@ func needDocker(t *testing.T) *client.Client {
 		miss(err.Error())
 	}
 	t.Cleanup(func() { cli.Close() })
-	if _, _, err := dockerImages(context.Background(), []string{"varnish"}, nil, Version); err != nil {
+	if _, _, _, err := dockerImages(context.Background(), []string{"varnish"}, nil, Version); err != nil {
 		miss(err.Error())
 	}
 	return cli

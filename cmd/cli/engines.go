@@ -15,7 +15,7 @@ import (
 )
 
 func newEnginesCmd(stdout, stderr io.Writer) *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "engines",
 		Short: "List the engines, the runtimes usable on this machine and the versions found",
 		Args:  exactArgs(0, "no arguments"),
@@ -23,6 +23,8 @@ func newEnginesCmd(stdout, stderr io.Writer) *cobra.Command {
 			return ListEngines(c.Context(), stdout)
 		},
 	}
+	c.AddCommand(newEnginesBuildCmd(stdout, stderr))
+	return c
 }
 
 // ListEngines is `hlsbench engines`.

@@ -217,34 +217,15 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	} else if o.URL != "" || o.OriginListen != "" {
 		return usagef("--url and --origin-listen go with --engine external")
 	}
-	binaries := map[string]string{}
-	if o.Binary != "" {
-		var procs []string
-		for _, e := range engineNames {
-			if _, ok := engines.Lookup(e); ok {
-				procs = append(procs, e)
-			}
-		}
-		if len(procs) != 1 {
-			return usagef("--binary names one engine's binary: give exactly one of %v in --engine", engines.ProcessEngines())
-		}
-		binaries[procs[0]] = o.Binary
-	}
 	// A process engine that is not installed is a clear error before
 	// anything starts (in a container, the image has it).
-	for _, name := range engineNames {
-		if o.Runtime == engines.RuntimeDocker {
-			break
+	binaries, sources := map[string]string{}, map[string]engines.Source{}
+	if o.Runtime != engines.RuntimeDocker {
+		if binaries, sources, err = resolveBinaries(ctx, stderr, engineNames, o.Binary); err != nil {
+			return err
 		}
-		if e, ok := engines.Lookup(name); ok {
-			if _, err := engines.FindBinary(e, binaries[name]); err != nil {
-				var be *engines.BinaryError
-				if errors.As(err, &be) {
-					return usagef("--binary %s: %v (want the path of %s's %s, or a name on PATH)", be.Path, be.Err, name, e.Binary())
-				}
-				return fmt.Errorf("%w (--binary gives its path)", err)
-			}
-		}
+	} else if o.Binary != "" {
+		return usagef("--binary goes with --runtime process; with docker, --image NAME=IMAGE")
 	}
 	out := ""
 	if !o.NoSave {
@@ -292,9 +273,14 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	var dockerImagesFound map[string]string
 	var docker launch.Docker
 	if o.Runtime == engines.RuntimeDocker {
-		cli, imgs, err := dockerImages(ctx, engineNames, imageFlags, Version)
+		cli, imgs, found, err := dockerImages(ctx, engineNames, imageFlags, Version)
 		if err != nil {
 			return err
+		}
+		for sel, im := range found {
+			if daemon, src := imageSource(im); daemon != "" {
+				binaries[sel], sources[sel] = daemon, src
+			}
 		}
 		defer cli.Close()
 		dockerImagesFound = imgs
@@ -307,7 +293,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		return err
 	}
 	rs := workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg, Launcher: lch, Images: dockerImagesFound,
-		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, OutDir: out, Self: self,
+		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, Sources: sources, OutDir: out, Self: self,
 		Version: Version, Commit: Commit, Settings: settings, Progress: progress}
 	if o.suite != nil {
 		if err := o.suite.begin(&rs, stderr); err != nil {
@@ -404,21 +390,3 @@ func protocolErr(err error) error {
 	return usagef("%s %s (set by the profile; see --quick)", fe.Field, fe.Msg)
 }
 
-func parseEngines(s string) ([]string, error) {
-	var out []string
-	known := append([]string{"builtin", "external"}, engines.ProcessEngines()...)
-	for _, e := range strings.Split(s, ",") {
-		e = strings.TrimSpace(e)
-		if !slices.Contains(known, e) {
-			return nil, usagef("--engine %q: want %s (a comma list runs several)", e, strings.Join(known, ", "))
-		}
-		if slices.Contains(out, e) {
-			return nil, usagef("--engine %q: given twice", e)
-		}
-		out = append(out, e)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("--engine: none given")
-	}
-	return out, nil
-}

@@ -208,7 +208,7 @@ func missingImages(ctx context.Context) []results.MissingEngine {
 	}
 	var missing []results.MissingEngine
 	for _, name := range engines.ProcessEngines() {
-		if imageFor(built, name, "") == "" {
+		if _, ref := imageFor(built, name, ""); ref == "" {
 			missing = append(missing, results.MissingEngine{Name: name,
 				Reason: fmt.Sprintf("no image for %s (hlsbench images build --engine %s)", name, name)})
 		}

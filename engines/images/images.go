@@ -183,6 +183,9 @@ type Image struct {
 	PackageVersion string
 	Version        string
 	Source         string // LabelSource
+	// Daemon, Commit and SourceSHA256 are a source build's (Source
+	// "build"): where its varnishd is, and what it was built from.
+	Daemon, Commit, SourceSHA256 string
 }
 
 // List returns the images labelled by hlsbench, sorted by their first tag.
@@ -199,6 +202,7 @@ func List(ctx context.Context, cli *client.Client) ([]Image, error) {
 			ID: s.ID, Tags: tags, Size: s.Size, Created: time.Unix(s.Created, 0).UTC(),
 			Inputs: s.Labels[LabelInputs], Engine: s.Labels[LabelEngine],
 			PackageVersion: s.Labels[LabelPackageVersion], Version: s.Labels[LabelVersion], Source: s.Labels[LabelSource],
+			Daemon: s.Labels[LabelDaemon], Commit: s.Labels[LabelCommit], SourceSHA256: s.Labels[LabelSourceSHA256],
 		})
 	}
 	sort.SliceStable(out, func(i, j int) bool {

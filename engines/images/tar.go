@@ -21,9 +21,18 @@ import (
 // lexical order, so the same tree gives the same stream.
 func tarDir(w io.Writer, root string, skip func(rel string) bool) error {
 	tw := tar.NewWriter(w)
+	if err := writeTree(tw, root, "", skip, nil); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// writeTree writes the tree under root to tw as tarDir does, each name
+// after prefix; entries leave names (relative to root) are left out.
+func writeTree(tw *tar.Writer, root, prefix string, skip, leave func(rel string) bool) error {
 	type inode struct{ dev, ino uint64 }
 	links := map[inode]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -35,6 +44,9 @@ func tarDir(w io.Writer, root string, skip func(rel string) bool) error {
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
+		if leave != nil && leave(rel) {
+			return nil
+		}
 		fi, err := os.Lstat(path)
 		if err != nil {
 			return err
@@ -52,7 +64,7 @@ func tarDir(w io.Writer, root string, skip func(rel string) bool) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", rel, err)
 		}
-		hdr.Name = rel
+		hdr.Name = prefix + rel
 		if fi.IsDir() {
 			hdr.Name += "/"
 		}
@@ -66,7 +78,7 @@ func tarDir(w io.Writer, root string, skip func(rel string) bool) error {
 			if first, seen := links[key]; seen {
 				hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, first, 0
 			} else {
-				links[key] = rel
+				links[key] = hdr.Name
 			}
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
@@ -95,10 +107,6 @@ func tarDir(w io.Writer, root string, skip func(rel string) bool) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
 }
 
 // getxattr returns the attribute, or nil when the file has none.

@@ -77,6 +77,20 @@ func (e *MissingError) Error() string {
 		strings.Join(e.Packages, ", "), strings.Join(e.Packages, " "))
 }
 
+// InputError is a build refused for what it was given: the flag (or
+// argument) and why.
+type InputError struct {
+	Flag string // --source, --vtest or engine
+	Err  error
+}
+
+func (e *InputError) Error() string { return e.Flag + " " + e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErr(flag, format string, args ...any) error {
+	return &InputError{Flag: flag, Err: fmt.Errorf(format, args...)}
+}
+
 // Dir is the cache of builds: $XDG_CACHE_HOME/hlsbench/engines, else
 // ~/.cache/hlsbench/engines.
 func Dir() string {
@@ -140,7 +154,7 @@ const recordName = "build.json"
 // already there.
 func Make(ctx context.Context, o Options) (Build, error) {
 	if !slices.Contains(Engines, o.Engine) {
-		return Build{}, fmt.Errorf("engine %q: srcbuild builds %s", o.Engine, strings.Join(Engines, " or "))
+		return Build{}, inputErr("engine", "%q: srcbuild builds %s", o.Engine, strings.Join(Engines, " or "))
 	}
 	if o.Dir == "" {
 		o.Dir = Dir()
@@ -150,12 +164,12 @@ func Make(ctx context.Context, o Options) (Build, error) {
 	}
 	src, err := openSource(o.Source)
 	if err != nil {
-		return Build{}, fmt.Errorf("--source %s: %w", o.Source, err)
+		return Build{}, inputErr("--source", "%s: %w", o.Source, err)
 	}
 	var vt *source
 	if o.VTest != "" {
 		if vt, err = openSource(o.VTest); err != nil {
-			return Build{}, fmt.Errorf("--vtest %s: %w", o.VTest, err)
+			return Build{}, inputErr("--vtest", "%s: %w", o.VTest, err)
 		}
 	}
 	inputs := digest("recipe", Recipe, "engine", o.Engine, "source", src.hash, "vtest", vt.digest(), "arch", runtime.GOARCH)
@@ -195,13 +209,13 @@ func build(ctx context.Context, o Options, src, vt *source, inputs string) (b Bu
 	}
 	configureAC, err := os.ReadFile(filepath.Join(tree, "configure.ac"))
 	if err != nil {
-		return Build{}, fmt.Errorf("--source %s: no configure.ac at the top of the tree: want a Varnish or Vinyl Cache source tree", o.Source)
+		return Build{}, inputErr("--source", "%s: no configure.ac at the top of the tree: want a Varnish or Vinyl Cache source tree", o.Source)
 	}
 	version, err := acVersion(configureAC)
 	if err != nil {
-		return Build{}, fmt.Errorf("--source %s: %w", o.Source, err)
+		return Build{}, inputErr("--source", "%s: %w", o.Source, err)
 	}
-	if strings.IndexFunc(version, func(r rune) bool { return r < '0' || r > '9' && r != '.' }) >= 0 {
+	if !isRelease(version) {
 		// trunk, 9.0.0-dev and the like name no release: the commit does.
 		id := src.commit
 		if id == "" {
@@ -211,13 +225,13 @@ func build(ctx context.Context, o Options, src, vt *source, inputs string) (b Bu
 	}
 	if sub := vtestPath(configureAC); sub != "" && !exists(filepath.Join(tree, sub, "src", "vtc_main.c")) {
 		if vt == nil {
-			return Build{}, fmt.Errorf("--source %s lacks VTest2 in %s, which its configure needs: give its source with --vtest TARBALL|DIR", o.Source, sub)
+			return Build{}, inputErr("--source", "%s lacks VTest2 in %s, which its configure needs: give its source with --vtest TARBALL|DIR", o.Source, sub)
 		}
 		if err := vt.unpack(filepath.Join(tree, sub)); err != nil {
 			return Build{}, fmt.Errorf("--vtest %s: %w", o.VTest, err)
 		}
 		if !exists(filepath.Join(tree, sub, "src", "vtc_main.c")) {
-			return Build{}, fmt.Errorf("--vtest %s: no src/vtc_main.c in it: want a VTest2 source tree", o.VTest)
+			return Build{}, inputErr("--vtest", "%s: no src/vtc_main.c in it: want a VTest2 source tree", o.VTest)
 		}
 	}
 	logf(o.Progress, "%s@%s: unpacked in %s", o.Engine, version, secs(time.Since(step)))
@@ -330,6 +344,11 @@ func acVersion(configureAC []byte) (string, error) {
 		return "", fmt.Errorf("configure.ac's version %q is not one a path can carry", v)
 	}
 	return v, nil
+}
+
+// isRelease says whether v names a release (digits and dots: 9.0.2).
+func isRelease(v string) bool {
+	return v != "" && strings.Trim(v, "0123456789.") == "" && v[0] != '.'
 }
 
 // vtestPath is where configure.ac looks for VTest2 ("" if it does not).

@@ -45,6 +45,11 @@ func TestConfigureAC(t *testing.T) {
 			t.Errorf("acVersion(%q) = %q, want an error", bad, v)
 		}
 	}
+	for v, want := range map[string]bool{"9.0.2": true, "7.1": true, "trunk": false, "9.0.0-dev": false, "": false, ".1": false} {
+		if isRelease(v) != want {
+			t.Errorf("isRelease(%q) = %v", v, !want)
+		}
+	}
 	if p := vtestPath([]byte(`"${srcdir}/../x/src/vtc_main.c"`)); p != "" {
 		t.Errorf("vtestPath outside the tree: %q", p)
 	}

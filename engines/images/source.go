@@ -1,0 +1,89 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/client"
+
+	"github.com/hlsbench/hlsbench/engines/srcbuild"
+)
+
+// The labels of a source build's image: its git commit, its source's
+// digest and where its daemon is (the same path as on the host).
+const (
+	LabelCommit       = "org.hlsbench.commit"
+	LabelSourceSHA256 = "org.hlsbench.source-sha256"
+	LabelDaemon       = "org.hlsbench.daemon"
+)
+
+// SourceRef is the image of a source build: hlsbench/vinyl:trunk-27d2ce15b.
+func SourceRef(b srcbuild.Build) string { return Repository + "/" + b.Engine + ":" + b.Version }
+
+// BuildFromSource puts a build from srcbuild into an image on the base
+// (hlsbench/base:bookworm, which has the build's run-time libraries and the
+// C compiler varnishd compiles VCL with), at the same path as on this host:
+// its prefix is compiled into it. The build's record comes along, so the
+// image names its version and commit. Rebuilt only when the build or the
+// base changed (or force).
+func BuildFromSource(ctx context.Context, cli *client.Client, b srcbuild.Build, force bool, progress io.Writer) (Built, error) {
+	ref := SourceRef(b)
+	baseImg, ok, err := inspect(ctx, cli, BaseRef)
+	if err != nil {
+		return Built{}, err
+	}
+	if !ok {
+		return Built{}, fmt.Errorf("image %s: no %s to build it on: run hlsbench images build first", ref, BaseRef)
+	}
+	inputs := digest("hlsbench images source "+BuildVersion, "labels 2", "build "+b.Inputs, "base "+baseImg.ID)
+	old, hadOld, err := inspect(ctx, cli, ref)
+	if err != nil {
+		return Built{}, err
+	}
+	if hadOld && !force && labels(old)[LabelInputs] == inputs {
+		logf(progress, "%s: up to date", ref)
+		return Built{Ref: ref, ID: old.ID, UpToDate: true, PackageVersion: b.Version}, nil
+	}
+	start := time.Now()
+	var ctxTar bytes.Buffer
+	df := fmt.Sprintf("FROM %s\nCOPY build/ %s/\n", baseImg.ID, b.Dir)
+	if err := tarBuildContext(&ctxTar, df, b.Dir); err != nil {
+		return Built{}, fmt.Errorf("image %s: %w", ref, err)
+	}
+	id, err := buildImage(ctx, cli, ctxTar.Bytes(), build.ImageBuildOptions{Tags: []string{ref}, Labels: map[string]string{
+		LabelInputs: inputs, LabelEngine: b.Engine, LabelPackageVersion: b.Version, LabelSource: "build",
+		LabelBase: baseImg.ID, LabelCommit: b.Commit, LabelSourceSHA256: b.SourceHash, LabelDaemon: b.Daemon,
+	}})
+	if err != nil {
+		return Built{}, fmt.Errorf("image %s: %w", ref, err)
+	}
+	logf(progress, "%s (%s, %s of context): %s", ref, filepath.Base(b.Dir), mib(ctxTar.Len()), secs(time.Since(start)))
+	if hadOld && old.ID != id {
+		removeReplaced(ctx, cli, []string{old.ID}, progress)
+	}
+	return Built{Ref: ref, ID: id, PackageVersion: b.Version}, nil
+}
+
+// tarBuildContext writes a build context of the Dockerfile df and the
+// build directory dir under build/ (its log left out).
+func tarBuildContext(w io.Writer, df, dir string) error {
+	tw := tar.NewWriter(w)
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df)), Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(tw, df); err != nil {
+		return err
+	}
+	if err := writeTree(tw, dir, "build/", nil, func(rel string) bool { return rel == "build.log" }); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+func mib(n int) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
