@@ -218,11 +218,8 @@ func Build(in *Input, o Options) (*Report, error) {
 		runtimes[k.runtime] = true
 	}
 	label := func(k cellKey) string {
-		name := displayNames[k.engine]
-		if name == "" {
-			name = k.engine
-		}
-		if v := versions[k]; v != "" && v != "unknown" {
+		name := displayName(k.engine)
+		if v := versions[k]; v != "" && v != "unknown" && !strings.HasSuffix(name, " "+v) {
 			name += " " + v
 		}
 		extra := topologyName(k.topology)
@@ -377,11 +374,24 @@ func topologyName(t string) string {
 	return t
 }
 
+// displayName is an engine as a reader knows it; a build selected as
+// NAME@VERSION keeps its version: Varnish 9.0.2.
 func displayName(engine string) string {
-	if n := displayNames[engine]; n != "" {
-		return n
+	base, version, _ := strings.Cut(engine, "@")
+	n := displayNames[base]
+	if n == "" {
+		return engine
 	}
-	return engine
+	if version != "" {
+		n += " " + version
+	}
+	return n
+}
+
+// baseEngine is the engine of a name as selected (varnish@9.0.2: varnish).
+func baseEngine(engine string) string {
+	base, _, _ := strings.Cut(engine, "@")
+	return base
 }
 
 // rank is a name's place in order; names not in it come after, as found.

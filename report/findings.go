@@ -539,7 +539,7 @@ func missingReference(rep *Report) []string {
 	for _, w := range rep.Workloads {
 		for _, t := range w.Tests {
 			for _, c := range t.Cells {
-				have[[2]string{c.Engine, c.Topology}] = true
+				have[[2]string{baseEngine(c.Engine), c.Topology}] = true
 			}
 		}
 	}

@@ -29,3 +29,20 @@ func TestFormatValue(t *testing.T) {
 		}
 	}
 }
+
+func TestDisplayName(t *testing.T) {
+	for in, want := range map[string]string{
+		"varnish":               "Varnish",
+		"varnish@9.0.2":         "Varnish 9.0.2",
+		"vinyl@trunk-27d2ce15b": "Vinyl Cache trunk-27d2ce15b",
+		"squid":                 "squid",
+		"squid@6":               "squid@6",
+	} {
+		if got := displayName(in); got != want {
+			t.Errorf("displayName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if baseEngine("varnish@9.0.2") != "varnish" || baseEngine("nginx") != "nginx" {
+		t.Error("baseEngine")
+	}
+}
