@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hlsbench/hlsbench/engines/launch"
 	"io"
 	"net/http"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/origin"
 )
 
@@ -273,6 +273,25 @@ func TestVarnishCheckGolden(t *testing.T) {
 	bin := needVarnishd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// Each build compiles the one VCL with its own varnishd: no version
+	// needs a VCL of its own.
+	for _, b := range varnishBuilds(t) {
+		for _, c := range varnishCases {
+			t.Run(b.name+"/"+c.name, func(t *testing.T) {
+				vcl, err := os.ReadFile(filepath.Join("testdata", "varnish-"+c.name+".vcl"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				dir := varnishWorkDir(t)
+				if err := os.WriteFile(filepath.Join(dir, "default.vcl"), vcl, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.e.Check(ctx, LocalExec(dir), Config{Policy: c.policy(), WorkDir: dir}, b.bin); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
 	for _, c := range varnishCases {
 		t.Run(c.name, func(t *testing.T) {
 			vcl, err := os.ReadFile(filepath.Join("testdata", "varnish-"+c.name+".vcl"))
@@ -411,7 +430,12 @@ func varnishStopped(t *testing.T, li *processEngine) {
 // headers, MISS then HIT with an Age, coalesces a cold burst into one origin
 // fetch, and its own counters agree with the origin's.
 func TestVarnishServe(t *testing.T) {
-	needVarnishd(t)
+	for _, b := range varnishBuilds(t) {
+		t.Run(b.name, func(t *testing.T) { varnishServe(t, b.e, b.bin) })
+	}
+}
+
+func varnishServe(t *testing.T, e Engine, bin string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	p := varnishHitPathPolicy()
@@ -420,8 +444,8 @@ func TestVarnishServe(t *testing.T) {
 		FirstByteDelay: 100 * time.Millisecond, TransferRate: origin.Unlimited})
 	direct := varnishGet(t, originURL+origin.ManifestPath)
 
-	li := varnishStart(t, ctx, Varnish{}, LocalSpec{Policy: p, OriginURL: originURL})
-	if info := li.Info(); info.Name != "varnish" || !regexp.MustCompile(`^\d+\.\d+`).MatchString(info.Version) {
+	li := varnishStart(t, ctx, e, LocalSpec{Policy: p, OriginURL: originURL, Binary: bin})
+	if info := li.Info(); info.Name != e.Name() || !regexp.MustCompile(`^(\d+\.\d+|trunk)`).MatchString(info.Version) {
 		t.Errorf("info %+v", info)
 	}
 	o.ResetStats()
@@ -535,12 +559,17 @@ func TestVarnishServe(t *testing.T) {
 // origin answers 503, Varnish keeps serving the old copy, marked STALE,
 // until the origin recovers.
 func TestVarnishGrace(t *testing.T) {
-	needVarnishd(t)
+	for _, b := range varnishBuilds(t) {
+		t.Run(b.name, func(t *testing.T) { varnishGrace(t, b.e, b.bin) })
+	}
+}
+
+func varnishGrace(t *testing.T, e Engine, bin string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	p := varnishOriginFlapPolicy()
 	o, originURL := varnishTestOrigin(t, p, origin.Config{FirstByteDelay: origin.NoDelay, TransferRate: origin.Unlimited})
-	li := varnishStart(t, ctx, Varnish{}, LocalSpec{Policy: p, OriginURL: originURL})
+	li := varnishStart(t, ctx, e, LocalSpec{Policy: p, OriginURL: originURL, Binary: bin})
 	url := li.URL() + origin.ManifestPath
 
 	first := varnishGet(t, url)

@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/images"
 	"github.com/hlsbench/hlsbench/engines/launch"
+	"github.com/hlsbench/hlsbench/engines/srcbuild"
 )
 
 func newEnginesCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -56,6 +58,31 @@ func ListEngines(ctx context.Context, w io.Writer) error {
 			cancel()
 		}
 		fmt.Fprintf(tw, "%s\tprocess%s\t%s\t%s\n", name, docker, version, bin)
+	}
+	// Builds from source, selected as NAME@VERSION.
+	var built []images.Image
+	if docker != "" {
+		if cli, err := launch.Connect(ctx, time.Second); err == nil {
+			built, _ = images.List(ctx, cli)
+			cli.Close()
+		}
+	}
+	builds, _ := srcbuild.List("")
+	seen := map[string]bool{}
+	for _, b := range builds {
+		if seen[b.Ref()] {
+			continue
+		}
+		seen[b.Ref()] = true
+		rts := "process"
+		if _, ref := imageFor(built, b.Ref(), ""); ref != "" {
+			rts += ", docker"
+		}
+		from := "built from source " + b.SourceHash[:min(12, len(b.SourceHash))]
+		if b.Commit != "" {
+			from = "built from commit " + b.Commit[:min(9, len(b.Commit))]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%s)\n", b.Ref(), rts, b.Version, b.Daemon, from)
 	}
 	fmt.Fprintln(tw, "external\texternal\t-\tany proxy already running: --engine external --url URL --origin-listen ADDR")
 	return tw.Flush()

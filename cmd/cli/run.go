@@ -389,4 +389,3 @@ func protocolErr(err error) error {
 	}
 	return usagef("%s %s (set by the profile; see --quick)", fe.Field, fe.Msg)
 }
-

@@ -17,6 +17,7 @@ import (
 	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/images"
 	"github.com/hlsbench/hlsbench/engines/launch"
+	"github.com/hlsbench/hlsbench/engines/srcbuild"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads"
 )
@@ -223,6 +224,9 @@ func missingEngines() []results.MissingEngine {
 	for _, name := range engines.ProcessEngines() {
 		e, _ := engines.Lookup(name)
 		if _, err := engines.FindBinary(e, ""); err != nil {
+			if _, built := srcbuild.Find("", name, ""); built {
+				continue // a bare name runs the newest build
+			}
 			missing = append(missing, results.MissingEngine{Name: name, Reason: err.Error()})
 		}
 	}
