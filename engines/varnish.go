@@ -306,26 +306,40 @@ func parseVarnishstat(b []byte, p Policy) (map[string]float64, error) {
 
 // statBinary finds the counters tool installed with the daemon, named after
 // it (varnishd: varnishstat, vinyld: vinylstat, so Vinyl's adapter also
-// works with --binary varnishd), else the family's own: beside the daemon,
-// in its prefix's bin directory (varnishstat lives in /usr/bin, varnishd in
-// /usr/sbin), on PATH, or in the usual directories.
+// works with --binary varnishd), else the family's own. A daemon given by
+// path has its tool in its own installation: beside it or in its prefix's
+// bin directory (varnishstat lives in /usr/bin, varnishd in /usr/sbin), and
+// never another installation's, whose shared-memory format may differ (in a
+// container the path need not exist on this host: the prefix's bin is
+// taken). A daemon found by name has its tool on PATH or in the usual
+// directories.
 func (f varnishFamily) statBinary(daemon string) string {
 	names := []string{f.stat}
 	if stem, ok := strings.CutSuffix(filepath.Base(daemon), "d"); ok && stem != "" && stem+"stat" != f.stat {
 		names = []string{stem + "stat", f.stat}
 	}
-	dir := filepath.Dir(daemon)
+	isExec := func(p string) bool {
+		st, err := os.Stat(p)
+		return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
+	}
+	if filepath.IsAbs(daemon) {
+		dir := filepath.Dir(daemon)
+		for _, name := range names {
+			for _, p := range []string{filepath.Join(dir, name), filepath.Join(filepath.Dir(dir), "bin", name)} {
+				if isExec(p) {
+					return p
+				}
+			}
+		}
+		return filepath.Join(filepath.Dir(dir), "bin", names[0])
+	}
 	for _, name := range names {
-		candidates := []string{filepath.Join(dir, name), filepath.Join(dir, "..", "bin", name)}
 		if p, err := exec.LookPath(name); err == nil {
-			candidates = append(candidates, p)
+			return p
 		}
 		for _, d := range []string{"/usr/bin", "/usr/local/bin", "/usr/sbin", "/usr/local/sbin"} {
-			candidates = append(candidates, filepath.Join(d, name))
-		}
-		for _, p := range candidates {
-			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-				return filepath.Clean(p)
+			if p := filepath.Join(d, name); isExec(p) {
+				return p
 			}
 		}
 	}

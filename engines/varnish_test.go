@@ -692,3 +692,23 @@ func TestVinylAdapterUnderVarnishd(t *testing.T) {
 	}
 	varnishStopped(t, li)
 }
+
+// A daemon given by path reads its counters with its own installation's
+// tool, even where that path exists only in a container.
+func TestVarnishStatBinary(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"sbin/varnishd", "bin/varnishstat", "v/vinyld", "v/vinylstat"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte("#!/bin/sh\n"), 0o755)
+	}
+	for daemon, want := range map[string]string{
+		filepath.Join(dir, "sbin/varnishd"):    filepath.Join(dir, "bin/varnishstat"),
+		filepath.Join(dir, "v/vinyld"):         filepath.Join(dir, "v/vinylstat"),
+		"/in/a/container/prefix/sbin/varnishd": "/in/a/container/prefix/bin/varnishstat",
+		"/in/a/container/prefix/sbin/vinyld":   "/in/a/container/prefix/bin/vinylstat",
+	} {
+		if got := vinylNames.statBinary(daemon); got != want {
+			t.Errorf("statBinary(%s) = %s, want %s", daemon, got, want)
+		}
+	}
+}
