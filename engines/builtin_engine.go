@@ -3,9 +3,7 @@ package engines
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
-	"net/http"
+	"errors"
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines/builtin"
@@ -30,9 +28,15 @@ func (Builtin) Render(Config) (Files, error) { return Files{}, nil }
 // pins its own threads (--cpus).
 func (Builtin) Launch(cfg Config, binary string) LaunchSpec {
 	pol, _ := json.Marshal(cfg.Policy) // a Policy always marshals
-	return LaunchSpec{Binary: binary, Args: builtin.ChildArgs(cfg.Listen, "http://"+cfg.Origin, string(pol)),
-		PinFlag: "--cpus", StopTimeout: 5 * time.Second}
+	args := builtin.ChildArgs(cfg.Listen, "http://"+cfg.Origin, string(pol))
+	if cfg.Topology == TopologyTLS {
+		args = append(args, builtin.TLSArgs(cfg.TLSListen, cfg.Certs.Cert, cfg.Certs.Key)...)
+	}
+	return LaunchSpec{Binary: binary, Args: args, PinFlag: "--cpus", StopTimeout: 5 * time.Second}
 }
+
+// TLSSupport: the built-in cache serves TLS with crypto/tls.
+func (Builtin) TLSSupport(context.Context, Exec, string) error { return nil }
 
 // ReadCounters asks the cache for its own (builtin.StatsPath).
 func (Builtin) ReadCounters(ctx context.Context, _ Exec, cfg Config, _ string) (map[string]float64, error) {
@@ -47,22 +51,21 @@ func (Builtin) Serve(cfg Config) func() (string, func(context.Context) error, er
 		if err != nil {
 			return "", nil, err
 		}
-		ln, err := net.Listen("tcp", cfg.Listen)
+		o := builtin.ServeOptions{Listen: cfg.Listen}
+		if cfg.Topology == TopologyTLS {
+			o.TLSListen, o.CertFile, o.KeyFile = cfg.TLSListen, cfg.Certs.Cert, cfg.Certs.Key
+		}
+		srv, err := builtin.Serve(c, o)
 		if err != nil {
 			c.Close()
-			return "", nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+			return "", nil, err
 		}
-		srv := &http.Server{Handler: c, ReadHeaderTimeout: 60 * time.Second} // NGINX's client_header_timeout
-		go srv.Serve(ln)
 		stop := func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			if err := srv.Shutdown(ctx); err != nil {
-				srv.Close()
-			}
-			return c.Close()
+			return errors.Join(srv.Shutdown(ctx), c.Close())
 		}
-		return "http://" + ln.Addr().String(), stop, nil
+		return "http://" + srv.Addr(), stop, nil
 	}
 }
 
@@ -78,4 +81,5 @@ var (
 	_ UpstreamCounter = Builtin{}
 	_ Differ          = Builtin{}
 	_ InprocServer    = Builtin{}
+	_ TLSServer       = Builtin{}
 )

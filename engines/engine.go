@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/certs"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/results"
@@ -33,7 +34,37 @@ type Config struct {
 	CacheDir string
 	// CPUs is how many cores the engine may use (threads, worker processes).
 	CPUs int
+	// Topology is how clients reach the engine: TopologyPlaintext, or
+	// TopologyTLS, its own TLS listener on TLSListen serving the run's
+	// certificate (Certs) besides the plaintext one on Listen.
+	Topology  string
+	TLSListen string
+	Certs     certs.Files
 }
+
+// The topologies: how the generator reaches an engine.
+const (
+	TopologyPlaintext = "plaintext"
+	TopologyTLS       = "tls"     // the engine's own TLS listener
+	TopologyProxyV2   = "proxyv2" // a TLS terminator in front, speaking PROXY v2 to the engine
+)
+
+// Topologies are every topology, in the reference page's order.
+var Topologies = []string{TopologyPlaintext, TopologyTLS, TopologyProxyV2}
+
+// TLSServer is an engine that may have a TLS listener of its own.
+// TLSSupport says, running the binary where the engine runs, whether this
+// build has one: nil, or a NotApplicableError saying why not.
+type TLSServer interface {
+	TLSSupport(ctx context.Context, run Exec, binary string) error
+}
+
+// NotApplicableError is a cell that cannot be measured by its nature (an
+// engine without a TLS listener asked for TLS): reported with its reason,
+// never counted as a failure.
+type NotApplicableError struct{ Reason string }
+
+func (e *NotApplicableError) Error() string { return "not applicable: " + e.Reason }
 
 // Files are rendered configuration files, by name relative to WorkDir.
 type Files map[string][]byte
@@ -213,6 +244,10 @@ type LocalSpec struct {
 	Version string
 	// Commit and SourceSHA256 identify a build from source.
 	Commit, SourceSHA256 string
+	// Topology is "" or TopologyPlaintext, or TopologyTLS with the run's
+	// certificates in TLS (written into the instance's work directory).
+	Topology string
+	TLS      *certs.Set
 }
 
 // Source identifies an engine built from source, for its results.
@@ -284,7 +319,28 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	if cpus == 0 {
 		cpus = 1
 	}
-	li.cfg = Config{Policy: s.Policy, Listen: listen, Origin: origin, WorkDir: work, CacheDir: cache, CPUs: cpus}
+	li.cfg = Config{Policy: s.Policy, Listen: listen, Origin: origin, WorkDir: work, CacheDir: cache, CPUs: cpus,
+		Topology: TopologyPlaintext}
+	li.url = "http://" + listen
+	if s.Topology == TopologyTLS {
+		if li.cfg.TLSListen, err = FreePort(); err != nil {
+			return nil, err
+		}
+		if s.TLS == nil {
+			return nil, fmt.Errorf("%s: topology tls without certificates", e.Name())
+		}
+		dir := filepath.Join(work, "tls")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, err
+		}
+		if li.cfg.Certs, err = s.TLS.Write(dir); err != nil {
+			return nil, err
+		}
+		li.cfg.Topology = TopologyTLS
+		li.url = "https://" + li.cfg.TLSListen
+	} else if s.Topology != "" && s.Topology != TopologyPlaintext {
+		return nil, fmt.Errorf("%s: topology %q: StartLocal serves plaintext and tls", e.Name(), s.Topology)
+	}
 	files, err := e.Render(li.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", e.Name(), err)
@@ -296,6 +352,18 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	// Commands before the engine starts run where it will run.
 	before := func(ctx context.Context, argv ...string) (launch.Output, error) {
 		return lch.Run(ctx, launch.Spec{Name: e.Name(), Command: argv, Dir: work, Image: s.Image, Binds: []string{cache}})
+	}
+	if li.cfg.Topology == TopologyTLS {
+		ts, ok := e.(TLSServer)
+		if !ok {
+			return nil, &NotApplicableError{Reason: e.Name() + " has no TLS listener"}
+		}
+		if inproc {
+			before = LocalExec(work)
+		}
+		if err := ts.TLSSupport(ctx, before, bin); err != nil {
+			return nil, err
+		}
 	}
 	if c, ok := e.(Checker); ok && !inproc {
 		if err := c.Check(ctx, before, li.cfg, bin); err != nil {
@@ -313,10 +381,9 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		version = s.Version
 	}
 	ls := e.Launch(li.cfg, bin)
-	li.url = "http://" + listen
 	spec := launch.Spec{Name: e.Name(), Command: append([]string{ls.Binary}, ls.Args...),
 		Env: ls.Env, Dir: work, Image: s.Image, Binds: []string{cache}, CPUs: s.CPUs, PinFlag: ls.PinFlag,
-		ReadyURL: li.url + "/_hlsbench/ready", StopTimeout: ls.StopTimeout}
+		ReadyURL: "http://" + listen + "/_hlsbench/ready", StopTimeout: ls.StopTimeout}
 	if in, ok := e.(InprocServer); ok {
 		spec.Serve = in.Serve(li.cfg)
 	}
@@ -329,7 +396,7 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		name = e.Name()
 	}
 	li.info = results.Engine{Name: name, Version: version, Commit: s.Commit, SourceSHA256: s.SourceSHA256,
-		Runtime: lch.Name(), Topology: "plaintext", Pinning: map[string]string{"engine": CPUList(s.CPUs)}}
+		Runtime: lch.Name(), Topology: li.cfg.Topology, Pinning: map[string]string{"engine": CPUList(s.CPUs)}}
 	if d, ok := e.(Differ); ok {
 		li.info.Differences = d.Differences()
 	}

@@ -93,6 +93,21 @@ func (NGINX) Launch(cfg Config, binary string) LaunchSpec {
 	}
 }
 
+// TLSSupport: an nginx built with the SSL module (Debian's nginx-light is)
+// says so in `nginx -V`.
+func (NGINX) TLSSupport(ctx context.Context, run Exec, binary string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := run(ctx, binary, "-V")
+	if err != nil {
+		return fmt.Errorf("%s -V: %w: %s", binary, err, out.Text())
+	}
+	if !strings.Contains(out.Text(), "--with-http_ssl_module") {
+		return &NotApplicableError{Reason: "this nginx was built without the SSL module (--with-http_ssl_module)"}
+	}
+	return nil
+}
+
 func nginxArgs(cfg Config) []string {
 	return []string{"-p", cfg.WorkDir, "-c", filepath.Join(cfg.WorkDir, NGINXConf), "-e", filepath.Join(cfg.WorkDir, nginxErrorLog)}
 }
@@ -321,17 +336,19 @@ func countNGINXLog(c map[string]float64, data []byte) {
 // nginxConf is what the template needs, every value already in NGINX's syntax.
 type nginxConf struct {
 	Work, CacheDir, Listen, Origin string
-	AccessLog, ErrorLog, PID       string
-	Workers                        int
-	StoreBytes                     int64
-	ManifestTTL, SegmentTTL        string // seconds
-	Inactive                       string // seconds
-	Lock                           string // "on" or "off"
-	LockTimeout                    string
-	ConnectTimeout, ReadTimeout    string
-	SendTimeout                    string
-	LogFormat, LogFlush            string
-	Policy                         Policy
+	// TLSListen, Cert and Key: the TLS listener of topology tls.
+	TLSListen, Cert, Key        string
+	AccessLog, ErrorLog, PID    string
+	Workers                     int
+	StoreBytes                  int64
+	ManifestTTL, SegmentTTL     string // seconds
+	Inactive                    string // seconds
+	Lock                        string // "on" or "off"
+	LockTimeout                 string
+	ConnectTimeout, ReadTimeout string
+	SendTimeout                 string
+	LogFormat, LogFlush         string
+	Policy                      Policy
 }
 
 func nginxData(cfg Config) (nginxConf, error) {
@@ -366,6 +383,14 @@ func nginxData(cfg Config) (nginxConf, error) {
 		LogFormat:  nginxLogFormat,
 		LogFlush:   nginxMsec(nginxLogFlush),
 		Policy:     p,
+	}
+	if cfg.Topology == TopologyTLS {
+		for _, v := range []string{cfg.TLSListen, cfg.Certs.Cert, cfg.Certs.Key} {
+			if v == "" || strings.ContainsAny(v, " \t\n;{}\"'$#\\") {
+				return nginxConf{}, fmt.Errorf("TLS listener %q with %q and %q: want an address and paths without spaces, quotes or any of ;{}$#\\", cfg.TLSListen, cfg.Certs.Cert, cfg.Certs.Key)
+			}
+		}
+		c.TLSListen, c.Cert, c.Key = cfg.TLSListen, cfg.Certs.Cert, cfg.Certs.Key
 	}
 	var err error
 	// proxy_cache_valid counts whole seconds; a TTL NGINX would round is refused
@@ -475,6 +500,14 @@ http {
 
     server {
         listen {{.Listen}};
+{{- if .TLSListen}}
+        # Topology tls: NGINX's own TLS listener, the run's certificate, TLS 1.2
+        # and 1.3; session tickets (NGINX's default) let clients resume.
+        listen {{.TLSListen}} ssl;
+        ssl_certificate {{.Cert}};
+        ssl_certificate_key {{.Key}};
+        ssl_protocols TLSv1.2 TLSv1.3;
+{{- end}}
 
         proxy_http_version 1.1;
         proxy_set_header Connection "";

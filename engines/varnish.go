@@ -124,6 +124,9 @@ func (Vinyl) InstallHint() string {
 // default_keep do not matter; nor do CPUs: Varnish's threads are not per core.
 func (f varnishFamily) launch(cfg Config, binary string) LaunchSpec {
 	args := append([]string{"-F"}, jailArgs(binary)...)
+	if cfg.Topology == TopologyTLS {
+		args = append(args, "-A", filepath.Join(cfg.WorkDir, varnishTLSFile))
+	}
 	args = append(args,
 		"-n", f.stateDir(cfg),
 		"-a", cfg.Listen,
@@ -393,7 +396,59 @@ func renderVCL(cfg Config) (Files, error) {
 	if err := vclTemplate.Execute(&b, v); err != nil {
 		return nil, fmt.Errorf("render VCL: %w", err)
 	}
-	return Files{vclFile: b.Bytes()}, nil
+	files := Files{vclFile: b.Bytes()}
+	if cfg.Topology == TopologyTLS {
+		tc, err := varnishTLSConf(cfg)
+		if err != nil {
+			return nil, err
+		}
+		files[varnishTLSFile] = tc
+	}
+	return files, nil
+}
+
+// varnishTLSFile is Varnish 9's TLS configuration (varnishd -A), in the
+// hitch-like syntax of its vtls_cfg parser.
+const varnishTLSFile = "tls.conf"
+
+// varnishTLSConf is the TLS listener: a frontend on cfg.TLSListen serving
+// the run's certificate (a PEM of the certificate and its key), TLS 1.2 and
+// 1.3 as the other engines are configured; the rest are Varnish's defaults.
+func varnishTLSConf(cfg Config) ([]byte, error) {
+	host, port, err := net.SplitHostPort(cfg.TLSListen)
+	if err != nil || !vclSafe(host) || !vclSafe(port) || !vclSafe(cfg.Certs.Combined) || cfg.Certs.Combined == "" {
+		return nil, fmt.Errorf("TLS listener %q with certificate %q: want host:port and a path without quotes or spaces", cfg.TLSListen, cfg.Certs.Combined)
+	}
+	return fmt.Appendf(nil, `# Rendered by hlsbench: Varnish 9's own TLS listener (varnishd -A).
+frontend = {
+	host = "%s"
+	port = "%s"
+}
+pem-file = "%s"
+tls-protos = TLSv1.2 TLSv1.3
+`, host, port, cfg.Certs.Combined), nil
+}
+
+// tlsSupport: a varnishd with native TLS (Varnish 9.0 onwards) lists -A
+// in its usage; Varnish 7.1 and Vinyl Cache have none.
+func (f varnishFamily) tlsSupport(ctx context.Context, run Exec, binary string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, _ := run(ctx, binary, "-?") // usage exits non-zero
+	if strings.Contains(out.Text(), "-A cfgfile") {
+		return nil
+	}
+	return &NotApplicableError{Reason: "this " + f.daemon + " has no TLS listener of its own (Varnish Cache has one from 9.0; Varnish 7.1 and Vinyl Cache have none): the proxyv2 topology puts a terminator in front"}
+}
+
+// TLSSupport says whether this varnishd has native TLS.
+func (Varnish) TLSSupport(ctx context.Context, run Exec, binary string) error {
+	return varnishNames.tlsSupport(ctx, run, binary)
+}
+
+// TLSSupport says whether this Vinyl Cache daemon has native TLS.
+func (Vinyl) TLSSupport(ctx context.Context, run Exec, binary string) error {
+	return vinylNames.tlsSupport(ctx, run, binary)
 }
 
 // varnishKeep keeps an object past its grace for a conditional fetch: a 304
@@ -605,6 +660,8 @@ var (
 	_ Checker       = Vinyl{}
 	_ CounterReader = Vinyl{}
 	_ Installer     = Vinyl{}
+	_ TLSServer     = Vinyl{}
+	_ TLSServer     = Varnish{}
 )
 
 // Differences are Varnish's (METHODOLOGY.md, "what no configuration can

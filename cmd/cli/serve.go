@@ -2,11 +2,8 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +13,7 @@ import (
 )
 
 func newServeCacheCmd(stdout, stderr io.Writer) *cobra.Command {
-	var listen, originURL, policy, cpus string
+	var listen, originURL, policy, cpus, tlsListen, tlsCert, tlsKey string
 	c := &cobra.Command{
 		Use:     "serve-cache",
 		Short:   "Run the built-in caching proxy (hlsbench run starts it as a child process)",
@@ -40,24 +37,23 @@ func newServeCacheCmd(stdout, stderr io.Writer) *cobra.Command {
 				return usagef("--origin: %v", err)
 			}
 			defer cache.Close()
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return usagef("--listen %s: %v", listen, err)
+			o := builtin.ServeOptions{Listen: listen, TLSListen: tlsListen, CertFile: tlsCert, KeyFile: tlsKey}
+			if (tlsListen == "") != (tlsCert == "") || (tlsCert == "") != (tlsKey == "") {
+				return usagef("--tls-listen, --tls-cert and --tls-key go together")
 			}
-			srv := &http.Server{Handler: cache, ReadHeaderTimeout: 60 * time.Second} // NGINX's client_header_timeout
-			fmt.Fprintln(stdout, builtin.ReadyLine(ln.Addr().String()))
-			errc := make(chan error, 1)
-			go func() { errc <- srv.Serve(ln) }()
+			srv, err := builtin.Serve(cache, o)
+			if err != nil {
+				return usagef("--listen %s / --tls-listen %s: %v", listen, tlsListen, err)
+			}
+			fmt.Fprintln(stdout, builtin.ReadyLine(srv.Addr()))
 			select {
-			case err := <-errc:
+			case err := <-srv.Err():
 				return err
 			case <-c.Context().Done():
 			}
 			sctx, cancel := contextWithTimeout(5 * time.Second)
 			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				srv.Close()
-			}
+			srv.Shutdown(sctx)
 			return nil
 		},
 	}
@@ -66,6 +62,9 @@ func newServeCacheCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&originURL, "origin", "http://127.0.0.1:8081", "the origin's URL")
 	f.StringVar(&policy, "policy", "", "cache policy as JSON (hlsbench run passes each workload's)")
 	f.StringVar(&cpus, "cpus", "", "pin every thread of this process to these CPUs, e.g. 0 or 0-2")
+	f.StringVar(&tlsListen, "tls-listen", "", "also serve TLS on this address (with --tls-cert and --tls-key)")
+	f.StringVar(&tlsCert, "tls-cert", "", "the TLS listener's certificate (PEM)")
+	f.StringVar(&tlsKey, "tls-key", "", "the TLS listener's private key (PEM)")
 	return c
 }
 

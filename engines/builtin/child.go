@@ -15,5 +15,11 @@ func ChildArgs(listen, originURL, policyJSON string) []string {
 	return []string{"serve-cache", "--listen", listen, "--origin", originURL, "--policy", policyJSON}
 }
 
+// TLSArgs are the arguments that add a TLS listener on tlsListen with the
+// certificate and key files.
+func TLSArgs(tlsListen, certFile, keyFile string) []string {
+	return []string{"--tls-listen", tlsListen, "--tls-cert", certFile, "--tls-key", keyFile}
+}
+
 // ParseReady reads the rest of the ready line: the cache's URL.
 func ParseReady(rest string) string { return strings.TrimSpace(rest) }
