@@ -37,7 +37,9 @@ type MissingEngine struct {
 
 // SuiteCell is one engine × workload of a suite.
 type SuiteCell struct {
-	Engine   string `json:"engine"`
+	Engine string `json:"engine"`
+	// Topology is the cell's topology; "" is plaintext.
+	Topology string `json:"topology,omitempty"`
 	Workload string `json:"workload"`
 	Complete bool   `json:"complete"`
 	File     string `json:"file,omitempty"` // the run file with its passes

@@ -239,10 +239,14 @@ type Result struct {
 	Topology string `json:"topology"`
 	// Value comes from the valid measured passes only; nil (JSON null)
 	// when none has a value, with NoValue saying why.
-	Value         *float64 `json:"value"`
-	NoValue       string   `json:"no_value,omitempty"`
-	Unit          string   `json:"unit"`
-	LowerIsBetter bool     `json:"lower_is_better"`
+	Value   *float64 `json:"value"`
+	NoValue string   `json:"no_value,omitempty"`
+	// NotApplicable says why this engine cannot be measured in this
+	// topology at all (no TLS listener of its own): no value, not valid,
+	// and no failure either.
+	NotApplicable string `json:"not_applicable,omitempty"`
+	Unit          string `json:"unit"`
+	LowerIsBetter bool   `json:"lower_is_better"`
 	// Valid is true when every measured pass was valid (and there was one).
 	Valid bool `json:"valid"`
 	// InvalidReasons explain a false Valid, with the pass they came from.

@@ -37,14 +37,17 @@ func (hitPath) Estimate(cfg Config) time.Duration {
 	return startEstimate + time.Duration(max(cfg.Warmups, 0)+cfg.Passes)*cfg.PassDuration
 }
 
+// hitPathTests are hit-path's tests.
+var hitPathTests = []latencyDef{{"p50-ttfb", "p50 TTFB", 50}, {"p99-ttfb", "p99 TTFB", 99}}
+
+// Tests are the tests of hit-path, which runs over every topology.
+func (hitPath) Tests() []latencyDef { return hitPathTests }
+
 func (hitPath) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
 	path := ManifestPath + "?run=" + tgt.Nonce
 	sess, err := openRate(ctx, &s, cfg, tgt, rc, -1, path, []series{{
-		pass: loadgen.Pass{Path: path, Rate: pick(cfg.Rate, s.Rate), Duration: cfg.PassDuration},
-		tests: []*latencyTest{
-			rc.latency(&s, tgt, "p50-ttfb", "p50 TTFB", 50),
-			rc.latency(&s, tgt, "p99-ttfb", "p99 TTFB", 99),
-		},
+		pass:  loadgen.Pass{Path: path, Rate: pick(cfg.Rate, s.Rate), Duration: cfg.PassDuration},
+		tests: rc.latencies(&s, tgt, hitPathTests),
 	}})
 	if err != nil {
 		return nil, err // a nil *rateSession is not a nil Session

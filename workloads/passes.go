@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math"
 	"slices"
@@ -35,6 +36,9 @@ type Target struct {
 	Counters func(ctx context.Context) (map[string]float64, error)
 	// Nonce makes this run's objects cold (and distinct per engine).
 	Nonce string
+	// TLS is the client's configuration for an https URL (topology tls):
+	// it trusts the run's authority alone.
+	TLS *tls.Config
 	// UpstreamKey names the engine counter of its requests to the origin
 	// (health probes excluded), compared with the origin's own count.
 	UpstreamKey string
@@ -101,6 +105,21 @@ type latencyTest struct {
 	r    *results.Result
 	q    float64
 	hist *hdr.Histogram
+}
+
+// latencyDef is a latency test: its id, its title and its quantile.
+type latencyDef struct {
+	id, title string
+	q         float64
+}
+
+// latencies are the tests defs, recorded for tgt.
+func (rc *Recorder) latencies(spec *Spec, tgt *Target, defs []latencyDef) []*latencyTest {
+	out := make([]*latencyTest, len(defs))
+	for i, d := range defs {
+		out[i] = rc.latency(spec, tgt, d.id, d.title, d.q)
+	}
+	return out
 }
 
 func (rc *Recorder) latency(spec *Spec, tgt *Target, test, title string, q float64) *latencyTest {

@@ -74,7 +74,7 @@ func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Reco
 }
 
 func newGenerator(ctx context.Context, tgt *Target, cfg *Config, conns int, ev *evidenceSet, onRecord func(int, *loadgen.Record, loadgen.BodyCheck)) (*loadgen.Generator, error) {
-	g, err := loadgen.New(ctx, loadgen.Options{URL: tgt.URL, Connections: conns, Timeout: cfg.Timeout,
+	g, err := loadgen.New(ctx, loadgen.Options{URL: tgt.URL, TLSConfig: tgt.TLS, Connections: conns, Timeout: cfg.Timeout,
 		ChecksumHeader: origin.ChecksumHeader, BodyCheck: ev.factory, OnRecord: onRecord, CPUs: cfg.CPUs})
 	if err != nil {
 		return nil, fmt.Errorf("load generator: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/certs"
 	"github.com/hlsbench/hlsbench/engines/cost"
 	"github.com/hlsbench/hlsbench/engines/cpuload"
 	"github.com/hlsbench/hlsbench/engines/launch"
@@ -52,8 +53,13 @@ type RunSpec struct {
 	// Skip, when set, leaves out an engine under a workload (a resumed
 	// suite's finished cells); Done is told of each engine whose workload
 	// finished every pass.
-	Skip func(engine, workload string) bool
-	Done func(engine, workload string)
+	Skip func(engine, topology, workload string) bool
+	Done func(engine, topology, workload string)
+	// Topologies are those the workloads measured in each topology run
+	// (hit-path, segment) run over; nil is plaintext alone. TLS is the run's
+	// certificates, for topology tls.
+	Topologies []string
+	TLS        *certs.Set
 	// Started, when set, is told the results file's path once it exists.
 	Started func(path string)
 }
@@ -202,7 +208,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 		if ctx.Err() != nil {
 			break
 		}
-		if !spec.runs(w.Name) {
+		if !spec.runs(w) {
 			continue // every engine of it finished before (a resumed suite)
 		}
 		run.Workloads = append(run.Workloads, w.Describe(cfg))
@@ -239,11 +245,13 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	return run, rc, runErr
 }
 
-// runs says whether any engine runs the workload.
-func (spec *RunSpec) runs(workload string) bool {
+// runs says whether any cell of the workload is left to run.
+func (spec *RunSpec) runs(w Spec) bool {
 	for _, e := range spec.Engines {
-		if spec.Skip == nil || !spec.Skip(e, workload) {
-			return true
+		for _, topo := range topologiesOf(*spec, w) {
+			if spec.Skip == nil || !spec.Skip(e, topo, w.Name) {
+				return true
+			}
 		}
 	}
 	return false
@@ -252,11 +260,13 @@ func (spec *RunSpec) runs(workload string) bool {
 // cell is one engine under one workload: its own origin, the engine, and
 // the workload's session on it.
 type cell struct {
-	name string
-	orig *originHandle
-	inst engines.Instance
-	tgt  *Target
-	sess Session
+	name     string
+	topology string
+	na       string // why the cell cannot be measured (not applicable), or ""
+	orig     *originHandle
+	inst     engines.Instance
+	tgt      *Target
+	sess     Session
 }
 
 // stop tears a cell down; it survives cancellation, with its own limit.
@@ -290,23 +300,38 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 		}
 	}()
 	for _, name := range spec.Engines {
-		if spec.Skip != nil && spec.Skip(name, w.Name) {
-			continue
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		c := &cell{name: name}
-		cells = append(cells, c)
-		rc.Progress.at("[" + name + "] " + w.Name)
-		if err := startCell(ctx, spec, w, plan, rc, c); err != nil {
-			return err
-		}
-		if c.sess, err = w.w.Open(ctx, w, cfg, c.tgt, rc); err != nil {
+		for _, topo := range topologiesOf(spec, w) {
+			if spec.Skip != nil && spec.Skip(name, topo, w.Name) {
+				continue
+			}
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("%s on %s: %w", w.Name, name, err)
+			c := &cell{name: name, topology: topo}
+			rc.Progress.at(c.where(w))
+			if err := startCell(ctx, spec, w, plan, rc, c); err != nil {
+				cells = append(cells, c)
+				return err
+			}
+			if c.na != "" {
+				// Not applicable: its tests say why, and it runs no pass.
+				err := c.stop(ctx)
+				notApplicable(rc, &w, c, spec.Runtime)
+				if spec.Done != nil {
+					spec.Done(c.name, c.topology, w.Name)
+				}
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			cells = append(cells, c)
+			if c.sess, err = w.w.Open(ctx, w, cfg, c.tgt, rc); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("%s on %s: %w", w.Name, c.label(), err)
+			}
 		}
 	}
 	if len(cells) == 0 {
@@ -314,21 +339,54 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 	}
 	for k := 0; k < cells[0].sess.Steps(); k++ {
 		for _, c := range cells {
-			rc.Progress.setWhere("[" + c.name + "] " + w.Name)
+			rc.Progress.setWhere(c.where(w))
 			if err := c.sess.Step(ctx, k); err != nil {
 				if ctx.Err() != nil {
 					return nil // interrupted: keep what finished
 				}
-				return fmt.Errorf("%s on %s: %w", w.Name, c.name, err)
+				return fmt.Errorf("%s on %s: %w", w.Name, c.label(), err)
 			}
 		}
 	}
 	for _, c := range cells {
 		if spec.Done != nil {
-			spec.Done(c.name, w.Name)
+			spec.Done(c.name, c.topology, w.Name)
 		}
 	}
 	return nil
+}
+
+// topologiesOf are the topologies w runs over: the run's for a workload
+// measured in each (hit-path, segment), plaintext for the others.
+func topologiesOf(spec RunSpec, w Spec) []string {
+	if len(spec.Topologies) == 0 || !w.OverTopologies() {
+		return []string{engines.TopologyPlaintext}
+	}
+	return spec.Topologies
+}
+
+// label is the cell's engine, with its topology when not plaintext.
+func (c *cell) label() string {
+	if c.topology == "" || c.topology == engines.TopologyPlaintext {
+		return c.name
+	}
+	return c.name + " " + c.topology
+}
+
+func (c *cell) where(w Spec) string { return "[" + c.label() + "] " + w.Name }
+
+// notApplicable records the tests of w for a cell that cannot be
+// measured, each with no value and the reason.
+func notApplicable(rc *Recorder, w *Spec, c *cell, runtime string) {
+	if runtime == "" {
+		runtime = engines.RuntimeProcess
+	}
+	tgt := &Target{Engine: results.Engine{Name: c.name, Runtime: runtime, Topology: c.topology}}
+	for _, d := range w.tests() {
+		lt := rc.latency(w, tgt, d.id, d.title, d.q)
+		lt.r.NotApplicable = c.na
+		lt.r.NoValue = "not applicable: " + c.na
+	}
 }
 
 // startCell starts a cell's origin and engine and makes its target.
@@ -350,8 +408,13 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	switch c.name {
 	case "builtin":
 		c.inst, err = engines.StartLocal(ctx, engines.Builtin{}, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
-			Binary: selfIn(spec), CPUs: plan.Servers, Launcher: lch, Image: spec.Images["hlsbench"], Version: spec.Version})
+			Binary: selfIn(spec), CPUs: plan.Servers, Launcher: lch, Image: spec.Images["hlsbench"], Version: spec.Version,
+			Topology: c.topology, TLS: spec.TLS})
 	case "external":
+		if c.topology != engines.TopologyPlaintext {
+			c.na = "hlsbench does not configure an external proxy: measure its TLS with hlsbench load --ca"
+			return nil
+		}
 		c.inst = &engines.External{BaseURL: spec.ExternalURL}
 	default:
 		name, _ := engines.SplitRef(c.name)
@@ -362,7 +425,13 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 		src := spec.Sources[c.name]
 		c.inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
 			Binary: spec.Binaries[c.name], CPUs: plan.Servers, Launcher: lch, Image: spec.Images[c.name],
-			Name: c.name, Version: src.Version, Commit: src.Commit, SourceSHA256: src.SHA256})
+			Name: c.name, Version: src.Version, Commit: src.Commit, SourceSHA256: src.SHA256,
+			Topology: c.topology, TLS: spec.TLS})
+	}
+	var na *engines.NotApplicableError
+	if errors.As(err, &na) {
+		c.na = na.Reason
+		return nil
 	}
 	if err != nil {
 		return err
@@ -375,9 +444,12 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	info.Pinning["origin"] = engines.CPUList(plan.Servers)
 	rc.Run.Engines = appendEngine(rc.Run.Engines, info)
 	c.tgt = &Target{URL: c.inst.URL(), Origin: orig.control, Seed: orig.seed, Engine: info,
-		Nonce: rc.Run.ID + "-" + info.Name,
+		Nonce: rc.Run.ID + "-" + info.Name + "-" + c.topology,
 		CPUs:  append(append([]int{}, plan.Generator...), plan.Servers...),
 		Ours:  func() cpuload.Ours { return cpuload.Self(runstate.From(ctx).PGIDs()) }}
+	if c.topology == engines.TopologyTLS && spec.TLS != nil {
+		c.tgt.TLS = spec.TLS.ClientConfig()
+	}
 	if cn, ok := c.inst.(engines.Counters); ok {
 		c.tgt.Counters = cn.Counters
 	}

@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines"
@@ -42,19 +43,27 @@ func (segment) Estimate(cfg Config) time.Duration {
 	return startEstimate + 2*time.Duration(max(cfg.Warmups, 0)+cfg.Passes)*cfg.PassDuration
 }
 
+// segment's tests: the full GET's, then the Range GET's.
+var (
+	segmentFullTests  = []latencyDef{{"full-p50-ttfb", "p50 TTFB, 4 MiB full GET", 50}, {"full-p99-ttfb", "p99 TTFB, 4 MiB full GET", 99}}
+	segmentRangeTests = []latencyDef{{"range-p50-ttfb", "p50 TTFB, 64 KiB Range GET", 50},
+		{"range-p99-ttfb", "p99 TTFB, 64 KiB Range GET", 99}}
+)
+
+// Tests are the tests of segment, which runs over every topology.
+func (segment) Tests() []latencyDef {
+	return append(slices.Clone(segmentFullTests), segmentRangeTests...)
+}
+
 func (segment) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
 	path := fmt.Sprintf(SegmentPath, 0) + "?run=" + tgt.Nonce
 	rate := pick(cfg.Rate, s.Rate)
 	rng := [][2]string{{"Range", fmt.Sprintf("bytes=0-%d", rangeBytes-1)}}
 	sess, err := openRate(ctx, &s, cfg, tgt, rc, 0, path, []series{
-		{label: "full GET ", pass: loadgen.Pass{Path: path, Rate: rate, Duration: cfg.PassDuration}, tests: []*latencyTest{
-			rc.latency(&s, tgt, "full-p50-ttfb", "p50 TTFB, 4 MiB full GET", 50),
-			rc.latency(&s, tgt, "full-p99-ttfb", "p99 TTFB, 4 MiB full GET", 99),
-		}},
-		{label: "Range GET ", pass: loadgen.Pass{Path: path, Header: rng, Rate: rate, Duration: cfg.PassDuration}, tests: []*latencyTest{
-			rc.latency(&s, tgt, "range-p50-ttfb", "p50 TTFB, 64 KiB Range GET", 50),
-			rc.latency(&s, tgt, "range-p99-ttfb", "p99 TTFB, 64 KiB Range GET", 99),
-		}},
+		{label: "full GET ", pass: loadgen.Pass{Path: path, Rate: rate, Duration: cfg.PassDuration},
+			tests: rc.latencies(&s, tgt, segmentFullTests)},
+		{label: "Range GET ", pass: loadgen.Pass{Path: path, Header: rng, Rate: rate, Duration: cfg.PassDuration},
+			tests: rc.latencies(&s, tgt, segmentRangeTests)},
 	})
 	if err != nil {
 		return nil, err // a nil *rateSession is not a nil Session

@@ -146,6 +146,28 @@ type Spec struct {
 	w Workload
 }
 
+// overTopologies is a workload measured in every topology the run asks
+// for (the reference page's hit-path and segment), whose tests are known
+// before it runs.
+type overTopologies interface {
+	Tests() []latencyDef
+}
+
+// OverTopologies says whether the workload runs over every topology of
+// the run, rather than plaintext alone.
+func (s Spec) OverTopologies() bool {
+	_, ok := s.w.(overTopologies)
+	return ok
+}
+
+// tests are the tests of a workload run over topologies.
+func (s Spec) tests() []latencyDef {
+	if o, ok := s.w.(overTopologies); ok {
+		return o.Tests()
+	}
+	return nil
+}
+
 // Specs returns the workloads named (all of them for "all"), or a
 // *FieldError for "workload" naming what is accepted.
 func Specs(names string) ([]Spec, error) {

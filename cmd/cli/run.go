@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/certs"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/origin"
@@ -40,6 +41,7 @@ type RunOptions struct {
 	URL          string
 	OriginListen string
 	FailMode     string
+	Topology     string // comma list of plaintext, tls; or all
 	Binary       string
 	Images       []string // --image NAME=REF
 	Memory       byteSize // --memory: each container's limit
@@ -124,6 +126,7 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringArrayVar(&o.Images, "image", nil, "with --runtime docker: `NAME=IMAGE`, the image of an engine or of hlsbench (origin and builtin); default: the newest one hlsbench images build made (repeatable)")
 	f.Var(&o.Memory, "memory", "with --runtime docker: each container's memory limit, e.g. 2GiB (0: none)")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
+	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how hit-path and segment reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), a comma list, or all")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
 }
 
@@ -180,6 +183,10 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	}
 	if err := cfg.Validate(); err != nil {
 		return protocolErr(err)
+	}
+	topologies, err := parseTopologies(o.Topology)
+	if err != nil {
+		return err
 	}
 	if !slices.Contains(engines.Runtimes, o.Runtime) {
 		return usagef("--runtime %q: want one of %s", o.Runtime, strings.Join(engines.Runtimes, ", "))
@@ -253,6 +260,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	}
 	settings["workload_settings"] = pols
 	settings["lock"] = o.Lock
+	settings["topologies"] = topologies
 	if hasExternal {
 		settings["external_url"], settings["origin_listen"] = o.URL, o.OriginListen
 	}
@@ -292,7 +300,16 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if err != nil {
 		return err
 	}
+	var tlsSet *certs.Set
+	if slices.Contains(topologies, engines.TopologyTLS) {
+		// The run's own authority: trusted by this run's generator alone,
+		// its files only in each engine's work directory.
+		if tlsSet, err = certs.New([]string{"127.0.0.1", "::1", "localhost"}); err != nil {
+			return err
+		}
+	}
 	rs := workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg, Launcher: lch, Images: dockerImagesFound,
+		Topologies: topologies, TLS: tlsSet,
 		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, Sources: sources, OutDir: out, Self: self,
 		Version: Version, Commit: Commit, Settings: settings, Progress: progress}
 	if o.suite != nil {
@@ -361,6 +378,9 @@ func writeRunJSON(w io.Writer, run *results.Run, file string) error {
 func verdict(run *results.Run) error {
 	var bad []string
 	for _, r := range run.Results {
+		if r.NotApplicable != "" {
+			continue // said under its table; no failure
+		}
 		if !r.Valid || r.Value == nil {
 			bad = append(bad, r.ID+" on "+workloads.EngineLabel(&r))
 		}
@@ -375,6 +395,30 @@ func verdict(run *results.Run) error {
 	return fmt.Errorf("%w: %d of %d are invalid or have no value (%s); the reasons are under each table and in the results file. "+
 		"If the generator was late or busy: lower --rate, quiet the machine (other processes busy on its CPUs are named above), or run fewer engines at once",
 		errInvalid, len(bad), len(run.Results), strings.Join(shown, ", "))
+}
+
+// parseTopologies reads --topology.
+func parseTopologies(s string) ([]string, error) {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		switch t = strings.TrimSpace(t); t {
+		case "all":
+			for _, a := range []string{engines.TopologyPlaintext, engines.TopologyTLS} {
+				if !slices.Contains(out, a) {
+					out = append(out, a)
+				}
+			}
+		case engines.TopologyPlaintext, engines.TopologyTLS:
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		case engines.TopologyProxyV2:
+			return nil, usagef("--topology proxyv2: the terminators in front of the engines are not in this version yet; want plaintext, tls or all")
+		default:
+			return nil, usagef("--topology %q: want plaintext, tls, a comma list of them, or all", t)
+		}
+	}
+	return out, nil
 }
 
 // protocolErr names the flag of a workloads setting that cannot run.

@@ -132,6 +132,7 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 func readSuiteFlags(fs *pflag.FlagSet, o *SuiteOptions) {
 	str := func(n string) string { v, _ := fs.GetString(n); return v }
 	o.Engine, o.Workload, o.Runtime, o.FailMode = str("engine"), str("workload"), str("runtime"), str("fail-mode")
+	o.Topology = str("topology")
 	o.Passes, _ = fs.GetInt("passes")
 	o.Warmups, _ = fs.GetInt("warmups")
 	o.PassDuration, _ = fs.GetDuration("pass-duration")
@@ -159,6 +160,7 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	add("rate", fmt.Sprint(o.Rate))
 	add("runtime", o.Runtime)
 	add("fail-mode", o.FailMode)
+	add("topology", o.Topology)
 	add("memory", o.Memory.String())
 	for _, im := range o.Images {
 		args = append(args, "--image", im)
@@ -254,8 +256,14 @@ func (s *suiteState) begin(rs *workloads.RunSpec, stderr io.Writer) error {
 		s.m.Engines = rs.Engines
 		for _, w := range rs.Workloads {
 			s.m.Workloads = append(s.m.Workloads, w.Name)
+			topos := []string{engines.TopologyPlaintext}
+			if w.OverTopologies() && len(rs.Topologies) > 0 {
+				topos = rs.Topologies
+			}
 			for _, e := range rs.Engines {
-				s.m.Cells = append(s.m.Cells, results.SuiteCell{Engine: e, Workload: w.Name})
+				for _, t := range topos {
+					s.m.Cells = append(s.m.Cells, results.SuiteCell{Engine: e, Topology: cellTopology(t), Workload: w.Name})
+				}
 			}
 		}
 	}
@@ -272,13 +280,13 @@ func (s *suiteState) begin(rs *workloads.RunSpec, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "hlsbench: resuming %s: %d of %d cells to run\n", s.dir, todo, len(s.m.Cells))
 	}
 	rs.OutDir = s.dir
-	rs.Skip = func(engine, workload string) bool {
-		c := s.cell(engine, workload)
+	rs.Skip = func(engine, topology, workload string) bool {
+		c := s.cell(engine, topology, workload)
 		return c != nil && c.Complete
 	}
 	var runFile string
-	rs.Done = func(engine, workload string) {
-		if c := s.cell(engine, workload); c != nil {
+	rs.Done = func(engine, topology, workload string) {
+		if c := s.cell(engine, topology, workload); c != nil {
 			c.Complete, c.File = true, runFile
 		}
 		if err := s.save(); err != nil {
@@ -298,13 +306,23 @@ func (s *suiteState) begin(rs *workloads.RunSpec, stderr io.Writer) error {
 	return nil
 }
 
-func (s *suiteState) cell(engine, workload string) *results.SuiteCell {
+func (s *suiteState) cell(engine, topology, workload string) *results.SuiteCell {
+	topology = cellTopology(topology)
 	for i := range s.m.Cells {
-		if c := &s.m.Cells[i]; c.Engine == engine && c.Workload == workload {
+		if c := &s.m.Cells[i]; c.Engine == engine && c.Topology == topology && c.Workload == workload {
 			return c
 		}
 	}
 	return nil
+}
+
+// cellTopology is how a manifest names a cell's topology: "" for
+// plaintext, as manifests did before there were others.
+func cellTopology(t string) string {
+	if t == engines.TopologyPlaintext {
+		return ""
+	}
+	return t
 }
 
 // end writes the manifest once the run is over.
@@ -331,7 +349,7 @@ func (s *suiteState) dropUnfinished() error {
 		}
 		kept := run.Results[:0]
 		for _, r := range run.Results {
-			if c := s.cell(r.Engine, r.Workload); c == nil || (c.Complete && c.File == name) {
+			if c := s.cell(r.Engine, r.Topology, r.Workload); c == nil || (c.Complete && c.File == name) {
 				kept = append(kept, r)
 			}
 		}
