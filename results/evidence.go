@@ -51,6 +51,26 @@ type GeneratorFigures struct {
 	// quantiles: the figure from the intended time and from the dispatch.
 	LagEffect  []LagEffect `json:"lag_effect,omitempty"`
 	CPUSeconds float64     `json:"cpu_seconds"`
+	// TLS is what the generator's connections negotiated; absent for plain
+	// http and in files written before it was recorded.
+	TLS *GeneratorTLS `json:"tls,omitempty"`
+}
+
+// GeneratorTLS is the TLS of a pass's connections: Version ("TLS 1.3"),
+// Cipher and Curve (the key exchange group, "X25519"; empty for an RSA key
+// exchange) are the first handshake's of the pass, or the last one's before
+// it when the pass opened no connection. Handshakes counts those completed
+// since the generator's previous pass ended: the pool's first ones go to its
+// first pass (for most workloads the unrecorded requests that warm the
+// object), then reconnects. Resumed counts those that resumed a session;
+// Mixed says the connections did not all negotiate the same.
+type GeneratorTLS struct {
+	Version    string `json:"version"`
+	Cipher     string `json:"cipher"`
+	Curve      string `json:"curve"`
+	Handshakes int64  `json:"handshakes"`
+	Resumed    int64  `json:"resumed"`
+	Mixed      bool   `json:"mixed,omitempty"`
 }
 
 // LagEffect is one quantile of one figure, counted from the intended time

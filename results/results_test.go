@@ -24,6 +24,8 @@ func TestSaveLoad(t *testing.T) {
 	run.Results = []Result{{ID: "hit-path/p99-ttfb", Value: F(0.99), Unit: "ms", Valid: true, Histogram: enc,
 		Passes: []Pass{{Index: 1, Value: F(1), Valid: true}, {Index: 2, Value: F(3), Valid: true},
 			{Index: 3, Value: F(50)}, {Index: 4, NoValue: "no successful request", Valid: true},
+			{Index: 5, Value: F(2), Valid: true, Evidence: &Evidence{Generator: &GeneratorFigures{
+				TLS: &GeneratorTLS{Version: "TLS 1.3", Cipher: "TLS_AES_128_GCM_SHA256", Curve: "X25519", Handshakes: 8, Resumed: 7}}}},
 			{Index: 1, Warmup: true, Value: F(100), Valid: true}}}}
 	run.Status = StatusComplete
 	run.FinishedAt = time.Now()
@@ -45,7 +47,10 @@ func TestSaveLoad(t *testing.T) {
 	if err != nil || h2.TotalCount() != 1000 || h2.ValueAtQuantile(99) != h.ValueAtQuantile(99) {
 		t.Errorf("histogram round trip: %v", err)
 	}
-	if s := SpreadOf(run.Results[0].Passes); s.N != 2 || s.Min != 1 || s.Median != 2 || s.Max != 3 {
+	if g := back.Results[0].Passes[4].Evidence.Generator; g.TLS == nil || *g.TLS != *run.Results[0].Passes[4].Evidence.Generator.TLS {
+		t.Errorf("generator TLS round trip: %+v", g.TLS)
+	}
+	if s := SpreadOf(run.Results[0].Passes); s.N != 3 || s.Min != 1 || s.Median != 2 || s.Max != 3 {
 		t.Errorf("spread %+v: warm-ups, invalid passes and passes without a value must not count", s)
 	}
 	if back.Status != StatusComplete {
@@ -163,7 +168,7 @@ func TestLoadSchema2File(t *testing.T) {
 				t.Errorf("%s: flap %+v", res.ID, f)
 			}
 		default:
-			if g := p.Evidence.Generator; g == nil || g.TotalP50Ms == nil || len(g.LagEffect) == 0 || p.Evidence.Claims == nil {
+			if g := p.Evidence.Generator; g == nil || g.TotalP50Ms == nil || len(g.LagEffect) == 0 || g.TLS != nil || p.Evidence.Claims == nil {
 				t.Errorf("%s: generator %+v claims %+v", res.ID, g, p.Evidence.Claims)
 			}
 		}

@@ -103,6 +103,10 @@ func warm(ctx context.Context, g *loadgen.Generator, rc *Recorder, path string, 
 func generatorFigures(r *loadgen.Result, quantiles ...float64) *results.GeneratorFigures {
 	g := &results.GeneratorFigures{TTFBUncorrectedP50Ms: msq(r.TTFBUncorrected, 50), TotalP50Ms: msq(r.Total, 50),
 		TotalP99Ms: msq(r.Total, 99), ScheduleLagP99Ms: msq(r.ScheduleLag, 99), CPUSeconds: round3(r.CPUSeconds)}
+	if t := r.TLS; t != nil {
+		g.TLS = &results.GeneratorTLS{Version: t.Version, Cipher: t.Cipher, Curve: t.Curve,
+			Handshakes: t.Handshakes, Resumed: t.Resumed, Mixed: t.Mixed}
+	}
 	for _, e := range r.LagEffects {
 		for _, q := range quantiles {
 			if e.Quantile == q {

@@ -348,6 +348,9 @@ func TestTLSResumption(t *testing.T) {
 	if resumed.Load() == 0 {
 		t.Error("no TLS session was resumed over 10 reconnects")
 	}
+	if r.TLS == nil || r.TLS.Handshakes != r.SocketsOpened || r.TLS.Resumed == 0 || r.TLS.Resumed >= r.TLS.Handshakes {
+		t.Errorf("TLS %+v for %d sockets: want a handshake per socket, the pool's not resumed, some later ones resumed", r.TLS, r.SocketsOpened)
+	}
 }
 
 // A burst releases every request at one instant; the server sees them all

@@ -59,6 +59,7 @@ type metrics struct {
 	bodyBytes   int64
 	dispatched  int64
 	lastDone    int64 // nanotime of the last outcome
+	tls         tlsCounts
 
 	samples  [maxSamples]sample
 	nsamples int
@@ -108,4 +109,5 @@ func (m *metrics) merge(o *metrics) {
 	m.bodyBytes += o.bodyBytes
 	m.dispatched += o.dispatched
 	m.lastDone = max(m.lastDone, o.lastDone)
+	m.tls.merge(&o.tls)
 }

@@ -55,6 +55,8 @@ type Result struct {
 	// ShardCPU is each event-loop thread's CPU as a share of its sending
 	// window: from t0 to its last dispatch (to its last answer for a burst).
 	ShardCPU []float64
+	// TLS is what the connections negotiated; nil for plain http.
+	TLS *TLSInfo
 
 	// Valid and InvalidReasons are Verdict over every published quantile.
 	Valid          bool
@@ -177,6 +179,9 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 	r.ScheduleLag, r.ConnectionWait, r.stampDelay, r.rxDelay = m.lag, m.wait, m.stampDelay, m.rxDelay
 	r.Requests, r.OK, r.Queued, r.SocketsOpened, r.BodyBytes = m.requests, m.ok, m.queued, m.sockets, m.bodyBytes
 	r.Dropped, r.Unsolicited = m.dropped, m.unsolicited
+	if g.tlsConfig != nil {
+		r.TLS = m.tls.info()
+	}
 	r.ErrorsByKind = map[string]int64{}
 	for k := errKind(1); k < numErrKinds; k++ {
 		if n := m.errs[k]; n > 0 {
@@ -422,6 +427,7 @@ type Summary struct {
 	Connections       int              `json:"connections"`
 	Shards            int              `json:"shards"`
 	SocketsOpened     int64            `json:"sockets_opened"`
+	TLS               *TLSInfo         `json:"tls,omitempty"`
 	Queued            int64            `json:"queued"`
 	BodyBytes         int64            `json:"body_bytes"`
 	Valid             bool             `json:"valid"`
@@ -475,7 +481,7 @@ func (r *Result) Summary() Summary {
 		ErrorSamples: r.ErrorSamples, Dropped: r.Dropped, Unsolicited: r.Unsolicited,
 		StatusCodes: map[string]int64{}, TargetRPS: r.Target, AchievedRPS: round(r.AchievedRPS, 2),
 		DurationS: r.Duration.Seconds(), ElapsedS: round(r.Elapsed.Seconds(), 4), Connections: r.Connections,
-		Shards: r.Shards, SocketsOpened: r.SocketsOpened, Queued: r.Queued, BodyBytes: r.BodyBytes,
+		Shards: r.Shards, SocketsOpened: r.SocketsOpened, TLS: r.TLS, Queued: r.Queued, BodyBytes: r.BodyBytes,
 		Valid: r.Valid, InvalidReasons: nonNil(r.InvalidReasons), PoolLimited: r.PoolLimited,
 		Interrupted: r.Interrupted, Warnings: nonNil(r.Warnings), CPUSeconds: round(r.CPUSeconds, 4),
 		ShardCPU: slices.Clone(r.ShardCPU), LagEffect: []LagEffectMs{},
@@ -554,6 +560,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "Requests %d (ok %d, errors %d)   achieved %.1f rps   sockets opened %d   generator CPU %.3fs\n",
 		r.Requests, r.OK, r.Errors, r.AchievedRPS, r.SocketsOpened, r.CPUSeconds)
+	if r.TLS != nil {
+		fmt.Fprintf(&b, "tls: %s\n", r.TLS)
+	}
 	if len(r.StatusCodes) > 0 {
 		codes := make([]int, 0, len(r.StatusCodes))
 		for c := range r.StatusCodes {
@@ -677,6 +686,7 @@ func Merge(rs []*Result) *Result {
 		}
 	}
 	out.ErrorSamples = samples.top()
+	out.TLS = mergeTLS(rs)
 	if out.Elapsed > 0 {
 		out.AchievedRPS = answered / out.Elapsed.Seconds()
 	}

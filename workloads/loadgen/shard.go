@@ -173,6 +173,10 @@ type shard struct {
 	// opened counts every socket this shard opened; openedBefore is the
 	// count when the previous pass ended.
 	opened, openedBefore int64
+	// tls counts the handshakes since the previous pass ended, as opened
+	// counts sockets; tlsLast is the last one's parameters.
+	tls     tlsCounts
+	tlsLast tlsParams
 }
 
 func newShard(g *Generator, id int) (*shard, error) {
@@ -305,6 +309,9 @@ func (s *shard) handshake(c *conn, deadline int64) error {
 		return err
 	}
 	c.fc.blocking = false
+	cs := c.tc.ConnectionState()
+	s.tlsLast = paramsOf(&cs)
+	s.tls.add(s.tlsLast, cs.DidResume)
 	return nil
 }
 
@@ -541,6 +548,11 @@ func (s *shard) run(sp *passSpec) shardResult {
 	}
 	s.m.sockets = s.opened - s.openedBefore
 	s.openedBefore = s.opened
+	s.m.tls, s.tls = s.tls, tlsCounts{}
+	if s.m.tls.handshakes == 0 {
+		// The pass ran on connections opened before it.
+		s.m.tls.first = s.tlsLast
+	}
 	res := shardResult{m: s.m, cpu: s.cpuSend, wall: time.Duration(s.sendEnd - sp.t0), stopped: s.stopped,
 		winEnd: s.windowEnd(), cpuID: currentCPU()}
 	if s.iv != nil {
