@@ -438,7 +438,7 @@ func (f varnishFamily) tlsSupport(ctx context.Context, run Exec, binary string) 
 	if strings.Contains(out.Text(), "-A cfgfile") {
 		return nil
 	}
-	return &NotApplicableError{Reason: "this " + f.daemon + " has no TLS listener of its own (Varnish Cache has one from 9.0; Varnish 7.1 and Vinyl Cache have none): the proxyv2 topology puts a terminator in front"}
+	return &NotApplicableError{Reason: "this " + filepath.Base(binary) + " has no TLS listener of its own (Varnish Cache has one from 9.0; Varnish 7.1 and Vinyl Cache have none): the proxyv2 topology puts a terminator in front"}
 }
 
 // TLSSupport says whether this varnishd has native TLS.

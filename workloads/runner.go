@@ -391,6 +391,11 @@ func notApplicable(rc *Recorder, w *Spec, c *cell, runtime string) {
 
 // startCell starts a cell's origin and engine and makes its target.
 func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, c *cell) error {
+	if c.name == "external" && c.topology != engines.TopologyPlaintext {
+		// Its listeners are its operator's: nothing to start or measure.
+		c.na = "hlsbench does not configure an external proxy's listeners: measure its TLS with hlsbench load --ca"
+		return nil
+	}
 	ocfg := w.OriginConfig()
 	ocfg.Seed = 1
 	lch := spec.Launcher
@@ -411,10 +416,6 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 			Binary: selfIn(spec), CPUs: plan.Servers, Launcher: lch, Image: spec.Images["hlsbench"], Version: spec.Version,
 			Topology: c.topology, TLS: spec.TLS})
 	case "external":
-		if c.topology != engines.TopologyPlaintext {
-			c.na = "hlsbench does not configure an external proxy: measure its TLS with hlsbench load --ca"
-			return nil
-		}
 		c.inst = &engines.External{BaseURL: spec.ExternalURL}
 	default:
 		name, _ := engines.SplitRef(c.name)

@@ -55,6 +55,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--engine", "nginx", "--binary", "/nonexistent/nginx"}, "--binary"},
 		{[]string{"run", "--engine", "varnish@", "--workload", "hit-path"}, "NAME@VERSION"},
 		{[]string{"run", "--runtime", "docker", "--binary", "/usr/sbin/varnishd", "--engine", "varnish"}, "--binary goes with --runtime process"},
+		{[]string{"run", "--topology", "quic"}, "--topology"},
+		{[]string{"run", "--topology", "proxyv2"}, "--topology proxyv2"},
 		{[]string{"engines", "build"}, "one engine: varnish or vinyl"},
 		{[]string{"engines", "build", "squid", "--source", "x.tar.gz"}, "one engine"},
 		{[]string{"engines", "build", "vinyl"}, "--source is required"},
@@ -318,6 +320,11 @@ func TestVerdict(t *testing.T) {
 		if !errors.Is(err, errInvalid) || !strings.Contains(err.Error(), "1 of 2 are invalid") {
 			t.Errorf("%s: %v, want errInvalid counting 1 of 2", name, err)
 		}
+	}
+	na := good
+	na.Topology, na.Value, na.Valid, na.NotApplicable = "tls", nil, false, "this varnishd has no TLS listener of its own"
+	if err := verdict(&results.Run{Results: []results.Result{good, na}}); err != nil {
+		t.Errorf("a not-applicable cell makes the run fail: %v", err)
 	}
 	code := Run(context.Background(), []string{"--help"}, io.Discard, io.Discard)
 	if code != ExitOK {

@@ -130,6 +130,9 @@ const (
 	Invalid State = "invalid"
 	// NoValue: valid, but nothing was measured.
 	NoValue State = "no value"
+	// NotApplicable: the engine cannot be measured in this topology at
+	// all (no TLS listener of its own), in some file.
+	NotApplicable State = "not applicable"
 )
 
 // Row is one engine and test, base against new.
@@ -238,6 +241,7 @@ type gathered struct {
 	invalid  []string
 	partial  []string // files whose test had some invalid passes
 	noValue  []string
+	na       []string // not applicable, with why
 	versions []string
 	hosts    []string
 	files    []string
@@ -350,6 +354,8 @@ func gather(files []File, order *[]key, seen map[key]bool) map[key]*gathered {
 			// A test is compared on its valid passes (its value comes from
 			// them); it is invalid only when none is.
 			switch {
+			case r.NotApplicable != "":
+				g.na = append(g.na, name+": "+r.NotApplicable)
 			case (r.Value == nil || len(vals) == 0) && !r.Valid:
 				g.invalid = append(g.invalid, name+": "+invalidReason(r))
 			case r.Value == nil || len(vals) == 0:
@@ -457,7 +463,7 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 			warn.add(fmt.Sprintf("%s: compared on its valid passes only; %s", r.ID, p))
 		}
 	}
-	for _, s := range []State{Missing, Invalid, NoValue} {
+	for _, s := range []State{Missing, NotApplicable, Invalid, NoValue} {
 		switch {
 		case r.Base.State == s && r.New.State == s:
 			r.Status, r.Reason = Status(string(s)+" in both"), r.Base.Reason+"; "+r.New.Reason
@@ -498,6 +504,8 @@ func side(g *gathered) Side {
 		s.Values = []float64{}
 	}
 	switch {
+	case len(g.na) > 0:
+		s.State, s.Reason = NotApplicable, strings.Join(g.na, "; ")
 	case len(g.invalid) > 0:
 		s.State, s.Reason = Invalid, strings.Join(g.invalid, "; ")
 	case len(g.noValue) > 0:

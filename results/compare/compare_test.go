@@ -115,7 +115,13 @@ func TestRunsVerdicts(t *testing.T) {
 	// ... and one marked valid, yet without a value.
 	noValue := result("hit-path/null-valid", true, around(1, 20)...)
 	noValue.Value, noValue.NoValue = nil, "nothing was measured"
-	base := newRun("base",
+	// One no engine of that build can be measured in (no TLS listener).
+	na := func() results.Result {
+		r := result("hit-path/not-applicable", true)
+		r.Value, r.NotApplicable, r.NoValue = nil, "this varnishd has no TLS listener of its own", "not applicable"
+		return r
+	}
+	base := newRun("base", na(),
 		result("hit-path/p99-ttfb", true, around(10, 20)...),
 		result("hit-path/max-ttfb", true, around(10, 20)...),
 		result("miss-storm/coalescing", false, around(200, 20)...),
@@ -125,7 +131,7 @@ func TestRunsVerdicts(t *testing.T) {
 		result("hit-path/invalid-new", true, around(1, 20)...),
 		result("hit-path/all-invalid-new", true, around(1, 5)...),
 		null, noValue)
-	newer := newRun("new",
+	newer := newRun("new", na(),
 		result("hit-path/p99-ttfb", true, around(12, 20)...),       // slower: regression
 		result("hit-path/max-ttfb", true, around(10.1, 20)...),     // +1 %: under the threshold
 		result("miss-storm/coalescing", false, around(100, 20)...), // fewer: regression
@@ -157,6 +163,7 @@ func TestRunsVerdicts(t *testing.T) {
 		{"hit-path/all-invalid-new", "invalid in new", "", "run-new.json: pass 1: the generator was late"},
 		{"hit-path/p50-ttfb", "invalid in base", "", "run-base.json: pass 1: no successful request"},
 		{"hit-path/null-valid", "no value in base", "", "run-base.json: nothing was measured"},
+		{"hit-path/not-applicable", "not applicable in both", "", "no TLS listener of its own"},
 	} {
 		r := rowOf(t, c, "builtin", tc.id)
 		if r.Status != tc.status || r.Verdict != tc.verdict || !strings.Contains(r.Reason, tc.reason) {
