@@ -40,7 +40,17 @@ type Config struct {
 	Topology  string
 	TLSListen string
 	Certs     certs.Files
+	// ProxyListen is, in topology proxyv2, the engine's PROXY v2 listener
+	// (the terminator's backend), besides the plaintext one on Listen.
+	// Answers then carry ClientHeader: the client address and port the
+	// engine took from the PROXY header.
+	ProxyListen string
 }
+
+// ClientHeader is the header in which, in topology proxyv2, every engine
+// says which client address and port it saw ("127.0.0.1:40312"): the
+// generator's, carried by PROXY v2, not the terminator's own socket.
+const ClientHeader = "X-Hlsbench-Client"
 
 // The topologies: how the generator reaches an engine.
 const (
@@ -248,6 +258,11 @@ type LocalSpec struct {
 	// certificates in TLS (written into the instance's work directory).
 	Topology string
 	TLS      *certs.Set
+	// Terminator is topology proxyv2's TLS terminator (nil: hitch), run by
+	// Launcher from TermBinary ("" finds it) or TermImage.
+	Terminator Terminator
+	TermBinary string
+	TermImage  string
 }
 
 // Source identifies an engine built from source, for its results.
@@ -322,7 +337,8 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	li.cfg = Config{Policy: s.Policy, Listen: listen, Origin: origin, WorkDir: work, CacheDir: cache, CPUs: cpus,
 		Topology: TopologyPlaintext}
 	li.url = "http://" + listen
-	if s.Topology == TopologyTLS {
+	switch s.Topology {
+	case TopologyTLS:
 		if li.cfg.TLSListen, err = FreePort(); err != nil {
 			return nil, err
 		}
@@ -338,8 +354,17 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		}
 		li.cfg.Topology = TopologyTLS
 		li.url = "https://" + li.cfg.TLSListen
-	} else if s.Topology != "" && s.Topology != TopologyPlaintext {
-		return nil, fmt.Errorf("%s: topology %q: StartLocal serves plaintext and tls", e.Name(), s.Topology)
+	case TopologyProxyV2:
+		if s.TLS == nil {
+			return nil, fmt.Errorf("%s: topology proxyv2 without certificates", e.Name())
+		}
+		if li.cfg.ProxyListen, err = FreePort(); err != nil {
+			return nil, err
+		}
+		li.cfg.Topology = TopologyProxyV2
+	case "", TopologyPlaintext:
+	default:
+		return nil, fmt.Errorf("%s: topology %q: want one of %v", e.Name(), s.Topology, Topologies)
 	}
 	files, err := e.Render(li.cfg)
 	if err != nil {
@@ -362,6 +387,18 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 			before = LocalExec(work)
 		}
 		if err := ts.TLSSupport(ctx, before, bin); err != nil {
+			return nil, err
+		}
+	}
+	if li.cfg.Topology == TopologyProxyV2 {
+		ps, ok := e.(ProxyListener)
+		if !ok {
+			return nil, &NotApplicableError{Reason: e.Name() + " takes no PROXY protocol"}
+		}
+		if inproc {
+			before = LocalExec(work)
+		}
+		if err := ps.ProxySupport(ctx, before, bin); err != nil {
 			return nil, err
 		}
 	}
@@ -400,6 +437,11 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	if d, ok := e.(Differ); ok {
 		li.info.Differences = d.Differences()
 	}
+	if li.cfg.Topology == TopologyProxyV2 {
+		if err := li.startTerminator(ctx, s, lch); err != nil {
+			return nil, err
+		}
+	}
 	if inContainer {
 		li.info.MemoryLimitBytes = docker.Memory
 		li.info.Image = s.Image
@@ -425,6 +467,97 @@ type localInstance struct {
 	url   string
 	info  results.Engine
 	run   *runstate.Run
+	// term is topology proxyv2's terminator, in termWork.
+	term     launch.Instance
+	termWork string
+}
+
+// startTerminator puts a TLS terminator in front of the engine's PROXY
+// listener, through the engine's launcher, and makes it the instance's URL.
+// It is ready once an https request through it reaches the engine.
+func (l *localInstance) startTerminator(ctx context.Context, s LocalSpec, lch launch.Launcher) (err error) {
+	t := s.Terminator
+	if t == nil {
+		t = Hitch{}
+	}
+	_, inContainer := lch.(launch.Docker)
+	bin := s.TermBinary
+	switch {
+	case inContainer && bin == "":
+		bin = t.Binary()
+	case !inContainer:
+		if bin, err = findTerminator(t, s.TermBinary); err != nil {
+			return err
+		}
+	}
+	if l.termWork, err = l.run.MkdirTemp(os.TempDir(), t.Name()); err != nil {
+		return err
+	}
+	os.Chmod(l.termWork, 0o755)
+	tc := TermConfig{Backend: l.cfg.ProxyListen, WorkDir: l.termWork, CPUs: l.cfg.CPUs}
+	if tc.Listen, err = FreePort(); err != nil {
+		return err
+	}
+	dir := filepath.Join(l.termWork, "tls")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	if tc.Certs, err = s.TLS.Write(dir); err != nil {
+		return err
+	}
+	files, err := t.Render(tc)
+	if err != nil {
+		return fmt.Errorf("render %s: %w", t.Name(), err)
+	}
+	if err := launch.WriteFiles(l.termWork, files); err != nil {
+		return err
+	}
+	run := func(ctx context.Context, argv ...string) (launch.Output, error) {
+		return lch.Run(ctx, launch.Spec{Name: t.Name(), Command: argv, Dir: l.termWork, Image: s.TermImage})
+	}
+	version, err := t.Version(ctx, run, bin)
+	if err != nil {
+		return fmt.Errorf("%s version: %w", t.Name(), err)
+	}
+	ls := t.Launch(tc, bin)
+	l.url = "https://" + tc.Listen
+	l.term, err = lch.Start(ctx, launch.Spec{Name: t.Name(), Command: append([]string{ls.Binary}, ls.Args...),
+		Dir: l.termWork, Image: s.TermImage, CPUs: s.CPUs, StopTimeout: ls.StopTimeout,
+		ReadyURL: l.url + "/_hlsbench/ready", ReadyTLS: s.TLS.ClientConfig()})
+	if err != nil {
+		return err
+	}
+	l.info.Terminator, l.info.TerminatorVersion = t.Name(), version
+	if inContainer {
+		l.info.TerminatorImage = s.TermImage
+	}
+	return nil
+}
+
+// findTerminator is the terminator's binary: override, PATH, or the usual
+// sbin directories.
+func findTerminator(t Terminator, override string) (string, error) {
+	if override != "" {
+		return exec.LookPath(override)
+	}
+	if p, err := exec.LookPath(t.Binary()); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/usr/local/sbin", "/sbin"} {
+		p := filepath.Join(dir, t.Binary())
+		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %s %w on PATH (apt-get install %s)", t.Name(), t.Binary(), ErrNotFound, t.Name())
+}
+
+// TermPGID is the terminator's process group (0 without one, or unknown).
+func (l *localInstance) TermPGID() int {
+	if pg, ok := l.term.(ProcessGroup); ok {
+		return pg.PGID()
+	}
+	return 0
 }
 
 func (l *localInstance) URL() string          { return l.url }
@@ -443,11 +576,17 @@ func (l *processEngine) PGID() int { return l.pg.PGID() }
 // Stop ends the engine (SIGTERM, then SIGKILL, or its container) and
 // removes its directories.
 func (l *localInstance) Stop(ctx context.Context) error {
-	var err error
-	if l.inst != nil {
-		err = l.inst.Stop(ctx)
+	var errs []error
+	if l.term != nil {
+		errs = append(errs, l.term.Stop(ctx))
 	}
-	return errors.Join(err, l.run.RemoveAll(l.work), l.run.RemoveAll(l.cache))
+	if l.termWork != "" {
+		errs = append(errs, l.run.RemoveAll(l.termWork))
+	}
+	if l.inst != nil {
+		errs = append(errs, l.inst.Stop(ctx))
+	}
+	return errors.Join(append(errs, l.run.RemoveAll(l.work), l.run.RemoveAll(l.cache))...)
 }
 
 // UpstreamCounter is the engine's, when it has one.

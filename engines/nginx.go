@@ -108,6 +108,21 @@ func (NGINX) TLSSupport(ctx context.Context, run Exec, binary string) error {
 	return nil
 }
 
+// ProxySupport: an nginx with the realip module (Debian's nginx-light has
+// it) takes the client's address from the PROXY header.
+func (NGINX) ProxySupport(ctx context.Context, run Exec, binary string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := run(ctx, binary, "-V")
+	if err != nil {
+		return fmt.Errorf("%s -V: %w: %s", binary, err, out.Text())
+	}
+	if !strings.Contains(out.Text(), "--with-http_realip_module") {
+		return &NotApplicableError{Reason: "this nginx was built without the realip module (--with-http_realip_module)"}
+	}
+	return nil
+}
+
 func nginxArgs(cfg Config) []string {
 	return []string{"-p", cfg.WorkDir, "-c", filepath.Join(cfg.WorkDir, NGINXConf), "-e", filepath.Join(cfg.WorkDir, nginxErrorLog)}
 }
@@ -337,7 +352,9 @@ func countNGINXLog(c map[string]float64, data []byte) {
 type nginxConf struct {
 	Work, CacheDir, Listen, Origin string
 	// TLSListen, Cert and Key: the TLS listener of topology tls.
-	TLSListen, Cert, Key        string
+	TLSListen, Cert, Key string
+	// ProxyListen: the PROXY v2 listener of topology proxyv2.
+	ProxyListen                 string
 	AccessLog, ErrorLog, PID    string
 	Workers                     int
 	StoreBytes                  int64
@@ -391,6 +408,12 @@ func nginxData(cfg Config) (nginxConf, error) {
 			}
 		}
 		c.TLSListen, c.Cert, c.Key = cfg.TLSListen, cfg.Certs.Cert, cfg.Certs.Key
+	}
+	if cfg.Topology == TopologyProxyV2 {
+		if _, _, err := net.SplitHostPort(cfg.ProxyListen); err != nil || strings.ContainsAny(cfg.ProxyListen, " \t\n;{}\"'$") {
+			return nginxConf{}, fmt.Errorf("PROXY listener %q: want host:port", cfg.ProxyListen)
+		}
+		c.ProxyListen = cfg.ProxyListen
 	}
 	var err error
 	// proxy_cache_valid counts whole seconds; a TTL NGINX would round is refused
@@ -507,6 +530,16 @@ http {
         ssl_certificate {{.Cert}};
         ssl_certificate_key {{.Key}};
         ssl_protocols TLSv1.2 TLSv1.3;
+{{- end}}
+{{- if .ProxyListen}}
+        # Topology proxyv2: a terminator in front speaks PROXY v2 here; the
+        # client address and port are taken from it (realip), and answers
+        # say which they were.
+        listen {{.ProxyListen}} proxy_protocol;
+        set_real_ip_from 127.0.0.1;
+        set_real_ip_from ::1;
+        real_ip_header proxy_protocol;
+        add_header ` + ClientHeader + ` $remote_addr:$remote_port always;
 {{- end}}
 
         proxy_http_version 1.1;

@@ -124,8 +124,11 @@ func (Vinyl) InstallHint() string {
 // default_keep do not matter; nor do CPUs: Varnish's threads are not per core.
 func (f varnishFamily) launch(cfg Config, binary string) LaunchSpec {
 	args := append([]string{"-F"}, jailArgs(binary)...)
-	if cfg.Topology == TopologyTLS {
+	switch cfg.Topology {
+	case TopologyTLS:
 		args = append(args, "-A", filepath.Join(cfg.WorkDir, varnishTLSFile))
+	case TopologyProxyV2:
+		args = append(args, "-a", cfg.ProxyListen+",PROXY")
 	}
 	args = append(args,
 		"-n", f.stateDir(cfg),
@@ -375,6 +378,7 @@ func renderVCL(cfg Config) (Files, error) {
 		}
 	}
 	v := vclValues{
+		ClientHeader:        cfg.Topology == TopologyProxyV2,
 		Host:                host,
 		Port:                port,
 		ConnectTimeout:      vclDuration(p.ConnectTimeout),
@@ -441,6 +445,13 @@ func (f varnishFamily) tlsSupport(ctx context.Context, run Exec, binary string) 
 	return &NotApplicableError{Reason: "this " + filepath.Base(binary) + " has no TLS listener of its own (Varnish Cache has one from 9.0; Varnish 7.1 and Vinyl Cache have none): the proxyv2 topology puts a terminator in front"}
 }
 
+// ProxySupport: every varnishd since 4.1 takes PROXY v1 and v2 on a
+// listener marked PROXY.
+func (Varnish) ProxySupport(context.Context, Exec, string) error { return nil }
+
+// ProxySupport: Vinyl Cache takes PROXY as Varnish does.
+func (Vinyl) ProxySupport(context.Context, Exec, string) error { return nil }
+
 // TLSSupport says whether this varnishd has native TLS.
 func (Varnish) TLSSupport(ctx context.Context, run Exec, binary string) error {
 	return varnishNames.tlsSupport(ctx, run, binary)
@@ -480,6 +491,9 @@ func vclDuration(d time.Duration) string {
 }
 
 type vclValues struct {
+	// ClientHeader: topology proxyv2, answers say the client address
+	// Varnish took from the PROXY header.
+	ClientHeader                                          bool
 	Host, Port                                            string
 	ConnectTimeout, FirstByteTimeout, BetweenBytesTimeout string
 	Probe                                                 bool
@@ -641,6 +655,10 @@ sub vcl_deliver {
     } else {
         set resp.http.X-Cache = "HIT";
     }
+{{- if .ClientHeader}}
+    # Topology proxyv2: the client as the PROXY v2 header gave it.
+    set resp.http.` + ClientHeader + ` = client.ip + ":" + std.port(client.ip);
+{{- end}}
 }
 
 sub vcl_synth {
@@ -662,6 +680,8 @@ var (
 	_ Installer     = Vinyl{}
 	_ TLSServer     = Vinyl{}
 	_ TLSServer     = Varnish{}
+	_ ProxyListener = Varnish{}
+	_ ProxyListener = Vinyl{}
 )
 
 // Differences are Varnish's (METHODOLOGY.md, "what no configuration can

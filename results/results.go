@@ -213,7 +213,12 @@ type Engine struct {
 	Commit       string `json:"commit,omitempty"`
 	SourceSHA256 string `json:"source_sha256,omitempty"`
 	Runtime      string `json:"runtime"`
-	Topology     string `json:"topology"`
+	// Terminator is the TLS terminator in front of the engine in topology
+	// proxyv2 (hitch, haproxy), its version and, with Docker, its image.
+	Terminator        string `json:"terminator,omitempty"`
+	TerminatorVersion string `json:"terminator_version,omitempty"`
+	TerminatorImage   string `json:"terminator_image,omitempty"`
+	Topology          string `json:"topology"`
 	// Pinning says which CPUs each party was confined to ("" when unpinned).
 	Pinning map[string]string `json:"pinning,omitempty"`
 	// Image is the container image the engine ran from ("ref@id"), with

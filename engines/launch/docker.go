@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -183,7 +184,7 @@ func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
 			return nil, fmt.Errorf("start %s in docker: %w", s.Name, err)
 		}
 	case s.ReadyURL != "":
-		if err := c.waitHTTP(rctx, s.ReadyURL); err != nil {
+		if err := c.waitHTTP(rctx, s.ReadyURL, s.ReadyTLS); err != nil {
 			return nil, fmt.Errorf("start %s in docker: %w", s.Name, err)
 		}
 	}
@@ -335,8 +336,9 @@ func (c *containerInstance) waitLine(ctx context.Context, prefix string) (string
 	return rest, nil
 }
 
-func (c *containerInstance) waitHTTP(ctx context.Context, url string) error {
-	cl := &http.Client{Timeout: time.Second}
+func (c *containerInstance) waitHTTP(ctx context.Context, url string, tc *tls.Config) error {
+	cl := readyClient(tc)
+	defer cl.CloseIdleConnections()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 		if resp, err := cl.Do(req); err == nil {

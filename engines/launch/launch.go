@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -40,8 +41,11 @@ type Spec struct {
 	// ReadyLine is the prefix of the stdout line that says the instance is
 	// up (its rest is Instance.Ready); ReadyURL, else, an address that
 	// answers HTTP once it is. ReadyTimeout bounds the wait (default 30 s).
-	ReadyLine    string
-	ReadyURL     string
+	ReadyLine string
+	ReadyURL  string
+	// ReadyTLS, for an https ReadyURL, is the client's TLS configuration
+	// (the run's authority).
+	ReadyTLS     *tls.Config
 	ReadyTimeout time.Duration
 	// StopTimeout is how long Stop waits after asking politely
 	// (DefaultStopTimeout when 0).
@@ -165,7 +169,7 @@ func (Local) Start(ctx context.Context, s Spec) (inst Instance, err error) {
 			return nil, fmt.Errorf("start %s: %w", s.Name, err)
 		}
 	case s.ReadyURL != "":
-		if err := p.WaitHTTP(ctx, s.ReadyURL, limit); err != nil {
+		if err := p.WaitHTTP(ctx, s.ReadyURL, s.ReadyTLS, limit); err != nil {
 			return nil, err
 		}
 	}

@@ -6,6 +6,7 @@ package launch
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -129,12 +130,13 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Tail is the end of the process's output.
 func (p *Process) Tail() string { return p.tail.String() }
 
-// WaitHTTP waits until url answers anything (any status), or the process
-// exits, or limit passes.
-func (p *Process) WaitHTTP(ctx context.Context, url string, limit time.Duration) error {
+// WaitHTTP waits until url answers anything (any status; over https with
+// tc), or the process exits, or limit passes.
+func (p *Process) WaitHTTP(ctx context.Context, url string, tc *tls.Config, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	cl := &http.Client{Timeout: time.Second}
+	cl := readyClient(tc)
+	defer cl.CloseIdleConnections()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 		if resp, err := cl.Do(req); err == nil {
@@ -149,6 +151,12 @@ func (p *Process) WaitHTTP(ctx context.Context, url string, limit time.Duration)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// readyClient asks whether an instance answers: a second per try, the
+// run's authority for https.
+func readyClient(tc *tls.Config) *http.Client {
+	return &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true}}
 }
 
 // WaitLine waits for a stdout line starting with prefix and returns the rest.
@@ -202,6 +210,25 @@ func (p *Process) Stop(ctx context.Context) error {
 }
 
 func (p *Process) stop(ctx context.Context) error {
+	if err := p.stopLeader(ctx); err != nil {
+		return err
+	}
+	// The leader is gone; the rest of its group (worker processes told by
+	// the same SIGTERM, or orphaned) gets a moment, then SIGKILL.
+	pgid := -p.cmd.Process.Pid
+	for deadline := time.Now().Add(2 * time.Second); syscall.Kill(pgid, 0) == nil; {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pgid, syscall.SIGKILL)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// stopLeader ends the group's leader: SIGTERM to the group, SIGKILL after
+// the stop timeout.
+func (p *Process) stopLeader(ctx context.Context) error {
 	select {
 	case <-p.done:
 		return nil
