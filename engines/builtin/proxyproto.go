@@ -7,14 +7,25 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log"
+	"net"
 	"net/netip"
 	"os"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
-// DefaultProxyMaxHeaderBytes bounds a PROXY header's length field: the
-// address block plus TLVs, after the 16 fixed bytes. A client certificate
-// sent by a TLS terminator as a TLV is typically 1 to 2 KiB.
-const DefaultProxyMaxHeaderBytes = 4096
+// Defaults used in place of a zero ProxyOptions field.
+const (
+	// DefaultProxyHeaderTimeout bounds the time from accepting a connection
+	// to having its whole PROXY header.
+	DefaultProxyHeaderTimeout = 5 * time.Second
+	// DefaultProxyMaxHeaderBytes bounds the header's length field: the
+	// address block plus TLVs, after the 16 fixed bytes. A client
+	// certificate sent by a TLS terminator as a TLV is typically 1 to 2 KiB.
+	DefaultProxyMaxHeaderBytes = 4096
+)
 
 // The fixed part of a PROXY v2 header: the signature, then version and
 // command, family and transport, and the big-endian length of what follows.
@@ -121,7 +132,8 @@ func AppendProxyHeader(b []byte, h ProxyHeader) ([]byte, error) {
 	return b, nil
 }
 
-// proxyReason is why a connection's header was refused.
+// proxyReason is why a connection's header was refused; each has a field in
+// ProxyStats.
 type proxyReason int
 
 const (
@@ -206,7 +218,7 @@ func readProxyHeader(r io.Reader, maxLen int) (ProxyHeader, error) {
 	}
 	length := int(binary.BigEndian.Uint16(pre[14:]))
 	if length > maxLen {
-		return ProxyHeader{}, refuse(reasonOversize, "length %d is over the limit of %d bytes of addresses and TLVs", length, maxLen)
+		return ProxyHeader{}, refuse(reasonOversize, "length %d is over the limit of %d bytes of addresses and TLVs (ProxyOptions.MaxHeaderBytes)", length, maxLen)
 	}
 	if length < addrLen {
 		return ProxyHeader{}, refuse(reasonLength, "length %d is shorter than the %d bytes of %s addresses", length, addrLen, famName(fam))
@@ -319,3 +331,278 @@ func famName(fam byte) string {
 	}
 	return "UNSPEC"
 }
+
+// ProxyOptions configure a ProxyListener. The zero value is the defaults.
+type ProxyOptions struct {
+	// HeaderTimeout bounds the time from accepting a connection to having
+	// its whole header. 0: DefaultProxyHeaderTimeout.
+	HeaderTimeout time.Duration
+	// MaxHeaderBytes bounds the header's length field (addresses and TLVs);
+	// a longer header is refused before its body is read.
+	// 0: DefaultProxyMaxHeaderBytes.
+	MaxHeaderBytes int
+	// ErrorLog, when set, gets one line for each refused connection, saying
+	// why.
+	ErrorLog *log.Logger
+}
+
+// ProxyStats count a ProxyListener's connections since it was made.
+// Accepted counts good headers; every other field counts connections closed
+// for one reason.
+type ProxyStats struct {
+	Accepted  int64 `json:"accepted"`  // headers read and valid, LOCAL ones included
+	Empty     int64 `json:"empty"`     // ended before their first byte (a port probe, say)
+	Truncated int64 `json:"truncated"` // ended, or failed to read, inside the header
+	Timeout   int64 `json:"timeout"`   // header not whole within HeaderTimeout
+	Signature int64 `json:"signature"` // not the v2 signature (plain HTTP or TLS, say)
+	V1        int64 `json:"v1"`        // PROXY v1 text
+	Version   int64 `json:"version"`   // a version other than 2, or a command other than LOCAL and PROXY
+	Family    int64 `json:"family"`    // family and transport unknown, or not TCP (UDP, UNIX)
+	Length    int64 `json:"length"`    // length shorter than the family's addresses
+	Oversize  int64 `json:"oversize"`  // length over MaxHeaderBytes
+	TLV       int64 `json:"tlv"`       // TLVs that do not exactly fill the rest of the header
+	Checksum  int64 `json:"checksum"`  // a CRC32C TLV that does not match
+}
+
+// Rejected is the number of connections closed for a bad header.
+func (s ProxyStats) Rejected() int64 {
+	var n int64
+	for r := reasonNone + 1; r < numReasons; r++ {
+		n += *s.field(r)
+	}
+	return n
+}
+
+// field is the counter of reason r; reasonNone's is Accepted.
+func (s *ProxyStats) field(r proxyReason) *int64 {
+	switch r {
+	case reasonEmpty:
+		return &s.Empty
+	case reasonTruncated:
+		return &s.Truncated
+	case reasonTimeout:
+		return &s.Timeout
+	case reasonSignature:
+		return &s.Signature
+	case reasonV1:
+		return &s.V1
+	case reasonVersion:
+		return &s.Version
+	case reasonFamily:
+		return &s.Family
+	case reasonLength:
+		return &s.Length
+	case reasonOversize:
+		return &s.Oversize
+	case reasonTLV:
+		return &s.TLV
+	case reasonChecksum:
+		return &s.Checksum
+	}
+	return &s.Accepted
+}
+
+// ProxyListener is a net.Listener for connections that start with a PROXY
+// protocol v2 header, as a TLS terminator in front of the cache sends them
+// (hitch with write-proxy-v2, haproxy with send-proxy-v2). Its Accept returns
+// only connections whose header was whole and valid, with the header's
+// addresses as RemoteAddr and LocalAddr. Headers are read in a goroutine per
+// connection, so a slow one does not hold up the others; a connection with a
+// bad or late header is closed and counted in Stats. PROXY v1 text is
+// refused.
+type ProxyListener struct {
+	ln      net.Listener
+	timeout time.Duration
+	maxLen  int
+	log     *log.Logger
+
+	ready     chan net.Conn // connections whose header is read, for Accept
+	acceptErr chan error    // errors of ln.Accept other than its closing
+	closing   chan struct{} // closed by Close
+	done      chan struct{} // closed when the accept loop ends
+	err       error         // why it ended; read after done
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	accepted atomic.Int64
+	rejected [numReasons]atomic.Int64
+
+	mu      sync.Mutex
+	closed  bool
+	pending map[net.Conn]struct{} // connections whose header is being read
+}
+
+// NewProxyListener returns a ProxyListener taking connections from ln, and
+// starts accepting. Its Close closes ln; when opts are invalid, ln is left
+// open and the error names the field.
+func NewProxyListener(ln net.Listener, opts ProxyOptions) (*ProxyListener, error) {
+	var errs []error
+	if opts.HeaderTimeout < 0 {
+		errs = append(errs, fmt.Errorf("proxy listener: ProxyOptions.HeaderTimeout is %v: want a duration > 0, or 0 for %v", opts.HeaderTimeout, DefaultProxyHeaderTimeout))
+	}
+	if opts.MaxHeaderBytes < 0 || opts.MaxHeaderBytes > 0 && opts.MaxHeaderBytes < addrLen6 {
+		errs = append(errs, fmt.Errorf("proxy listener: ProxyOptions.MaxHeaderBytes is %d: want at least %d (IPv6 addresses), or 0 for %d", opts.MaxHeaderBytes, addrLen6, DefaultProxyMaxHeaderBytes))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	l := &ProxyListener{
+		ln:        ln,
+		timeout:   opts.HeaderTimeout,
+		maxLen:    opts.MaxHeaderBytes,
+		log:       opts.ErrorLog,
+		ready:     make(chan net.Conn),
+		acceptErr: make(chan error),
+		closing:   make(chan struct{}),
+		done:      make(chan struct{}),
+		pending:   make(map[net.Conn]struct{}),
+	}
+	if l.timeout == 0 {
+		l.timeout = DefaultProxyHeaderTimeout
+	}
+	if l.maxLen == 0 {
+		l.maxLen = DefaultProxyMaxHeaderBytes
+	}
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+// Accept returns the next connection whose header was read and valid.
+func (l *ProxyListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ready:
+		return c, nil
+	case err := <-l.acceptErr:
+		return nil, err
+	case <-l.done:
+		return nil, l.err
+	}
+}
+
+// Close closes the underlying listener and every connection whose header is
+// still being read, and waits for the goroutines reading them. It is
+// idempotent.
+func (l *ProxyListener) Close() error {
+	l.closeOnce.Do(func() {
+		close(l.closing)
+		l.closeErr = l.ln.Close()
+		l.mu.Lock()
+		l.closed = true
+		for c := range l.pending {
+			c.Close()
+		}
+		l.mu.Unlock()
+		l.wg.Wait()
+	})
+	return l.closeErr
+}
+
+// Addr is the underlying listener's address.
+func (l *ProxyListener) Addr() net.Addr { return l.ln.Addr() }
+
+// Stats returns the counters now.
+func (l *ProxyListener) Stats() ProxyStats {
+	s := ProxyStats{Accepted: l.accepted.Load()}
+	for r := reasonNone + 1; r < numReasons; r++ {
+		*s.field(r) = l.rejected[r].Load()
+	}
+	return s
+}
+
+func (l *ProxyListener) acceptLoop() {
+	defer l.wg.Done()
+	defer close(l.done)
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || l.isClosing() {
+				l.err = err
+				return
+			}
+			// Hand other errors (EMFILE, say) to Accept's caller, which
+			// decides whether to retry, as it would without this listener.
+			select {
+			case l.acceptErr <- err:
+			case <-l.closing:
+			}
+			continue
+		}
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			c.Close()
+			continue
+		}
+		l.pending[c] = struct{}{}
+		l.mu.Unlock()
+		l.wg.Add(1)
+		go l.handshake(c)
+	}
+}
+
+func (l *ProxyListener) isClosing() bool {
+	select {
+	case <-l.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// handshake reads c's header and hands c to Accept, or closes it.
+func (l *ProxyListener) handshake(c net.Conn) {
+	defer l.wg.Done()
+	c.SetReadDeadline(time.Now().Add(l.timeout))
+	h, err := readProxyHeader(c, l.maxLen)
+	l.mu.Lock()
+	delete(l.pending, c)
+	closed := l.closed
+	l.mu.Unlock()
+	if err != nil {
+		if !closed { // Close cut it short: not the client's fault
+			var pe *proxyError
+			if errors.As(err, &pe) {
+				l.rejected[pe.reason].Add(1)
+			}
+			if l.log != nil {
+				l.log.Printf("proxy listener: closed connection from %v: %v", c.RemoteAddr(), err)
+			}
+		}
+		c.Close()
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	l.accepted.Add(1)
+	pc := &proxyConn{Conn: c, remote: c.RemoteAddr(), local: c.LocalAddr()}
+	if h.Source.IsValid() {
+		pc.remote = net.TCPAddrFromAddrPort(h.Source)
+		pc.local = net.TCPAddrFromAddrPort(h.Destination)
+	}
+	select {
+	case l.ready <- pc:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+// proxyConn is a connection with the addresses its header gave.
+type proxyConn struct {
+	net.Conn
+	remote, local net.Addr
+}
+
+func (c *proxyConn) RemoteAddr() net.Addr { return c.remote }
+func (c *proxyConn) LocalAddr() net.Addr  { return c.local }
+
+// CloseWrite shuts the sending side when the connection has one, as TCP
+// does; net/http uses it to deliver an error answer before closing.
+func (c *proxyConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+var _ net.Listener = (*ProxyListener)(nil)

@@ -1,16 +1,23 @@
 package builtin
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
+	"log"
+	"net"
+	"net/http"
 	"net/netip"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 var (
@@ -182,6 +189,309 @@ func TestAppendProxyHeaderErrors(t *testing.T) {
 		if b, err := AppendProxyHeader([]byte("x"), h); err == nil || string(b) != "x" {
 			t.Errorf("AppendProxyHeader(%v, %v, %d TLVs) = %d bytes, %v: want an error and b unchanged", h.Source, h.Destination, len(h.TLVs), len(b), err)
 		}
+	}
+}
+
+func TestNewProxyListenerOptions(t *testing.T) {
+	ln := listenLoopback(t)
+	for _, o := range []ProxyOptions{{HeaderTimeout: -1}, {MaxHeaderBytes: -1}, {MaxHeaderBytes: 35}} {
+		if _, err := NewProxyListener(ln, o); err == nil || !strings.Contains(err.Error(), "ProxyOptions.") {
+			t.Errorf("NewProxyListener(%+v): error %v, want one naming the field", o, err)
+		}
+	}
+}
+
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+func newProxyListener(t *testing.T, opts ProxyOptions) *ProxyListener {
+	t.Helper()
+	l, err := NewProxyListener(listenLoopback(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// lockedBuffer is a log destination the test may read while the listener
+// writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestProxyListenerCases sends every case over loopback: good headers give a
+// connection with the header's addresses and every byte after the header;
+// bad ones get the connection closed and counted under their reason only.
+func TestProxyListenerCases(t *testing.T) {
+	var logged lockedBuffer
+	l := newProxyListener(t, ProxyOptions{ErrorLog: log.New(&logged, "", 0)})
+	for _, tc := range proxyCases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := l.Stats()
+			c, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			if tc.reason != reasonNone {
+				// A bad case is its bytes and the end of the stream. The
+				// listener may close the connection before all of it is
+				// written, so write errors are expected.
+				c.Write(tc.in)
+				c.(*net.TCPConn).CloseWrite()
+				if n, err := io.Copy(io.Discard, c); n != 0 || isTimeout(err) {
+					t.Fatalf("read %d bytes, %v: want the connection closed", n, err)
+				}
+				want := before
+				*want.field(tc.reason)++
+				if got := l.Stats(); got != want {
+					t.Fatalf("stats %+v\nwant %+v", got, want)
+				}
+				return
+			}
+			if _, err := c.Write(cat(tc.in, []byte("after"))); err != nil {
+				t.Fatal(err)
+			}
+			sc := acceptWithin(t, l, 5*time.Second)
+			defer sc.Close()
+			wantRemote, wantLocal := c.LocalAddr().String(), c.RemoteAddr().String()
+			if tc.want.Source.IsValid() {
+				wantRemote = net.TCPAddrFromAddrPort(tc.want.Source).String()
+				wantLocal = net.TCPAddrFromAddrPort(tc.want.Destination).String()
+			}
+			if sc.RemoteAddr().String() != wantRemote || sc.LocalAddr().String() != wantLocal {
+				t.Fatalf("addresses %v -> %v, want %v -> %v", sc.RemoteAddr(), sc.LocalAddr(), wantRemote, wantLocal)
+			}
+			buf := make([]byte, 5)
+			sc.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.ReadFull(sc, buf); err != nil || string(buf) != "after" {
+				t.Fatalf("read %q, %v after the header: want %q", buf, err, "after")
+			}
+			want := before
+			want.Accepted++
+			if got := l.Stats(); got != want {
+				t.Fatalf("stats %+v\nwant %+v", got, want)
+			}
+		})
+	}
+	s := l.Stats()
+	if s.Rejected() == 0 || s.Accepted == 0 {
+		t.Fatalf("stats %+v: want both accepted and rejected connections", s)
+	}
+	if out := logged.String(); !strings.Contains(out, "write-proxy-v2") || !strings.Contains(out, "over the limit of 4096 bytes") {
+		t.Errorf("error log does not say how to fix v1 or that a header was over the limit:\n%s", out)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func acceptWithin(t *testing.T, l net.Listener, d time.Duration) net.Conn {
+	t.Helper()
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := l.Accept()
+		ch <- result{c, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.c
+	case <-time.After(d):
+		t.Fatalf("no connection accepted within %v", d)
+	}
+	return nil
+}
+
+// serveAddrs serves, on l, the client and local addresses net/http saw.
+func serveAddrs(t *testing.T, l net.Listener) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s", r.RemoteAddr, r.Context().Value(http.LocalAddrContextKey))
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+}
+
+// getOverConn sends a GET on c and returns the answer's body.
+func getOverConn(t *testing.T, c net.Conn, br *bufio.Reader, close bool) string {
+	t.Helper()
+	req := "GET / HTTP/1.1\r\nHost: cache\r\n\r\n"
+	if close {
+		req = "GET / HTTP/1.1\r\nHost: cache\r\nConnection: close\r\n\r\n"
+	}
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestProxyListenerHTTP(t *testing.T) {
+	l := newProxyListener(t, ProxyOptions{})
+	serveAddrs(t, l)
+	for _, tc := range []struct {
+		name  string
+		claim func(client netip.AddrPort) ProxyHeader
+	}{
+		{"v4", func(client netip.AddrPort) ProxyHeader {
+			port := uint16(4242)
+			if client.Port() == port {
+				port++
+			}
+			return ProxyHeader{Source: netip.AddrPortFrom(client.Addr(), port), Destination: netip.MustParseAddrPort("127.0.0.2:443")}
+		}},
+		{"v6", func(netip.AddrPort) ProxyHeader { return ProxyHeader{Source: src6, Destination: dst6} }},
+		{"local", func(netip.AddrPort) ProxyHeader { return ProxyHeader{Local: true, Source: src4, Destination: dst4} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			client := c.LocalAddr().(*net.TCPAddr).AddrPort()
+			h := tc.claim(client)
+			if _, err := c.Write(encode(h)); err != nil {
+				t.Fatal(err)
+			}
+			want := h.Source.String() + " " + h.Destination.String()
+			if h.Local {
+				want = c.LocalAddr().String() + " " + c.RemoteAddr().String()
+			} else if h.Source == client {
+				t.Fatalf("claimed source %v is the client's own", h.Source)
+			}
+			br := bufio.NewReader(c)
+			// Two requests: the connection keeps working after the first.
+			for i, last := range []bool{false, true} {
+				if got := getOverConn(t, c, br, last); got != want {
+					t.Fatalf("request %d: server saw %q, want %q", i+1, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestProxyListenerSlowHeader holds one connection mid-header while another
+// is accepted and served; the slow one is closed at the header timeout.
+func TestProxyListenerSlowHeader(t *testing.T) {
+	const timeout = 2 * time.Second
+	l := newProxyListener(t, ProxyOptions{HeaderTimeout: timeout})
+	serveAddrs(t, l)
+
+	slowStart := time.Now()
+	slow, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := slow.Write(proxySignature[:5]); err != nil {
+		t.Fatal(err)
+	}
+
+	fast, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Close()
+	fast.SetDeadline(time.Now().Add(timeout / 2))
+	if _, err := fast.Write(encode(ProxyHeader{Source: src4, Destination: dst4})); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := getOverConn(t, fast, bufio.NewReader(fast), true), src4.String()+" "+dst4.String(); got != want {
+		t.Fatalf("server saw %q, want %q", got, want)
+	}
+	if s := l.Stats(); s.Accepted != 1 || s.Rejected() != 0 {
+		t.Fatalf("stats %+v while the slow header is pending: want 1 accepted, none rejected", s)
+	}
+
+	slow.SetDeadline(time.Now().Add(3 * timeout))
+	if n, err := io.Copy(io.Discard, slow); n != 0 || isTimeout(err) {
+		t.Fatalf("slow connection: read %d bytes, %v: want it closed", n, err)
+	}
+	if d := time.Since(slowStart); d < timeout-100*time.Millisecond {
+		t.Fatalf("slow connection closed after %v, before the %v header timeout", d, timeout)
+	}
+	if s := l.Stats(); s.Timeout != 1 || s.Rejected() != 1 {
+		t.Fatalf("stats %+v: want the one rejection, a timeout", s)
+	}
+}
+
+// TestProxyListenerClose closes the listener while a header is pending: the
+// connection is closed, not counted, and Accept reports the listener closed.
+func TestProxyListenerClose(t *testing.T) {
+	l := newProxyListener(t, ProxyOptions{})
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write(proxySignature[:3])
+	// Wait until the header read has started, so Close finds it pending.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		n := len(l.pending)
+		l.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("connection not pending after 5s")
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := l.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept after Close: %v, want net.ErrClosed", err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := io.Copy(io.Discard, c); n != 0 || isTimeout(err) {
+		t.Fatalf("pending connection: read %d bytes, %v: want it closed", n, err)
+	}
+	if s := l.Stats(); s != (ProxyStats{}) {
+		t.Fatalf("stats %+v after Close: want nothing counted", s)
 	}
 }
 
