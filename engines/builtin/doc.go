@@ -107,4 +107,20 @@
 //
 // Close stops the probe and all fetches (their readers are aborted) and waits
 // for their goroutines.
+//
+// # PROXY protocol
+//
+// Behind a TLS terminator (hitch with write-proxy-v2, haproxy with
+// send-proxy-v2) the cache can serve on a [ProxyListener]. It reads the PROXY
+// protocol v2 header that starts each connection, and the connection it
+// returns has the header's addresses, so r.RemoteAddr is the real client. It
+// takes v2 over TCP (IPv4 or IPv6), UNSPEC and LOCAL; for the last two the
+// connection's own addresses stand, and a LOCAL header's family, addresses
+// and TLVs are read but ignored. It refuses v1 text, UDP and UNIX families, an
+// address and TLV block over ProxyOptions.MaxHeaderBytes (default 4 KiB), TLVs
+// that do not exactly fill the block, and a CRC32C TLV that does not match.
+// Each header is read in its own goroutine, within ProxyOptions.HeaderTimeout
+// (default 5 s) of the accept, so a slow client holds up no other. A
+// connection with a bad or late header never reaches Accept's caller: it is
+// closed and counted by reason in [ProxyListener.Stats].
 package builtin
