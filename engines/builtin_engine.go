@@ -29,11 +29,17 @@ func (Builtin) Render(Config) (Files, error) { return Files{}, nil }
 func (Builtin) Launch(cfg Config, binary string) LaunchSpec {
 	pol, _ := json.Marshal(cfg.Policy) // a Policy always marshals
 	args := builtin.ChildArgs(cfg.Listen, "http://"+cfg.Origin, string(pol))
-	if cfg.Topology == TopologyTLS {
+	switch cfg.Topology {
+	case TopologyTLS:
 		args = append(args, builtin.TLSArgs(cfg.TLSListen, cfg.Certs.Cert, cfg.Certs.Key)...)
+	case TopologyProxyV2:
+		args = append(args, builtin.ProxyArgs(cfg.ProxyListen)...)
 	}
 	return LaunchSpec{Binary: binary, Args: args, PinFlag: "--cpus", StopTimeout: 5 * time.Second}
 }
+
+// ProxySupport: the built-in cache reads PROXY v2 itself (builtin.ProxyListener).
+func (Builtin) ProxySupport(context.Context, Exec, string) error { return nil }
 
 // TLSSupport: the built-in cache serves TLS with crypto/tls.
 func (Builtin) TLSSupport(context.Context, Exec, string) error { return nil }
@@ -52,8 +58,11 @@ func (Builtin) Serve(cfg Config) func() (string, func(context.Context) error, er
 			return "", nil, err
 		}
 		o := builtin.ServeOptions{Listen: cfg.Listen}
-		if cfg.Topology == TopologyTLS {
+		switch cfg.Topology {
+		case TopologyTLS:
 			o.TLSListen, o.CertFile, o.KeyFile = cfg.TLSListen, cfg.Certs.Cert, cfg.Certs.Key
+		case TopologyProxyV2:
+			o.ProxyListen = cfg.ProxyListen
 		}
 		srv, err := builtin.Serve(c, o)
 		if err != nil {
@@ -82,4 +91,5 @@ var (
 	_ Differ          = Builtin{}
 	_ InprocServer    = Builtin{}
 	_ TLSServer       = Builtin{}
+	_ ProxyListener   = Builtin{}
 )

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/builtin"
 	"github.com/hlsbench/hlsbench/engines/certs"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
@@ -50,7 +51,7 @@ type Config struct {
 // ClientHeader is the header in which, in topology proxyv2, every engine
 // says which client address and port it saw ("127.0.0.1:40312"): the
 // generator's, carried by PROXY v2, not the terminator's own socket.
-const ClientHeader = "X-Hlsbench-Client"
+const ClientHeader = builtin.ClientHeader
 
 // The topologies: how the generator reaches an engine.
 const (
@@ -480,7 +481,13 @@ func (l *localInstance) startTerminator(ctx context.Context, s LocalSpec, lch la
 	if t == nil {
 		t = Hitch{}
 	}
+	if _, inproc := lch.(launch.Inproc); inproc {
+		lch = launch.Local{} // a terminator is a program of its own
+	}
 	_, inContainer := lch.(launch.Docker)
+	if inContainer && s.TermImage == "" {
+		return fmt.Errorf("%s in docker: no image (hlsbench images build --engine %s)", t.Name(), t.Name())
+	}
 	bin := s.TermBinary
 	switch {
 	case inContainer && bin == "":

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines/certs"
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/origin"
 )
 
@@ -27,10 +28,11 @@ func TestProxyV2Topology(t *testing.T) {
 		name string
 		e    Engine
 		bin  string
+		lch  launch.Launcher
 	}
-	cases := []tc{{"nginx", NGINX{}, needNGINX(t)}}
+	cases := []tc{{"builtin", Builtin{}, "", launch.Inproc{}}, {"nginx", NGINX{}, needNGINX(t), nil}}
 	for _, b := range varnishBuilds(t) {
-		cases = append(cases, tc{b.name, b.e, b.bin})
+		cases = append(cases, tc{b.name, b.e, b.bin, nil})
 	}
 	for _, term := range []Terminator{Hitch{}, HAProxy{}} {
 		if _, err := findTerminator(term, ""); err != nil {
@@ -46,7 +48,7 @@ func TestProxyV2Topology(t *testing.T) {
 				defer cancel()
 				p := DefaultPolicy()
 				o, originURL := varnishTestOrigin(t, p, origin.Config{FirstByteDelay: origin.NoDelay, TransferRate: origin.Unlimited})
-				inst, err := StartLocal(ctx, c.e, LocalSpec{Policy: p, OriginURL: originURL, Binary: c.bin,
+				inst, err := StartLocal(ctx, c.e, LocalSpec{Policy: p, OriginURL: originURL, Binary: c.bin, Launcher: c.lch,
 					Topology: TopologyProxyV2, TLS: set, Terminator: term})
 				if err != nil {
 					t.Fatal(err)
@@ -83,8 +85,13 @@ func TestProxyV2Topology(t *testing.T) {
 				if got := o.Stats().Fetches; got != 1 {
 					t.Errorf("origin fetches %d, want 1", got)
 				}
-				li := inst.(*processEngine)
-				pg := li.TermPGID()
+				var pg int
+				switch li := inst.(type) {
+				case *processEngine:
+					pg = li.TermPGID()
+				case *localInstance:
+					pg = li.TermPGID()
+				}
 				if pg <= 0 {
 					t.Fatalf("terminator group %d", pg)
 				}

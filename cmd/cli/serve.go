@@ -13,7 +13,7 @@ import (
 )
 
 func newServeCacheCmd(stdout, stderr io.Writer) *cobra.Command {
-	var listen, originURL, policy, cpus, tlsListen, tlsCert, tlsKey string
+	var listen, originURL, policy, cpus, tlsListen, tlsCert, tlsKey, proxyListen string
 	c := &cobra.Command{
 		Use:     "serve-cache",
 		Short:   "Run the built-in caching proxy (hlsbench run starts it as a child process)",
@@ -37,7 +37,7 @@ func newServeCacheCmd(stdout, stderr io.Writer) *cobra.Command {
 				return usagef("--origin: %v", err)
 			}
 			defer cache.Close()
-			o := builtin.ServeOptions{Listen: listen, TLSListen: tlsListen, CertFile: tlsCert, KeyFile: tlsKey}
+			o := builtin.ServeOptions{Listen: listen, TLSListen: tlsListen, CertFile: tlsCert, KeyFile: tlsKey, ProxyListen: proxyListen}
 			if (tlsListen == "") != (tlsCert == "") || (tlsCert == "") != (tlsKey == "") {
 				return usagef("--tls-listen, --tls-cert and --tls-key go together")
 			}
@@ -65,6 +65,7 @@ func newServeCacheCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&tlsListen, "tls-listen", "", "also serve TLS on this address (with --tls-cert and --tls-key)")
 	f.StringVar(&tlsCert, "tls-cert", "", "the TLS listener's certificate (PEM)")
 	f.StringVar(&tlsKey, "tls-key", "", "the TLS listener's private key (PEM)")
+	f.StringVar(&proxyListen, "proxy-listen", "", "also listen here for connections from a TLS terminator that begin with a PROXY v2 header")
 	return c
 }
 

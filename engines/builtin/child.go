@@ -21,5 +21,8 @@ func TLSArgs(tlsListen, certFile, keyFile string) []string {
 	return []string{"--tls-listen", tlsListen, "--tls-cert", certFile, "--tls-key", keyFile}
 }
 
+// ProxyArgs are the arguments that add a PROXY v2 listener on addr.
+func ProxyArgs(addr string) []string { return []string{"--proxy-listen", addr} }
+
 // ParseReady reads the rest of the ready line: the cache's URL.
 func ParseReady(rest string) string { return strings.TrimSpace(rest) }
