@@ -143,7 +143,12 @@ type Cost struct {
 	// EngineCPUMsPer1000 is the engine's CPU milliseconds per 1000
 	// requests answered: the efficiency figure that survives a noisy host.
 	EngineCPUMsPer1000 *float64 `json:"engine_cpu_ms_per_1000"`
-	Errors             []string `json:"errors,omitempty"`
+	// The TLS terminator's, in topology proxyv2 (beside the engine's,
+	// not in them).
+	TerminatorCPUSeconds   *float64 `json:"terminator_cpu_seconds,omitempty"`
+	TerminatorPeakRSSBytes *int64   `json:"terminator_peak_rss_bytes,omitempty"`
+	TerminatorCPUMsPer1000 *float64 `json:"terminator_cpu_ms_per_1000,omitempty"`
+	Errors                 []string `json:"errors,omitempty"`
 }
 
 // evidenceFromExtra reads the untyped "extra" of schema 1 and 2 passes.

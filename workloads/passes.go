@@ -55,8 +55,9 @@ type Target struct {
 
 // The names of Target.Groups.
 const (
-	costEngine = "engine"
-	costOrigin = "origin"
+	costEngine     = "engine"
+	costOrigin     = "origin"
+	costTerminator = "terminator" // topology proxyv2's, beside the engine
 )
 
 // Recorder collects the results of a run and saves the file after every
@@ -378,6 +379,11 @@ func costOf(us []cost.Usage, r *loadgen.Result) *results.Cost {
 			}
 		case costOrigin:
 			c.OriginCPUSeconds, c.OriginPeakRSSBytes = cpu, peak
+		case costTerminator:
+			c.TerminatorCPUSeconds, c.TerminatorPeakRSSBytes = cpu, peak
+			if r != nil && r.OK > 0 {
+				c.TerminatorCPUMsPer1000 = ptr(round3(u.CPUSeconds * 1e3 / (float64(r.OK) / 1e3)))
+			}
 		}
 		if u.Exited > 0 {
 			c.Errors = append(c.Errors, fmt.Sprintf("%s: %d of its processes ended during the pass; part of their CPU time may be missing", u.Name, u.Exited))

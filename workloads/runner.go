@@ -60,6 +60,9 @@ type RunSpec struct {
 	// certificates, for topology tls.
 	Topologies []string
 	TLS        *certs.Set
+	// Terminator is topology proxyv2's TLS terminator (nil: hitch); its
+	// image, with Docker, is Images[its name].
+	Terminator engines.Terminator
 	// Started, when set, is told the results file's path once it exists.
 	Started func(path string)
 }
@@ -356,6 +359,15 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 	return nil
 }
 
+// termImage is the terminator's image, with Docker.
+func termImage(spec RunSpec) string {
+	name := engines.DefaultTerminator
+	if spec.Terminator != nil {
+		name = spec.Terminator.Name()
+	}
+	return spec.Images[name]
+}
+
 // topologiesOf are the topologies w runs over: the run's for a workload
 // measured in each (hit-path, segment), plaintext for the others.
 func topologiesOf(spec RunSpec, w Spec) []string {
@@ -414,7 +426,7 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	case "builtin":
 		c.inst, err = engines.StartLocal(ctx, engines.Builtin{}, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
 			Binary: selfIn(spec), CPUs: plan.Servers, Launcher: lch, Image: spec.Images["hlsbench"], Version: spec.Version,
-			Topology: c.topology, TLS: spec.TLS})
+			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec)})
 	case "external":
 		c.inst = &engines.External{BaseURL: spec.ExternalURL}
 	default:
@@ -427,7 +439,7 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 		c.inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
 			Binary: spec.Binaries[c.name], CPUs: plan.Servers, Launcher: lch, Image: spec.Images[c.name],
 			Name: c.name, Version: src.Version, Commit: src.Commit, SourceSHA256: src.SHA256,
-			Topology: c.topology, TLS: spec.TLS})
+			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec)})
 	}
 	var na *engines.NotApplicableError
 	if errors.As(err, &na) {
@@ -448,8 +460,11 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 		Nonce: rc.Run.ID + "-" + info.Name + "-" + c.topology,
 		CPUs:  append(append([]int{}, plan.Generator...), plan.Servers...),
 		Ours:  func() cpuload.Ours { return cpuload.Self(runstate.From(ctx).PGIDs()) }}
-	if c.topology == engines.TopologyTLS && spec.TLS != nil {
+	if c.topology != engines.TopologyPlaintext && spec.TLS != nil {
 		c.tgt.TLS = spec.TLS.ClientConfig()
+	}
+	if tp, ok := c.inst.(interface{ TermPGID() int }); ok && tp.TermPGID() > 0 {
+		c.tgt.Groups = append(c.tgt.Groups, cost.Group{Name: costTerminator, PGID: tp.TermPGID()})
 	}
 	if cn, ok := c.inst.(engines.Counters); ok {
 		c.tgt.Counters = cn.Counters

@@ -41,7 +41,8 @@ type RunOptions struct {
 	URL          string
 	OriginListen string
 	FailMode     string
-	Topology     string // comma list of plaintext, tls; or all
+	Topology     string // comma list of plaintext, tls, proxyv2; or all
+	Terminator   string // proxyv2's: hitch or haproxy
 	Binary       string
 	Images       []string // --image NAME=REF
 	Memory       byteSize // --memory: each container's limit
@@ -126,7 +127,8 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringArrayVar(&o.Images, "image", nil, "with --runtime docker: `NAME=IMAGE`, the image of an engine or of hlsbench (origin and builtin); default: the newest one hlsbench images build made (repeatable)")
 	f.Var(&o.Memory, "memory", "with --runtime docker: each container's memory limit, e.g. 2GiB (0: none)")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
-	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how hit-path and segment reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), a comma list, or all")
+	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how hit-path and segment reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), proxyv2 (a TLS terminator in front speaking PROXY v2 to the engine), a comma list, or all")
+	f.StringVar(&o.Terminator, "terminator", engines.DefaultTerminator, "the TLS terminator of topology proxyv2: hitch (write-proxy-v2) or haproxy (send-proxy-v2)")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
 }
 
@@ -187,6 +189,13 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	topologies, err := parseTopologies(o.Topology)
 	if err != nil {
 		return err
+	}
+	term, ok := engines.LookupTerminator(o.Terminator)
+	if !ok {
+		return usagef("--terminator %q: want %s", o.Terminator, strings.Join(engines.TerminatorNames(), " or "))
+	}
+	if !slices.Contains(topologies, engines.TopologyProxyV2) {
+		term = nil
 	}
 	if !slices.Contains(engines.Runtimes, o.Runtime) {
 		return usagef("--runtime %q: want one of %s", o.Runtime, strings.Join(engines.Runtimes, ", "))
@@ -261,6 +270,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	settings["workload_settings"] = pols
 	settings["lock"] = o.Lock
 	settings["topologies"] = topologies
+	if term != nil {
+		settings["terminator"] = term.Name()
+	}
 	if hasExternal {
 		settings["external_url"], settings["origin_listen"] = o.URL, o.OriginListen
 	}
@@ -281,7 +293,11 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	var dockerImagesFound map[string]string
 	var docker launch.Docker
 	if o.Runtime == engines.RuntimeDocker {
-		cli, imgs, found, err := dockerImages(ctx, engineNames, imageFlags, Version)
+		withTerm := engineNames
+		if term != nil {
+			withTerm = append(slices.Clone(engineNames), term.Name())
+		}
+		cli, imgs, found, err := dockerImages(ctx, withTerm, imageFlags, Version)
 		if err != nil {
 			return err
 		}
@@ -301,7 +317,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		return err
 	}
 	var tlsSet *certs.Set
-	if slices.Contains(topologies, engines.TopologyTLS) {
+	if slices.Contains(topologies, engines.TopologyTLS) || term != nil {
 		// The run's own authority: trusted by this run's generator alone,
 		// its files only in each engine's work directory.
 		if tlsSet, err = certs.New([]string{"127.0.0.1", "::1", "localhost"}); err != nil {
@@ -309,7 +325,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		}
 	}
 	rs := workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg, Launcher: lch, Images: dockerImagesFound,
-		Topologies: topologies, TLS: tlsSet,
+		Topologies: topologies, TLS: tlsSet, Terminator: term,
 		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, Sources: sources, OutDir: out, Self: self,
 		Version: Version, Commit: Commit, Settings: settings, Progress: progress}
 	if o.suite != nil {
@@ -403,19 +419,17 @@ func parseTopologies(s string) ([]string, error) {
 	for _, t := range strings.Split(s, ",") {
 		switch t = strings.TrimSpace(t); t {
 		case "all":
-			for _, a := range []string{engines.TopologyPlaintext, engines.TopologyTLS} {
+			for _, a := range engines.Topologies {
 				if !slices.Contains(out, a) {
 					out = append(out, a)
 				}
 			}
-		case engines.TopologyPlaintext, engines.TopologyTLS:
+		case engines.TopologyPlaintext, engines.TopologyTLS, engines.TopologyProxyV2:
 			if !slices.Contains(out, t) {
 				out = append(out, t)
 			}
-		case engines.TopologyProxyV2:
-			return nil, usagef("--topology proxyv2: the terminators in front of the engines are not in this version yet; want plaintext, tls or all")
 		default:
-			return nil, usagef("--topology %q: want plaintext, tls, a comma list of them, or all", t)
+			return nil, usagef("--topology %q: want plaintext, tls, proxyv2, a comma list of them, or all", t)
 		}
 	}
 	return out, nil

@@ -56,7 +56,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--engine", "varnish@", "--workload", "hit-path"}, "NAME@VERSION"},
 		{[]string{"run", "--runtime", "docker", "--binary", "/usr/sbin/varnishd", "--engine", "varnish"}, "--binary goes with --runtime process"},
 		{[]string{"run", "--topology", "quic"}, "--topology"},
-		{[]string{"run", "--topology", "proxyv2"}, "--topology proxyv2"},
+		{[]string{"run", "--topology", "proxyv2", "--terminator", "stunnel"}, "--terminator"},
 		{[]string{"engines", "build"}, "one engine: varnish or vinyl"},
 		{[]string{"engines", "build", "squid", "--source", "x.tar.gz"}, "one engine"},
 		{[]string{"engines", "build", "vinyl"}, "--source is required"},

@@ -132,7 +132,7 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 func readSuiteFlags(fs *pflag.FlagSet, o *SuiteOptions) {
 	str := func(n string) string { v, _ := fs.GetString(n); return v }
 	o.Engine, o.Workload, o.Runtime, o.FailMode = str("engine"), str("workload"), str("runtime"), str("fail-mode")
-	o.Topology = str("topology")
+	o.Topology, o.Terminator = str("topology"), str("terminator")
 	o.Passes, _ = fs.GetInt("passes")
 	o.Warmups, _ = fs.GetInt("warmups")
 	o.PassDuration, _ = fs.GetDuration("pass-duration")
@@ -161,6 +161,7 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	add("runtime", o.Runtime)
 	add("fail-mode", o.FailMode)
 	add("topology", o.Topology)
+	add("terminator", o.Terminator)
 	add("memory", o.Memory.String())
 	for _, im := range o.Images {
 		args = append(args, "--image", im)
