@@ -132,6 +132,9 @@ type OtherCPU struct {
 	Seconds      float64  `json:"seconds"`
 	StealSeconds float64  `json:"steal_seconds"`
 	Busiest      []string `json:"busiest,omitempty"`
+	// GeneratorBusyShare is the busiest generator core's share of the pass
+	// it was not idle: at loadgen.CPULimit or more the pass is invalid.
+	GeneratorBusyShare float64 `json:"generator_busy_share,omitempty"`
 }
 
 // Cost is what the engine and the origin used during a pass.

@@ -47,6 +47,9 @@ type Target struct {
 	// processes took during each pass. Nil Ours measures nothing.
 	CPUs []int
 	Ours func() cpuload.Ours
+	// GeneratorCPUs are the generator's among CPUs: a pass during which
+	// one of them never rested measured the generator (see observe).
+	GeneratorCPUs []int
 	// Groups are the process groups whose CPU time and peak memory each
 	// pass records: the engine's and the origin's, when they are local
 	// processes.
@@ -162,7 +165,64 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 	}
 	agree(rc, spec, tgt, p)
 	noteBusy(rc, p)
+	generatorBusy(tgt, p, before, after)
 	return after
+}
+
+// generatorBusy makes a generator pass invalid when a core of the
+// generator's was busy for all of it (CPULimit or more, interrupts
+// included): its event loop, its garbage collector and the kernel's work
+// for its sockets shared that core, so answers waited for the generator to
+// read them (a TLS client decrypting 4 MiB bodies, say), and the figures
+// are the generator's, not the engine's. The event loop's own check
+// (loadgen) sees only its sending window.
+func generatorBusy(tgt *Target, p *passInfo, a, b snapshot) {
+	if p.lr == nil || a.cpu == nil || b.cpu == nil {
+		return
+	}
+	d := cpuload.Between(*a.cpu, *b.cpu)
+	if d.Err != nil || len(d.BusyShare) == 0 {
+		return
+	}
+	if len(tgt.GeneratorCPUs) == 0 {
+		// Not pinned apart: the generator shares every CPU, and was held
+		// back only if none of them rested.
+		least := 1.0
+		for _, s := range d.BusyShare {
+			least = min(least, s)
+		}
+		if p.ev.OtherCPU != nil {
+			p.ev.OtherCPU.GeneratorBusyShare = round3(least)
+		}
+		if least >= loadgen.CPULimit {
+			p.reasons = append(p.reasons, fmt.Sprintf(
+				"every CPU was at least %.0f%% busy during the pass, and the generator shares them: answers may have waited for the generator to read them, so the figures may be the generator's, not the engine's: lower the rate or quiet the machine",
+				100*least))
+		}
+		return
+	}
+	// Pinned apart, this process is the generator alone (the origin and
+	// the engines are processes of their own): its CPU time over the pass
+	// against the cores it may use.
+	if p.lr.Elapsed <= 0 {
+		return
+	}
+	share := p.lr.CPUSeconds / (p.lr.Elapsed.Seconds() * float64(len(tgt.GeneratorCPUs)))
+	if p.ev.OtherCPU != nil {
+		p.ev.OtherCPU.GeneratorBusyShare = round3(share)
+	}
+	if share >= loadgen.CPULimit {
+		p.reasons = append(p.reasons, fmt.Sprintf(
+			"the generator used %.0f%% of its %s during the pass: answers waited for it to read them (decrypting TLS, say), so the figures are the generator's, not the engine's: lower the rate, or give the generator more cores",
+			100*share, plural(len(tgt.GeneratorCPUs), "core")))
+	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // passInfo is what every test of one pass shares.

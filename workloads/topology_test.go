@@ -3,6 +3,9 @@ package workloads
 import (
 	"net/http"
 	"net/http/httputil"
+	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +90,43 @@ func TestTopologyNotApplicable(t *testing.T) {
 		}
 		if r := findTopo(t, run, "external", engines.TopologyPlaintext, id); r.MeasuredPasses != 1 {
 			t.Errorf("%s in plaintext: %+v", id, r)
+		}
+	}
+}
+
+// A pass during which the generator's cores never rest is invalid, saying
+// so: answers may have waited for the generator, not the engine. Unpinned
+// (in-process), that is every CPU.
+func TestGeneratorCoreBusyInvalidates(t *testing.T) {
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Skip("no taskset (util-linux)")
+	}
+	var burns []*exec.Cmd
+	for c := 0; c < runtime.NumCPU(); c++ {
+		burn := exec.Command(taskset, "-c", strconv.Itoa(c), "sh", "-c", "while :; do :; done")
+		if err := burn.Start(); err != nil {
+			t.Fatal(err)
+		}
+		burns = append(burns, burn)
+		time.AfterFunc(30*time.Second, func() { burn.Process.Kill() }) // bounded
+	}
+	defer func() {
+		for _, b := range burns {
+			b.Process.Kill()
+			b.Wait()
+		}
+	}()
+	cfg := testConfig()
+	cfg.Warmups, cfg.Passes, cfg.Rate = 0, 2, 100
+	run := execute(t, RunSpec{Engines: []string{"builtin"}, Workloads: mustSpecs(t, HitPath), Config: cfg})
+	r := find(t, run, "builtin", "hit-path/p50-ttfb")
+	for _, p := range r.Passes {
+		if p.Valid || !strings.Contains(strings.Join(p.InvalidReasons, " "), "busy during the pass") {
+			t.Errorf("pass %d: valid %v, reasons %v; want invalid: the generator's cores were busy", p.Index, p.Valid, p.InvalidReasons)
+		}
+		if p.Evidence == nil || p.Evidence.OtherCPU == nil || p.Evidence.OtherCPU.GeneratorBusyShare < 0.95 {
+			t.Errorf("pass %d: other_cpu %+v, want generator_busy_share near 1", p.Index, p.Evidence.OtherCPU)
 		}
 	}
 }

@@ -189,7 +189,10 @@ type Delta struct {
 	// Busiest are the other processes allowed on the CPUs that used the
 	// most CPU time, most first, at most DefaultBusiest.
 	Busiest []Proc
-	Err     error
+	// BusyShare is each CPU's share of the interval it was not idle
+	// (interrupts included): 1 is a core that never rested.
+	BusyShare map[int]float64
+	Err       error
 }
 
 // Between compares two samples, a before b.
@@ -203,12 +206,17 @@ func Between(a, b Sample) Delta {
 		return d
 	}
 	var busy, total, steal, irq uint64
+	d.BusyShare = make(map[int]float64, len(b.CPUs))
 	for _, c := range b.CPUs {
 		ca, cb := a.cpu[c], b.cpu[c]
-		busy += sub(cb.busy(), ca.busy())
-		total += sub(cb.total(), ca.total())
+		cbusy, cirq, ctotal := sub(cb.busy(), ca.busy()), sub(cb.interrupts(), ca.interrupts()), sub(cb.total(), ca.total())
+		busy += cbusy
+		total += ctotal
 		steal += sub(cb.steal, ca.steal)
-		irq += sub(cb.interrupts(), ca.interrupts())
+		irq += cirq
+		if ctotal > 0 {
+			d.BusyShare[c] = float64(cbusy+cirq) / float64(ctotal)
+		}
 	}
 	var ours, softirqd float64
 	var others []Proc

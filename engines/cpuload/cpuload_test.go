@@ -120,6 +120,10 @@ func TestBetween(t *testing.T) {
 		!near(d.OtherSeconds, 1.0) || !near(d.OtherShare, 0.5) || !near(d.StealSeconds, 0.1) || !near(d.InterruptSeconds, 0.2) || d.Interval != time.Second {
 		t.Errorf("delta %+v", d)
 	}
+	// CPU 0 never rested (interrupts count); CPU 1 idled 40 of 100 ticks.
+	if !near(d.BusyShare[0], 1) || !near(d.BusyShare[1], 0.6) || len(d.BusyShare) != 2 {
+		t.Errorf("busy shares %v, want 0: 1, 1: 0.6", d.BusyShare)
+	}
 	want := []Proc{{20, "stranger", 0.5}, {22, "newcomer", 0.1}}
 	if !slices.Equal(d.Busiest, want) {
 		t.Errorf("busiest %+v, want %+v", d.Busiest, want)
