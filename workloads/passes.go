@@ -169,13 +169,14 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 	return after
 }
 
-// generatorBusy makes a generator pass invalid when a core of the
-// generator's was busy for all of it (CPULimit or more, interrupts
-// included): its event loop, its garbage collector and the kernel's work
-// for its sockets shared that core, so answers waited for the generator to
-// read them (a TLS client decrypting 4 MiB bodies, say), and the figures
-// are the generator's, not the engine's. The event loop's own check
-// (loadgen) sees only its sending window.
+// generatorBusy makes a generator pass's latency tests invalid when the
+// generator had no rest during it: pinned apart, its process used
+// CPULimit or more of its cores over the pass's elapsed time (its event
+// loop, its garbage collector, its TLS decryption); unpinned, no CPU of the
+// machine rested. Answers then waited for the generator to read them, and
+// the latencies are the generator's, not the engine's. The event loop's own
+// check (loadgen) sees only its sending window. Counts (coalescing at the
+// origin, the grace ratio) do not depend on it and stay valid.
 func generatorBusy(tgt *Target, p *passInfo, a, b snapshot) {
 	if p.lr == nil || a.cpu == nil || b.cpu == nil {
 		return
@@ -195,9 +196,9 @@ func generatorBusy(tgt *Target, p *passInfo, a, b snapshot) {
 			p.ev.OtherCPU.GeneratorBusyShare = round3(least)
 		}
 		if least >= loadgen.CPULimit {
-			p.reasons = append(p.reasons, fmt.Sprintf(
+			p.busy = fmt.Sprintf(
 				"every CPU was at least %.0f%% busy during the pass, and the generator shares them: answers may have waited for the generator to read them, so the figures may be the generator's, not the engine's: lower the rate or quiet the machine",
-				100*least))
+				100*least)
 		}
 		return
 	}
@@ -212,9 +213,9 @@ func generatorBusy(tgt *Target, p *passInfo, a, b snapshot) {
 		p.ev.OtherCPU.GeneratorBusyShare = round3(share)
 	}
 	if share >= loadgen.CPULimit {
-		p.reasons = append(p.reasons, fmt.Sprintf(
+		p.busy = fmt.Sprintf(
 			"the generator used %.0f%% of its %s during the pass: answers waited for it to read them (decrypting TLS, say), so the figures are the generator's, not the engine's: lower the rate, or give the generator more cores",
-			100*share, plural(len(tgt.GeneratorCPUs), "core")))
+			100*share, plural(len(tgt.GeneratorCPUs), "core"))
 	}
 }
 
@@ -230,8 +231,11 @@ type passInfo struct {
 	index  int
 	warmup bool
 	lr     *loadgen.Result // nil for passes with no generator figures
-	// reasons make the pass invalid for every test of it.
+	// reasons make the pass invalid for every test of it; busy, for its
+	// latency tests alone (a count at the origin does not depend on how
+	// fast the generator read the answers).
 	reasons []string
+	busy    string
 	started time.Time
 	ev      *results.Evidence // never nil once observed
 }
@@ -256,6 +260,9 @@ func noSuccess(r *loadgen.Result) string {
 }
 
 func (t *latencyTest) add(p *passInfo, h *hdr.Histogram, more ...string) {
+	if p.busy != "" {
+		more = append(more, p.busy)
+	}
 	v, why := p.latencyValue(h, t.q)
 	t.addValue(p, h, v, why, more...)
 }
