@@ -104,18 +104,29 @@ func TestSmallLagOnSlowServerIsValid(t *testing.T) {
 	}))
 	defer srv.Close()
 	g := newGen(t, Options{URL: srv.URL, Connections: 20})
-	r := run(t, g, Pass{Rate: 50, Duration: time.Second, lateBy: 2 * time.Millisecond})
-	lag := time.Duration(r.ScheduleLag.ValueAtQuantile(99))
-	t.Logf("ok %d schedule lag p99 %v valid %v %q", r.OK, lag, r.Valid, r.InvalidReasons)
-	if r.OK != 50 || lag < 2*time.Millisecond {
-		t.Fatalf("ok %d, schedule lag p99 %v: want 50 answers sent 2 ms late", r.OK, lag)
+	// The pass sends 2 ms late on purpose. A shared machine can add a
+	// hiccup of its own (12 ms was seen under -race), which rightly
+	// invalidates the pass: such a pass proves nothing here, so up to
+	// three are tried for one whose lateness stayed small.
+	for attempt := 1; attempt <= 3; attempt++ {
+		r := run(t, g, Pass{Rate: 50, Duration: time.Second, lateBy: 2 * time.Millisecond})
+		lag := time.Duration(r.ScheduleLag.ValueAtQuantile(99))
+		t.Logf("attempt %d: ok %d schedule lag p99 %v valid %v %q", attempt, r.OK, lag, r.Valid, r.InvalidReasons)
+		if r.OK != 50 || lag < 2*time.Millisecond {
+			t.Fatalf("ok %d, schedule lag p99 %v: want 50 answers sent 2 ms late", r.OK, lag)
+		}
+		if lag > 5*time.Millisecond {
+			continue // the machine's hiccup, not the 2 ms asked for
+		}
+		if !r.Valid {
+			t.Errorf("invalid %q, want valid: the lateness moved no figure past its tolerance", r.InvalidReasons)
+		}
+		if len(r.LagEffects) != 12 {
+			t.Errorf("%d lag effects, want 6 quantiles of TTFB and total", len(r.LagEffects))
+		}
+		return
 	}
-	if !r.Valid {
-		t.Errorf("invalid %q, want valid: the lateness moved no figure past its tolerance", r.InvalidReasons)
-	}
-	if len(r.LagEffects) != 12 {
-		t.Errorf("%d lag effects, want 6 quantiles of TTFB and total", len(r.LagEffects))
-	}
+	t.Fatal("every attempt was more than 5 ms late: the machine is too busy to test this")
 }
 
 // An event loop's CPU share is over its sending window, not over the wait
