@@ -30,21 +30,24 @@ lint:
 nightly:
 	BASE=$(BASE) bash .ci/nightly
 
-# The published page. `make page` runs the suite (builtin, varnish, nginx; the
+# The published page. `make page` runs the suite (the reference page's
+# engines, Varnish 9.0.2 and Vinyl Cache built by `hlsbench engines build`,
+# then NGINX and builtin; hit-path and segment in every topology; the
 # reference protocol: 3 warm-ups + 20 passes) into build/page-runs, then the
-# report into site/ with the result files copied into site/runs (about 25
+# report into site/ with the result files copied into site/runs (about 75
 # minutes). `make page-quick` is the same with --quick into build/site-quick
-# (about 3 minutes). `make page-from-results` rebuilds site/ from the
+# (about 8 minutes). `make page-from-results` rebuilds site/ from the
 # committed site/runs alone: the same bytes. A suite that ends with some
 # result invalid (exit 3) still makes its page: the page says which.
-PAGE_ENGINES ?= builtin,varnish,nginx
-PAGE_PROFILE ?=
-PAGE_RUNS    ?= build/page-runs
-SITE         ?= site
+PAGE_ENGINES  ?= varnish@9.0.2,vinyl,nginx,builtin
+PAGE_TOPOLOGY ?= all
+PAGE_PROFILE  ?=
+PAGE_RUNS     ?= build/page-runs
+SITE          ?= site
 
 page: build
 	rm -rf $(PAGE_RUNS)
-	bin/hlsbench suite $(PAGE_PROFILE) --engine $(PAGE_ENGINES) --out $(PAGE_RUNS); \
+	bin/hlsbench suite $(PAGE_PROFILE) --engine $(PAGE_ENGINES) --topology $(PAGE_TOPOLOGY) --out $(PAGE_RUNS); \
 	code=$$?; if [ $$code -ne 0 ] && [ $$code -ne 3 ]; then exit $$code; fi
 	bin/hlsbench report $(PAGE_RUNS) --out $(SITE)
 
