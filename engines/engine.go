@@ -559,6 +559,15 @@ func findTerminator(t Terminator, override string) (string, error) {
 	return "", fmt.Errorf("%s: %s %w on PATH (apt-get install %s)", t.Name(), t.Binary(), ErrNotFound, t.Name())
 }
 
+// FindTerminator is the path of the named terminator's binary here.
+func FindTerminator(name string) (string, error) {
+	t, ok := LookupTerminator(name)
+	if !ok {
+		return "", fmt.Errorf("no terminator %q: want %s", name, strings.Join(TerminatorNames(), " or "))
+	}
+	return findTerminator(t, "")
+}
+
 // TermPGID is the terminator's process group (0 without one, or unknown).
 func (l *localInstance) TermPGID() int {
 	if pg, ok := l.term.(ProcessGroup); ok {

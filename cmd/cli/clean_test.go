@@ -48,6 +48,21 @@ func needEngine(t *testing.T, name string) {
 	}
 }
 
+// needTerminator skips a test whose terminator is not installed, except
+// under CI=true, where it fails.
+func needTerminator(t *testing.T, name string) {
+	t.Helper()
+	if name == "" {
+		return
+	}
+	if _, err := engines.FindTerminator(name); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and %v", err)
+		}
+		t.Skipf("%s not installed: %v", name, err)
+	}
+}
+
 // A process as /proc/PID/stat shows it: alive is false for a zombie.
 type procID struct {
 	pid   int
@@ -127,12 +142,17 @@ func engineProc(engine string) string { return engine }
 // killRunMidway starts `hlsbench run --engine engine` as a child recording
 // into dir, waits until the engine runs (its group has members processes
 // or more) and the load is on, then kills it with SIGKILL.
-func killRunMidway(t *testing.T, dir, engine string, members int) killedRun {
+func killRunMidway(t *testing.T, dir string, c killCase) killedRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "run", "--engine", engine, "--workload", "hit-path",
-		"--passes", "1", "--warmups", "0", "--pass-duration", "30s", "--rate", "200", "--out", t.TempDir())
+	engine := c.engine
+	args := []string{"run", "--engine", engine, "--workload", "hit-path",
+		"--passes", "1", "--warmups", "0", "--pass-duration", "30s", "--rate", "200", "--out", t.TempDir()}
+	if c.terminator != "" {
+		args = append(args, "--topology", "proxyv2", "--terminator", c.terminator)
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = append(os.Environ(), asMain+"=1", runstate.DirEnv+"="+dir)
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -150,7 +170,7 @@ func killRunMidway(t *testing.T, dir, engine string, members int) killedRun {
 		if len(files) == 1 {
 			st, _ = runstate.ReadState(files[0])
 		}
-		if up(st, engine, members) {
+		if up(st, c) {
 			break
 		}
 		if time.Now().After(deadline) || cmd.ProcessState != nil {
@@ -182,28 +202,48 @@ func killRunMidway(t *testing.T, dir, engine string, members int) killedRun {
 	return k
 }
 
-// up says whether st shows the engine started with its processes.
-func up(st runstate.State, engine string, members int) bool {
-	if engine != "builtin" && len(st.Dirs) < 2 {
+// up says whether st shows the engine started with its processes, and its
+// terminator, if it has one.
+func up(st runstate.State, c killCase) bool {
+	if c.engine != "builtin" && len(st.Dirs) < 2 {
 		return false
 	}
-	for _, p := range st.Procs {
-		if p.Name == engineProc(engine) && len(groupOf(p.PGID)) >= members {
-			return true
+	running := func(name string, members int) bool {
+		for _, p := range st.Procs {
+			if p.Name == name && len(groupOf(p.PGID)) >= members {
+				return true
+			}
 		}
+		return false
 	}
-	return false
+	return running(engineProc(c.engine), c.members) && (c.terminator == "" || running(c.terminator, 1))
+}
+
+// killCase is an engine a killed run leaves, how many processes it has up,
+// and the terminator in front of it (topology proxyv2), if any.
+type killCase struct {
+	engine     string
+	members    int
+	left       bool // survives PR_SET_PDEATHSIG: a leftover is expected
+	terminator string
+}
+
+func (c killCase) name() string {
+	if c.terminator == "" {
+		return c.engine
+	}
+	return c.engine + "+" + c.terminator
 }
 
 // The engines a killed run leaves, and how many processes each has up.
-var killCases = []struct {
-	engine  string
-	members int
-	left    bool // survives PR_SET_PDEATHSIG: a leftover is expected
-}{
-	{"builtin", 1, false},
-	{"varnish", 2, true},
-	{"nginx", 2, true},
+var killCases = []killCase{
+	{engine: "builtin", members: 1},
+	{engine: "varnish", members: 2, left: true},
+	{engine: "nginx", members: 2, left: true},
+	// A terminator is ended with its engine: hitch forks its workers,
+	// haproxy runs as one process.
+	{engine: "nginx", members: 2, left: true, terminator: "hitch"},
+	{engine: "builtin", members: 1, terminator: "haproxy"},
 }
 
 // checkLeft checks that the killed run left what it should.
@@ -258,11 +298,12 @@ func TestCleanAfterKilledRun(t *testing.T) {
 		t.Skip("starts engines")
 	}
 	for _, c := range killCases {
-		t.Run(c.engine, func(t *testing.T) {
+		t.Run(c.name(), func(t *testing.T) {
 			needEngine(t, c.engine)
+			needTerminator(t, c.terminator)
 			dir := t.TempDir()
 			t.Setenv(runstate.DirEnv, dir)
-			k := killRunMidway(t, dir, c.engine, c.members)
+			k := killRunMidway(t, dir, c)
 			checkLeft(t, k, c.left)
 
 			code, _, errs := runCLI(t, context.Background(), "clean", "--dry-run")
@@ -296,11 +337,12 @@ func TestRunSweepsKilledRun(t *testing.T) {
 		t.Skip("starts engines")
 	}
 	for _, c := range killCases {
-		t.Run(c.engine, func(t *testing.T) {
+		t.Run(c.name(), func(t *testing.T) {
 			needEngine(t, c.engine)
+			needTerminator(t, c.terminator)
 			dir := t.TempDir()
 			t.Setenv(runstate.DirEnv, dir)
-			k := killRunMidway(t, dir, c.engine, c.members)
+			k := killRunMidway(t, dir, c)
 			checkLeft(t, k, c.left)
 
 			code, _, errs := runCLI(t, context.Background(), "run", "--runtime", "inproc", "--workload", "hit-path",

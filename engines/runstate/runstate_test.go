@@ -1,12 +1,14 @@
 package runstate
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -446,5 +448,93 @@ func TestBenchLock(t *testing.T) {
 	}
 	if h, ok := BenchHolder(dir); ok {
 		t.Errorf("a holder after Unlock: %+v", h)
+	}
+}
+
+// TestSweepEndsRespawned: a master that forks a new worker when SIGTERM
+// reaches it (as engines replace a worker that died) leaves a member the
+// first listing of its group did not have; the sweep finds and ends it too.
+func TestSweepEndsRespawned(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Begin(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `trap 'sleep 60 & echo $!' TERM; sleep 60 & echo $!; while :; do wait; done`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	pids := make(chan int, 4)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if pid, err := strconv.Atoi(strings.TrimSpace(sc.Text())); err == nil {
+				pids <- pid
+			}
+		}
+		cmd.Wait()
+		close(done)
+	}()
+	var seen []procfs.Stat
+	t.Cleanup(func() {
+		for _, s := range seen {
+			if same(s) {
+				syscall.Kill(s.PID, syscall.SIGKILL)
+			}
+		}
+		if s, err := procfs.ReadStat(cmd.Process.Pid); err == nil && !s.Zombie() {
+			cmd.Process.Kill()
+		}
+		<-done
+	})
+	next := func() procfs.Stat {
+		t.Helper()
+		select {
+		case pid := <-pids:
+			s, err := procfs.ReadStat(pid)
+			if err != nil {
+				return procfs.Stat{PID: pid} // gone already
+			}
+			seen = append(seen, s)
+			return s
+		case <-time.After(10 * time.Second):
+			t.Fatal("the shell printed no child pid in 10 s")
+			return procfs.Stat{}
+		}
+	}
+	first := next()
+	if _, err := r.Track("master", cmd.Process.Pid, cmd.Args); err != nil {
+		t.Fatal(err)
+	}
+	killRun(t, r)
+
+	sw, err := Sweep(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	respawned := next()
+	if len(sw.Dead) != 1 {
+		t.Fatalf("sweep: %+v", sw)
+	}
+	var killed []int
+	for _, k := range sw.Dead[0].Killed {
+		killed = append(killed, k.PID)
+	}
+	for _, s := range []procfs.Stat{first, respawned} {
+		if same(s) {
+			t.Errorf("pid %d still running after the sweep", s.PID)
+		}
+		if !slices.Contains(killed, s.PID) {
+			t.Errorf("the report does not name pid %d: %v", s.PID, killed)
+		}
+	}
+	if s, err := procfs.ReadStat(cmd.Process.Pid); err == nil && !s.Zombie() {
+		t.Errorf("the master (pid %d) still running after the sweep", cmd.Process.Pid)
 	}
 }

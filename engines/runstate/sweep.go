@@ -242,19 +242,14 @@ func members(p Proc, all []procfs.Stat) []procfs.Stat {
 }
 
 // endGroups sends SIGTERM to every provable member of procs, waits, then
-// SIGKILL to those left, and reports every process it signalled.
+// SIGKILL to those left, and reports every process it signalled. A member
+// forked while its group was ending (a master replacing a worker that the
+// SIGTERM ended) was not among the first targets: the groups are listed
+// again until none has a member left, or sweepRounds times.
 func endGroups(procs []Proc, dryRun bool) ([]Killed, error) {
-	all, err := procfs.All()
+	targets, err := groupMembers(procs)
 	if err != nil {
 		return nil, err
-	}
-	var targets []procfs.Stat
-	for _, p := range procs {
-		for _, s := range members(p, all) {
-			if !slices.ContainsFunc(targets, func(t procfs.Stat) bool { return t.PID == s.PID }) {
-				targets = append(targets, s)
-			}
-		}
 	}
 	killed := make([]Killed, len(targets))
 	for i, s := range targets {
@@ -273,17 +268,58 @@ func endGroups(procs []Proc, dryRun bool) ([]Killed, error) {
 				errs = append(errs, err)
 			}
 		}
-		targets = waitGone(targets, sig.wait)
-		if len(targets) == 0 {
-			return killed, errors.Join(errs...)
+		if targets = waitGone(targets, sig.wait); len(targets) == 0 {
+			break
 		}
 	}
-	var left []string
-	for _, s := range targets {
-		left = append(left, fmt.Sprintf("%s pid %d", s.Comm, s.PID))
+	for round := 0; len(targets) == 0 && round < sweepRounds; round++ {
+		more, err := groupMembers(procs)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if len(more) == 0 {
+			break
+		}
+		for _, s := range more {
+			if !slices.ContainsFunc(killed, func(k Killed) bool { return k.PID == s.PID }) {
+				killed = append(killed, Killed{PID: s.PID, Name: s.Comm})
+			}
+			if err := signal(s, syscall.SIGKILL); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		targets = waitGone(more, DefaultKillWait)
 	}
-	errs = append(errs, fmt.Errorf("still running after SIGKILL: %s", strings.Join(left, ", ")))
+	if len(targets) > 0 {
+		var left []string
+		for _, s := range targets {
+			left = append(left, fmt.Sprintf("%s pid %d", s.Comm, s.PID))
+		}
+		errs = append(errs, fmt.Errorf("still running after SIGKILL: %s", strings.Join(left, ", ")))
+	}
 	return killed, errors.Join(errs...)
+}
+
+// sweepRounds bounds how often endGroups lists the groups again for
+// members forked while they were ending.
+const sweepRounds = 3
+
+// groupMembers lists the live, provable members of procs' groups, each once.
+func groupMembers(procs []Proc) ([]procfs.Stat, error) {
+	all, err := procfs.All()
+	if err != nil {
+		return nil, err
+	}
+	var targets []procfs.Stat
+	for _, p := range procs {
+		for _, s := range members(p, all) {
+			if !slices.ContainsFunc(targets, func(t procfs.Stat) bool { return t.PID == s.PID }) {
+				targets = append(targets, s)
+			}
+		}
+	}
+	return targets, nil
 }
 
 // same says whether s is still the process it was: same PID, same start.
