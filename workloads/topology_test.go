@@ -43,8 +43,20 @@ func TestTopologies(t *testing.T) {
 	run := execute(t, RunSpec{Engines: []string{"builtin"}, Workloads: mustSpecs(t, "hit-path,miss-storm"), Config: cfg,
 		Topologies: []string{engines.TopologyPlaintext, engines.TopologyTLS}, TLS: set})
 
+	// Measured means every pass has its figure. Whether a pass is valid
+	// depends on how late this busy machine made the generator (the engine
+	// runs in the test's own process): not what is tested here.
+	measured := func(r *results.Result) bool {
+		n := 0
+		for _, p := range r.Passes {
+			if !p.Warmup && p.Value != nil {
+				n++
+			}
+		}
+		return n == 2 && r.MeasuredPasses == 2 && r.NotApplicable == ""
+	}
 	r := findTopo(t, run, "builtin", engines.TopologyTLS, "hit-path/p50-ttfb")
-	if r.Value == nil || r.MeasuredPasses != 2 || r.NotApplicable != "" {
+	if !measured(r) {
 		t.Fatalf("builtin over tls: %+v", r)
 	}
 	tlsSeen := false
@@ -59,7 +71,7 @@ func TestTopologies(t *testing.T) {
 	if !tlsSeen {
 		t.Errorf("no pass of builtin over tls records the negotiated TLS: %+v", r.Passes)
 	}
-	if r := findTopo(t, run, "builtin", engines.TopologyPlaintext, "hit-path/p50-ttfb"); r.Value == nil {
+	if r := findTopo(t, run, "builtin", engines.TopologyPlaintext, "hit-path/p50-ttfb"); !measured(r) {
 		t.Errorf("builtin plaintext: %+v", r)
 	}
 	for i := range run.Results {
