@@ -58,7 +58,7 @@ func TestProxyV2Topology(t *testing.T) {
 				if info.Topology != TopologyProxyV2 || info.Terminator != term.Name() || info.TerminatorVersion == "" {
 					t.Errorf("info %+v", info)
 				}
-				var local string
+				var local, seen string
 				tr := &http.Transport{TLSClientConfig: set.ClientConfig(), DisableKeepAlives: true,
 					DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 						conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -78,8 +78,9 @@ func TestProxyV2Topology(t *testing.T) {
 					if resp.StatusCode != 200 || resp.Header.Get("X-Cache") != want || resp.TLS == nil {
 						t.Errorf("request %d: %d X-Cache %q, want 200 %s over TLS", i, resp.StatusCode, resp.Header.Get("X-Cache"), want)
 					}
-					if got := resp.Header.Get(ClientHeader); got != local {
-						t.Errorf("request %d: the engine saw client %q, the client was %s", i, got, local)
+					seen = resp.Header.Get(ClientHeader)
+					if seen != local {
+						t.Errorf("request %d: the engine saw client %q, the client was %s", i, seen, local)
 					}
 				}
 				if got := o.Stats().Fetches; got != 1 {
@@ -101,7 +102,8 @@ func TestProxyV2Topology(t *testing.T) {
 				if err := syscall.Kill(-pg, 0); err == nil {
 					t.Errorf("terminator group %d still runs after Stop", pg)
 				}
-				t.Logf("%s in front of %s %s: client %s", term.Name(), c.name, info.Version, local)
+				t.Logf("%s %s in front of %s %s: the engine saw client %s (%s), the client's socket was %s", term.Name(), info.TerminatorVersion,
+					c.name, info.Version, seen, ClientHeader, local)
 			})
 		}
 	}

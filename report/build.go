@@ -167,6 +167,7 @@ func Build(in *Input, o Options) (*Report, error) {
 		engineOrder = append(engineOrder, in.Manifest.Engines...)
 	}
 	versions := map[cellKey]string{}
+	terminators := map[cellKey]string{} // in topology proxyv2: name and version
 	for i := range in.Sources {
 		s := &in.Sources[i]
 		run := s.Run
@@ -186,6 +187,9 @@ func Build(in *Input, o Options) (*Report, error) {
 				engineOrder = append(engineOrder, e.Name)
 			}
 			versions[cellKey{e.Name, e.Runtime, e.Topology}] = e.Version
+			if e.Terminator != "" {
+				terminators[cellKey{e.Name, e.Runtime, e.Topology}] = strings.TrimSpace(e.Terminator + " " + e.TerminatorVersion)
+			}
 		}
 		for j := range run.Results {
 			r := &run.Results[j]
@@ -216,6 +220,28 @@ func Build(in *Input, o Options) (*Report, error) {
 	runtimes := map[string]bool{}
 	for _, k := range cellOrder {
 		runtimes[k.runtime] = true
+	}
+	// A cell that was not started (not applicable in its topology) has no
+	// engine record of its own: the same engine's version in another
+	// topology is its version, when it is one.
+	for _, k := range cellOrder {
+		if versions[k] != "" {
+			continue
+		}
+		v := ""
+		for o, ov := range versions {
+			if o.engine != k.engine || o.runtime != k.runtime || ov == "" {
+				continue
+			}
+			if v != "" && v != ov {
+				v = ""
+				break
+			}
+			v = ov
+		}
+		if v != "" {
+			versions[k] = v
+		}
 	}
 	label := func(k cellKey) string {
 		name := displayName(k.engine)
@@ -273,6 +299,19 @@ func Build(in *Input, o Options) (*Report, error) {
 					costOrder = append(costOrder, k)
 				}
 				costs[k] = addCost(costs[k], Cost{Label: label(k), CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes}, t.Title)
+				// The terminator's own row, under the engine's: its cost is
+				// beside the engine's, not in it.
+				if tc, tm := r.TerminatorCost(); tc != nil || tm != nil {
+					tk := cellKey{k.engine, k.runtime, k.topology + "\x00terminator"}
+					if _, ok := costs[tk]; !ok {
+						costOrder = append(costOrder, tk)
+					}
+					name := terminators[k]
+					if name == "" {
+						name = "the TLS terminator"
+					}
+					costs[tk] = addCost(costs[tk], Cost{Label: name + ", in front of " + label(k), CPUMsPer1000: tc, PeakRSSBytes: tm}, t.Title)
+				}
 			}
 			// Cells the suite did not finish show as such.
 			if in.Manifest != nil {

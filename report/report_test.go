@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/results/stats"
 )
 
@@ -707,5 +708,47 @@ func TestReportCostPerTest(t *testing.T) {
 	want := `segment,range-p50-ttfb,"p50 TTFB, 64 KiB Range GET",builtin,v0.9.0,process,plaintext,all,0.068,ms,true,true,,3,3,0.066,0.068,0.071,3000,0,60,22814720,`
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("csv lacks the Range GET's own cost:\n%s", want)
+	}
+}
+
+// TestNotApplicableLabel: a cell not applicable in its topology was never
+// started, so the run has no engine record for it; its row still names the
+// version the engine ran with in the other topologies.
+func TestNotApplicableLabel(t *testing.T) {
+	in, err := Read([]string{filepath.Join("testdata", "suite")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := in.Sources[0].Run
+	var na *results.Result
+	for _, r := range run.Results {
+		if r.Engine == "varnish" && r.Workload == "hit-path" && r.Test == "p50-ttfb" {
+			c := r
+			c.Topology, c.Value, c.Valid = "tls", nil, false
+			c.NotApplicable = "this Varnish has no TLS listener"
+			c.NoValue = "not applicable: " + c.NotApplicable
+			c.Passes, c.Histogram, c.MeasuredPasses, c.ValidPasses = nil, "", 0, 0
+			na = &c
+		}
+	}
+	if na == nil {
+		t.Fatal("the fixture has no varnish hit-path p50")
+	}
+	run.Results = append(run.Results, *na)
+	rep, err := Build(in, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range testOf(t, rep, "hit-path/p50-ttfb").Cells {
+		if c.Engine == "varnish" {
+			got = append(got, c.Label)
+			if !strings.Contains(c.Label, "7.1.1") || c.Version != "7.1.1" {
+				t.Errorf("varnish %s cell: label %q, version %q; want 7.1.1 in both", c.Topology, c.Label, c.Version)
+			}
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("varnish cells %q, want plaintext and tls", got)
 	}
 }

@@ -387,6 +387,31 @@ func (r *Result) Recount() {
 	}
 }
 
+// TerminatorCost is the TLS terminator's cost over the measured passes of
+// topology proxyv2, as EngineCPUMsPer1000 and EnginePeakRSSBytes are the
+// engine's: the median of its CPU-ms per 1000 requests and its largest
+// peak resident set; nil where no pass measured one.
+func (r *Result) TerminatorCost() (cpuMsPer1000 *float64, peakRSSBytes *int64) {
+	var perK []float64
+	for _, p := range r.Passes {
+		if p.Warmup || p.Evidence == nil || p.Evidence.Cost == nil {
+			continue
+		}
+		c := p.Evidence.Cost
+		if c.TerminatorCPUMsPer1000 != nil {
+			perK = append(perK, *c.TerminatorCPUMsPer1000)
+		}
+		if c.TerminatorPeakRSSBytes != nil && (peakRSSBytes == nil || *c.TerminatorPeakRSSBytes > *peakRSSBytes) {
+			peakRSSBytes = c.TerminatorPeakRSSBytes
+		}
+	}
+	if len(perK) > 0 {
+		m := stats.Median(perK)
+		cpuMsPer1000 = &m
+	}
+	return cpuMsPer1000, peakRSSBytes
+}
+
 // firstCause is the first reason a measured pass was invalid.
 func (r *Result) firstCause() string {
 	for _, p := range r.Passes {

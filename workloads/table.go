@@ -80,16 +80,26 @@ func writeCost(w io.Writer, rs []*results.Result) {
 		if r.EngineCPUMsPer1000 == nil && r.EnginePeakRSSBytes == nil {
 			continue
 		}
-		cpu, mem := "—", "—"
-		// A no-break space keeps each number with its unit when wrapped.
-		if r.EngineCPUMsPer1000 != nil {
-			cpu = results.Sig3(*r.EngineCPUMsPer1000) + "\u00a0CPU-ms per 1000 requests"
+		line := fmt.Sprintf("engine cost, %s (%s): %s", k.eng, strings.Join(seen[k], ", "), costText(r.EngineCPUMsPer1000, r.EnginePeakRSSBytes))
+		if tc, tm := r.TerminatorCost(); tc != nil || tm != nil {
+			line += "; the TLS terminator in front of it: " + costText(tc, tm)
 		}
-		if r.EnginePeakRSSBytes != nil {
-			mem = fmt.Sprintf("peak RSS %s\u00a0MB", results.Sig3(float64(*r.EnginePeakRSSBytes)/(1<<20)))
-		}
-		fmt.Fprintln(w, wrap(fmt.Sprintf("engine cost, %s (%s): %s, %s", k.eng, strings.Join(seen[k], ", "), cpu, mem), TableWidth, "  ", "    "))
+		fmt.Fprintln(w, wrap(line, TableWidth, "  ", "    "))
 	}
+}
+
+// costText prints CPU-ms per 1000 requests and peak RSS, "—" for either
+// not measured. A no-break space keeps each number with its unit when
+// wrapped.
+func costText(cpuMsPer1000 *float64, peakRSSBytes *int64) string {
+	cpu, mem := "—", "—"
+	if cpuMsPer1000 != nil {
+		cpu = results.Sig3(*cpuMsPer1000) + "\u00a0CPU-ms per 1000 requests"
+	}
+	if peakRSSBytes != nil {
+		mem = fmt.Sprintf("peak RSS %s\u00a0MB", results.Sig3(float64(*peakRSSBytes)/(1<<20)))
+	}
+	return cpu + ", " + mem
 }
 
 // firstStart identifies a test's series of passes by its first pass's start.
