@@ -36,7 +36,7 @@ nightly:
 # reference protocol: 3 warm-ups + 20 passes) into build/page-runs, then the
 # report into site/ with the result files copied into site/runs (about 75
 # minutes). `make page-quick` is the same with --quick into build/site-quick
-# (about 8 minutes). `make page-from-results` rebuilds site/ from the
+# (about 10 minutes). `make page-from-results` rebuilds site/ from the
 # committed site/runs alone: the same bytes. A suite that ends with some
 # result invalid (exit 3) still makes its page: the page says which.
 PAGE_ENGINES  ?= varnish@9.0.2,vinyl,nginx,builtin
