@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -61,10 +62,26 @@ func TestCompareDetectsDelay(t *testing.T) {
 		}
 		return out
 	}
-	base := measure("base", 0)
-	slow := measure("new", 200*time.Microsecond)
-	code, out, errs := runCLI(t, context.Background(), "compare", base, slow)
-	t.Logf("compare:\n%s%s", out, errs)
+	// The generator shares this process with the cache and the proxy: on a
+	// busy machine every pass of a pair can be invalid (the generator's
+	// lateness), and compare rightly finds nothing to compare. Up to three
+	// pairs are measured; the last one's verdict is the test's.
+	var code int
+	var out, errs string
+	for attempt := 1; attempt <= 3; attempt++ {
+		base := measure(fmt.Sprintf("base-%d", attempt), 0)
+		slow := measure(fmt.Sprintf("new-%d", attempt), 200*time.Microsecond)
+		code, out, errs = runCLI(t, context.Background(), "compare", base, slow)
+		t.Logf("compare, pair %d:\n%s%s", attempt, out, errs)
+		if code == 1 || !strings.Contains(out, "invalid in both") && !strings.Contains(out, "not comparable") {
+			break
+		}
+	}
+	if code != 1 && strings.Contains(out, "invalid in both") && strings.Contains(out, "generator's own lateness") {
+		// Nothing was compared: a true answer about this machine now, not
+		// a miss by compare (which fails the test below).
+		t.Skipf("the generator was late beyond its 0.05 ms resolution in every pass of three pairs: this machine cannot resolve 0.2 ms now")
+	}
 	if code != 1 {
 		t.Fatalf("compare exit %d, want 1 for a 0.2 ms slower proxy", code)
 	}

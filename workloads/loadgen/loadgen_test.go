@@ -101,16 +101,13 @@ func TestStallIsCorrected(t *testing.T) {
 	if val(s.TTFBUncorrected.P99) >= 50 {
 		t.Errorf("uncorrected TTFB p99 %.1f ms, want under 50", val(s.TTFBUncorrected.P99))
 	}
-	// The stall must not be blamed on the generator: its quantiles stay
-	// valid. Under the race detector the loop itself is late by more than
-	// the 0.05 ms tolerance at the fast answers' p50, which is true but
-	// not this test's subject.
-	if raceEnabled {
-		if ok, why := r.Verdict(95, 99, 99.9, 100); !ok {
-			t.Errorf("invalid at the stall's quantiles: %v", why)
-		}
-	} else if !s.Valid {
-		t.Errorf("valid false: %v", s.InvalidReasons)
+	// The stall must not be blamed on the generator: the quantiles the
+	// stall is in stay valid. At the fast answers' p50 the loop, sharing
+	// its process with the server on a busy machine (and under the race
+	// detector always), may be late by more than the 0.05 ms tolerance,
+	// which is true but not this test's subject.
+	if ok, why := r.Verdict(95, 99, 99.9, 100); !ok {
+		t.Errorf("invalid at the stall's quantiles: %v", why)
 	}
 	if !s.PoolLimited {
 		t.Error("pool_limited false, want true: every connection was held")
@@ -118,7 +115,7 @@ func TestStallIsCorrected(t *testing.T) {
 	// Requests queued behind the stalled pool waited for the server, not
 	// for the generator: from dispatch, the stall is all there.
 	for _, e := range r.LagEffects {
-		if e.Exceeded || (e.Quantile == 99 && e.FromDispatch < 850*time.Millisecond) {
+		if (e.Exceeded && e.Quantile >= 95) || (e.Quantile == 99 && e.FromDispatch < 850*time.Millisecond) {
 			t.Errorf("lag effect %+v: the stall is the server's, not the generator's", e)
 		}
 	}
