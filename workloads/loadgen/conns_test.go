@@ -282,7 +282,10 @@ func TestFirstByteStampedOnArrival(t *testing.T) {
 	if d := max(a, b) - min(a, b); d > spin/3 {
 		t.Errorf("the two answers of one batch are stamped %v apart, want both at their arrival (within %v)", d, spin/3)
 	}
-	if max(a, b) > spin/2 {
-		t.Errorf("TTFBs %v and %v: the answers arrived about 2 ms in, want their arrival, not the loop's wake after %v", a, b, spin)
+	// The first answer can itself be late on a busy machine (or under the
+	// race detector): the others are judged from it. Stamped at the wake
+	// they would come spin or more after it.
+	if max(a, b) > ttfb[0]+spin/2 {
+		t.Errorf("TTFBs %v and %v after a first of %v: the answers arrived about 2 ms in, want their arrival, not the loop's wake after %v", a, b, ttfb[0], spin)
 	}
 }
