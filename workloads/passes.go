@@ -208,7 +208,8 @@ func generatorBusy(tgt *Target, p *passInfo, a, b snapshot) {
 	if p.lr.Elapsed <= 0 {
 		return
 	}
-	share := p.lr.CPUSeconds / (p.lr.Elapsed.Seconds() * float64(len(tgt.GeneratorCPUs)))
+	// Polling for a due slot (loadgen's SpinSeconds) is rest it chose.
+	share := max(p.lr.CPUSeconds-p.lr.SpinSeconds, 0) / (p.lr.Elapsed.Seconds() * float64(len(tgt.GeneratorCPUs)))
 	if p.ev.OtherCPU != nil {
 		p.ev.OtherCPU.GeneratorBusyShare = round3(share)
 	}

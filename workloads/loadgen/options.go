@@ -78,6 +78,8 @@ type Options struct {
 	// CPUs, when set, pins event loop i's thread to CPUs[i], so the
 	// generator never shares a core with what it measures. Shards may not
 	// exceed len(CPUs): two loops on one core would measure each other.
+	// A pinned loop wakes before each slot of a rate pass and polls until
+	// it is due (Result.SpinSeconds), since the core is its own.
 	CPUs []int
 	// ChecksumHeader, when set, names a response header in which the server
 	// declares the CRC-32C (Castagnoli) of the whole body as 8 hex digits;

@@ -53,8 +53,16 @@ type Result struct {
 	AchievedRPS float64 // complete answers per second of Elapsed
 	CPUSeconds  float64 // the generator process, user+system
 	// ShardCPU is each event-loop thread's CPU as a share of its sending
-	// window: from t0 to its last dispatch (to its last answer for a burst).
+	// window: from t0 to its last dispatch (to its last answer for a burst),
+	// without the time it spent polling for a due slot.
 	ShardCPU []float64
+	// SpinSeconds is the CPU the event loops spent polling for due slots
+	// instead of sleeping past them (only when pinned: see Options.CPUs);
+	// it is in CPUSeconds, and it is not load the generator could not
+	// carry. SpinMargin is how early the loops woke before a slot, the
+	// largest of them: twice the timer's measured lateness plus 10 µs.
+	SpinSeconds float64
+	SpinMargin  time.Duration
 	// TLS is what the connections negotiated; nil for plain http.
 	TLS *TLSInfo
 
@@ -163,9 +171,11 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 		samples.addShard(s.m)
 		last = max(last, s.m.lastDone, s.winEnd)
 		r.Interrupted = r.Interrupted || s.stopped
+		r.SpinSeconds += s.spunAll.Seconds()
+		r.SpinMargin = max(r.SpinMargin, s.margin)
 		share := 0.0
 		if s.wall > 0 {
-			share = float64(s.cpu) / float64(s.wall)
+			share = float64(max(s.cpu-s.spun, 0)) / float64(s.wall)
 		}
 		r.ShardCPU = append(r.ShardCPU, share)
 		if s.wall >= 100*time.Millisecond && share > CPULimit {
@@ -437,6 +447,8 @@ type Summary struct {
 	Warnings          []string         `json:"warnings"`
 	CPUSeconds        float64          `json:"cpu_seconds"`
 	ShardCPU          []float64        `json:"shard_cpu_share"`
+	SpinSeconds       float64          `json:"spin_seconds"`
+	SpinMarginMs      float64          `json:"spin_margin_ms"`
 	TTFB              Latency          `json:"ttfb"`
 	TTFBUncorrected   Latency          `json:"ttfb_uncorrected"`
 	TTFBFromDispatch  Latency          `json:"ttfb_from_dispatch"`
@@ -484,7 +496,8 @@ func (r *Result) Summary() Summary {
 		Shards: r.Shards, SocketsOpened: r.SocketsOpened, TLS: r.TLS, Queued: r.Queued, BodyBytes: r.BodyBytes,
 		Valid: r.Valid, InvalidReasons: nonNil(r.InvalidReasons), PoolLimited: r.PoolLimited,
 		Interrupted: r.Interrupted, Warnings: nonNil(r.Warnings), CPUSeconds: round(r.CPUSeconds, 4),
-		ShardCPU: slices.Clone(r.ShardCPU), LagEffect: []LagEffectMs{},
+		ShardCPU: slices.Clone(r.ShardCPU), SpinSeconds: round(r.SpinSeconds, 4), SpinMarginMs: round(ms(int64(r.SpinMargin)), 3),
+		LagEffect:   []LagEffectMs{},
 		ScheduleLag: spreadOf(r.ScheduleLag), ConnectionWait: spreadOf(r.ConnectionWait), Cache: r.Cache}
 	if s.ErrorSamples == nil {
 		s.ErrorSamples = []ErrorSample{}
@@ -558,8 +571,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	case "burst":
 		fmt.Fprintf(&b, "Burst of %d requests released together%s\n", r.Requests, ran)
 	}
-	fmt.Fprintf(&b, "Requests %d (ok %d, errors %d)   achieved %.1f rps   sockets opened %d   generator CPU %.3fs\n",
-		r.Requests, r.OK, r.Errors, r.AchievedRPS, r.SocketsOpened, r.CPUSeconds)
+	spin := ""
+	if r.SpinSeconds > 0 {
+		spin = fmt.Sprintf(" (%.3fs polling for due slots, woken %s early)", r.SpinSeconds, fmtDur(r.SpinMargin))
+	}
+	fmt.Fprintf(&b, "Requests %d (ok %d, errors %d)   achieved %.1f rps   sockets opened %d   generator CPU %.3fs%s\n",
+		r.Requests, r.OK, r.Errors, r.AchievedRPS, r.SocketsOpened, r.CPUSeconds, spin)
 	if r.TLS != nil {
 		fmt.Fprintf(&b, "tls: %s\n", r.TLS)
 	}
@@ -655,6 +672,8 @@ func Merge(rs []*Result) *Result {
 		out.Unsolicited += r.Unsolicited
 		out.BodyBytes += r.BodyBytes
 		out.CPUSeconds += r.CPUSeconds
+		out.SpinSeconds += r.SpinSeconds
+		out.SpinMargin = max(out.SpinMargin, r.SpinMargin)
 		answered += r.AchievedRPS * r.Elapsed.Seconds()
 		out.PoolLimited = out.PoolLimited || r.PoolLimited
 		out.Interrupted = out.Interrupted || r.Interrupted

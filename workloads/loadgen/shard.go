@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +21,22 @@ const (
 	// expireEvery is how often in-flight and queued requests are checked
 	// against their timeout.
 	expireEvery = int64(2 * time.Millisecond)
-	evfdIndex   = -1
+	// A timer wakes a thread late: on the 2-core PVM guest hlsbench is
+	// developed on, an epoll_pwait2 timeout returns p50 75 µs, p99 97 µs
+	// after it was due (timer slack 1 ns, CPU idle meanwhile; bare metal
+	// is nearer 5 µs), and every send of the schedule would be that late.
+	// A pinned rate loop therefore wakes margin() early and polls its sockets,
+	// without blocking, until the slot is due: the margin is twice the
+	// loop's own smoothed wake latency plus spinSlack, at most spinMax.
+	// Time spent polling is counted apart from the loop's work (shard
+	// CPU share), since it is not load the generator could not carry.
+	spinSlack = int64(10 * time.Microsecond)
+	spinMax   = int64(300 * time.Microsecond)
+	// calibrateWaits timed waits of calibrateWait measure the wake latency
+	// when a loop starts.
+	calibrateWaits = 16
+	calibrateWait  = int64(200 * time.Microsecond)
+	evfdIndex      = -1
 
 	// deadBeforeBackoff is how many connections in a row may die before
 	// their first answer (refused, reset, closed without a byte) before the
@@ -108,6 +124,10 @@ type shardResult struct {
 	// window's length: from t0 to when it dispatched its last slot (rate
 	// and closed loop) or to its last answer (a burst).
 	cpu, wall time.Duration
+	// spun is the part of cpu spent polling for a due slot (see
+	// spinSlack), spunAll the same over the whole pass, margin how early
+	// the loop last woke before a slot.
+	spun, spunAll, margin time.Duration
 	// winEnd is when the pass's sending really ended (nanotime): the
 	// planned end, the last send of a counted pass, or the interrupt.
 	winEnd  int64
@@ -145,6 +165,12 @@ type shard struct {
 	// does); cpuSend its thread's CPU from t0 to then.
 	sendEnd int64
 	cpuSend time.Duration
+	// wakeLate is the smoothed lateness of this thread's timed waits
+	// (ns, an EWMA with weight 1/8); spun is the time spent polling for a
+	// due slot in this pass, spunSend the same until sendEnd.
+	wakeLate int64
+	spun     int64
+	spunSend int64
 	// owed counts closed-loop sends put off while backing off.
 	owed int64
 
@@ -210,9 +236,62 @@ func (s *shard) serve() {
 		set.Set(cpus[s.id%len(cpus)])
 		s.pinErr = unix.SchedSetaffinity(0, &set)
 	}
+	s.calibrate()
 	for f := range s.cmds {
 		f()
 	}
+}
+
+// calibrate measures how late this thread's timed waits wake, before any
+// pass: the median of calibrateWaits waits seeds wakeLate.
+func (s *shard) calibrate() {
+	late := make([]int64, 0, calibrateWaits)
+	for range calibrateWaits {
+		t := nanotime()
+		if n, e := epollWait(s.epfd, s.events, calibrateWait); n != 0 || e != 0 {
+			continue
+		}
+		late = append(late, max(nanotime()-t-calibrateWait, 0))
+	}
+	if len(late) > 0 {
+		slices.Sort(late)
+		s.wakeLate = late[len(late)/2]
+	}
+}
+
+// margin is how early a rate loop wakes before a due slot: 0 when its
+// thread is not pinned to a CPU of its own (Options.CPUs), where polling
+// would take the CPU from what it measures.
+func (s *shard) margin() int64 {
+	if len(s.g.opts.CPUs) == 0 {
+		return 0
+	}
+	return min(2*s.wakeLate+spinSlack, spinMax)
+}
+
+// waitUntil waits for events until due, the schedule's next slot: a timed
+// wait until margin() before it, then polls without blocking. It learns
+// wakeLate from every timed wait the timer ended, and counts the polls that
+// found nothing before due in spun.
+func (s *shard) waitUntil(due int64) int {
+	t := nanotime()
+	if early := due - t - s.margin(); early > 0 {
+		n, e := epollWait(s.epfd, s.events, early)
+		if e != 0 {
+			return 0 // EINTR: the runtime preempted us; just loop
+		}
+		if n == 0 {
+			if late := nanotime() - t - early; late >= 0 {
+				s.wakeLate += (late - s.wakeLate) / 8
+			}
+		}
+		return n
+	}
+	n := s.wait(0)
+	if n == 0 && due > t {
+		s.spun += nanotime() - t
+	}
+	return n
 }
 
 // do runs f on the shard's thread and waits for it.
@@ -444,6 +523,7 @@ func (s *shard) run(sp *passSpec) shardResult {
 	s.stopped, s.stopAt = false, 0
 	s.sent, s.owed = 0, 0
 	s.sendEnd, s.cpuSend = 0, 0
+	s.spun, s.spunSend = 0, 0
 	s.deadStreak, s.backoff, s.probeAt, s.probing = 0, 0, 0, false
 	s.dead = errDetail{}
 	s.realOff = time.Now().UnixNano() - nanotime()
@@ -468,11 +548,11 @@ func (s *shard) run(sp *passSpec) shardResult {
 
 	// Sleep to t0 on the loop's own clock, so all shards start together.
 	for {
-		left := sp.t0 - nanotime()
-		if left <= 0 {
+		now := nanotime()
+		if now >= sp.t0 {
 			break
 		}
-		s.wait(min(left, maxWait))
+		s.waitUntil(min(sp.t0, now+maxWait))
 		if sp.stop.Load() {
 			break
 		}
@@ -511,7 +591,7 @@ func (s *shard) run(sp *passSpec) shardResult {
 			s.payOwed(now)
 		}
 		if s.sendEnd == 0 && !s.sending(now) {
-			s.sendEnd, s.cpuSend = now, threadCPU()-cpu0
+			s.sendEnd, s.cpuSend, s.spunSend = now, threadCPU()-cpu0, s.spun
 		}
 		if now >= s.expireAt {
 			s.expire(now)
@@ -523,7 +603,12 @@ func (s *shard) run(sp *passSpec) shardResult {
 		if s.finished(now) {
 			break
 		}
-		n := s.wait(s.waitFor(now))
+		var n int
+		if w := s.waitFor(now); sp.mode == modeRate && s.sending(now) && s.nextAt+sp.late <= now+w {
+			n = s.waitUntil(s.nextAt + sp.late) // the next slot is what ends the wait
+		} else {
+			n = s.wait(w)
+		}
 		s.woke, s.batchRead = nanotime(), false
 		for i := 0; i < n; i++ {
 			ev := &s.events[i]
@@ -544,7 +629,7 @@ func (s *shard) run(sp *passSpec) shardResult {
 	}
 	end := nanotime()
 	if s.sendEnd == 0 {
-		s.sendEnd, s.cpuSend = end, threadCPU()-cpu0
+		s.sendEnd, s.cpuSend, s.spunSend = end, threadCPU()-cpu0, s.spun
 	}
 	s.m.sockets = s.opened - s.openedBefore
 	s.openedBefore = s.opened
@@ -553,7 +638,9 @@ func (s *shard) run(sp *passSpec) shardResult {
 		// The pass ran on connections opened before it.
 		s.m.tls.first = s.tlsLast
 	}
-	res := shardResult{m: s.m, cpu: s.cpuSend, wall: time.Duration(s.sendEnd - sp.t0), stopped: s.stopped,
+	res := shardResult{m: s.m, cpu: s.cpuSend, spun: time.Duration(s.spunSend), spunAll: time.Duration(s.spun),
+		margin: time.Duration(s.margin()),
+		wall:   time.Duration(s.sendEnd - sp.t0), stopped: s.stopped,
 		winEnd: s.windowEnd(), cpuID: currentCPU()}
 	if s.iv != nil {
 		s.iv.end = end
