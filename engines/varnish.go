@@ -310,7 +310,12 @@ func parseVarnishstat(b []byte, p Policy) (map[string]float64, error) {
 	return m, nil
 }
 
-// statBinary finds the counters tool installed with the daemon, named after
+// statBinary finds the counters tool installed with the daemon; admBinary
+// its command line, varnishadm (see toolBinary).
+func (f varnishFamily) statBinary(daemon string) string { return f.toolBinary(daemon, "stat") }
+func (f varnishFamily) admBinary(daemon string) string  { return f.toolBinary(daemon, "adm") }
+
+// toolBinary finds the tool installed with the daemon, named after
 // it (varnishd: varnishstat, vinyld: vinylstat, so Vinyl's adapter also
 // works with --binary varnishd), else the family's own. A daemon given by
 // path has its tool in its own installation: beside it or in its prefix's
@@ -319,10 +324,11 @@ func parseVarnishstat(b []byte, p Policy) (map[string]float64, error) {
 // container the path need not exist on this host: the prefix's bin is
 // taken). A daemon found by name has its tool on PATH or in the usual
 // directories.
-func (f varnishFamily) statBinary(daemon string) string {
-	names := []string{f.stat}
-	if stem, ok := strings.CutSuffix(filepath.Base(daemon), "d"); ok && stem != "" && stem+"stat" != f.stat {
-		names = []string{stem + "stat", f.stat}
+func (f varnishFamily) toolBinary(daemon, tool string) string {
+	own := strings.TrimSuffix(f.stat, "stat") + tool
+	names := []string{own}
+	if stem, ok := strings.CutSuffix(filepath.Base(daemon), "d"); ok && stem != "" && stem+tool != own {
+		names = []string{stem + tool, own}
 	}
 	isExec := func(p string) bool {
 		st, err := os.Stat(p)
@@ -349,7 +355,7 @@ func (f varnishFamily) statBinary(daemon string) string {
 			}
 		}
 	}
-	return f.stat
+	return own
 }
 
 // renderVCL renders the policy as VCL 4.1 for Varnish 7.1 and Vinyl Cache.

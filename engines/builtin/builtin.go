@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,6 +102,8 @@ type Stats struct {
 	StoredBytes       int64 `json:"stored_bytes"`       // body bytes stored now
 	Evictions         int64 `json:"evictions"`          // objects evicted by the LRU
 	Purges            int64 `json:"purges"`             // PURGE requests that removed an object
+	Bans              int64 `json:"bans"`               // BAN requests
+	Banned            int64 `json:"banned"`             // objects BAN requests removed
 	Passes            int64 `json:"passes"`             // requests of other methods passed to the origin
 }
 
@@ -109,6 +113,7 @@ type counters struct {
 	backgroundFetches, coalesced atomic.Int64
 	bytesFromOrigin, bytesServed atomic.Int64
 	evictions, purges, passes    atomic.Int64
+	bans, banned                 atomic.Int64
 }
 
 // Cache is the caching reverse proxy. Its methods are safe for concurrent use.
@@ -269,6 +274,9 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "PURGE":
 		c.purge(w, r)
 		return
+	case "BAN":
+		c.ban(w, r)
+		return
 	default:
 		c.st.passes.Add(1)
 		c.pass.ServeHTTP(w, r)
@@ -337,6 +345,8 @@ func (c *Cache) Stats() Stats {
 		StoredBytes:       bytes,
 		Evictions:         c.st.evictions.Load(),
 		Purges:            c.st.purges.Load(),
+		Bans:              c.st.bans.Load(),
+		Banned:            c.st.banned.Load(),
 		Passes:            c.st.passes.Load(),
 	}
 }
@@ -380,6 +390,33 @@ func (c *Cache) purge(w http.ResponseWriter, r *http.Request) {
 	}
 	c.st.purges.Add(1)
 	w.Write([]byte("purged\n"))
+}
+
+// BannedHeader is the header in which a BAN's answer says how many
+// objects it removed.
+const BannedHeader = "X-Hlsbench-Banned"
+
+// ban removes every object whose key starts with the request URI (BAN
+// /stream/ invalidates a whole stream), at once: fetches in flight for
+// them are not stored. It answers 200 with the count in BannedHeader.
+func (c *Cache) ban(w http.ResponseWriter, r *http.Request) {
+	prefix := r.RequestURI
+	if prefix == "" || prefix[0] != '/' {
+		prefix = r.URL.RequestURI()
+	}
+	n := 0
+	c.mu.Lock()
+	for key := range c.items {
+		if strings.HasPrefix(key, prefix) && c.purgeLocked(key) {
+			n++
+		}
+	}
+	c.mu.Unlock()
+	c.st.bans.Add(1)
+	c.st.banned.Add(int64(n))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set(BannedHeader, strconv.Itoa(n))
+	fmt.Fprintf(w, "banned %d objects\n", n)
 }
 
 // writeObject answers from a complete stored object.

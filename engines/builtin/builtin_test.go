@@ -160,6 +160,35 @@ func TestPurge(t *testing.T) {
 	}
 }
 
+// BAN /prefix removes every stored object under it and only those.
+func TestBan(t *testing.T) {
+	o := newFakeOrigin(t)
+	c, srv := testCache(t, o.URL(), noProbe(), nil)
+	keys := []string{"/s/a.ts", "/s/b.ts?x=1", "/s/c.m3u8", "/t/a.ts"}
+	for _, k := range keys {
+		get(t, srv.URL+k)
+	}
+	a := do(t, "BAN", srv.URL+"/s/")
+	if a.status != 200 || a.header.Get(BannedHeader) != "3" {
+		t.Fatalf("BAN /s/: %d %s %q, want 200 and 3 removed", a.status, BannedHeader, a.header.Get(BannedHeader))
+	}
+	for _, k := range keys {
+		want := "MISS"
+		if k == "/t/a.ts" {
+			want = "HIT"
+		}
+		if got := get(t, srv.URL+k).header.Get("X-Cache"); got != want {
+			t.Errorf("%s after BAN /s/: X-Cache %s, want %s", k, got, want)
+		}
+	}
+	if a := do(t, "BAN", srv.URL+"/none/"); a.status != 200 || a.header.Get(BannedHeader) != "0" {
+		t.Fatalf("BAN of nothing: %d %q", a.status, a.header.Get(BannedHeader))
+	}
+	if s := c.Stats(); s.Bans != 2 || s.Banned != 3 || s.Objects != 4 {
+		t.Fatalf("stats %+v: want 2 bans, 3 banned, 4 objects stored again", s)
+	}
+}
+
 func TestLRUEviction(t *testing.T) {
 	o := newFakeOrigin(t)
 	p := noProbe()
@@ -204,6 +233,7 @@ func TestStatsEndpoint(t *testing.T) {
 		"hits": 1, "misses": 1, "origin_fetches": 1, "objects": 1, "stored_bytes": 64 << 10,
 		"bytes_from_origin": 64 << 10, "bytes_served": 128 << 10, "stale": 0, "coalesced": 0,
 		"origin_errors": 0, "background_fetches": 0, "evictions": 0, "purges": 0, "passes": 0,
+		"bans": 0, "banned": 0,
 	} {
 		if got, ok := m[k]; !ok || got != want {
 			t.Errorf("stats %s = %d (present %v), want %d", k, got, ok, want)

@@ -8,7 +8,9 @@
 //
 // The cache key is the request URI (path and query) exactly as the client sent
 // it. GET and HEAD are cached; PURGE removes the object for its URI (200 when
-// there was one, 404 otherwise); any other method is passed to the origin
+// there was one, 404 otherwise); BAN removes every object whose URI starts
+// with its own (BAN /stream/: a whole stream), at once, and answers 200 with
+// the count in X-Hlsbench-Banned; any other method is passed to the origin
 // without caching (counted in Stats.Passes). GET /_hlsbench/stats is answered
 // by the cache itself with [Stats] as JSON, whatever the method, and is never
 // passed on.

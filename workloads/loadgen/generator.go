@@ -145,11 +145,11 @@ func (g *Generator) Close() error {
 }
 
 func (g *Generator) spec(p *Pass) (*passSpec, error) {
-	req, ex, err := buildRequest(&g.opts, g.t, p)
+	reqs, ex, err := buildRequests(&g.opts, g.t, p)
 	if err != nil {
 		return nil, err
 	}
-	sp := &passSpec{req: req, ex: ex, timeout: int64(g.opts.Timeout), shards: len(g.shards),
+	sp := &passSpec{reqs: reqs, pick: popularity(len(p.Paths), p.Zipf), ex: ex, timeout: int64(g.opts.Timeout), shards: len(g.shards),
 		arrival: p.Arrival, rate: p.Rate, seed: p.Seed, requests: p.Requests, burst: p.Burst,
 		stop: new(atomic.Bool), late: int64(p.lateBy)}
 	if err := p.Validate(g.opts.Connections); err != nil {

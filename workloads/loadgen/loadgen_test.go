@@ -821,3 +821,67 @@ func BenchmarkScheduleLag(b *testing.B) {
 		})
 	}
 }
+
+// A pass over several paths asks for each with its Zipf share, and every
+// Record names the path its request asked for: the server's own counts per
+// path equal the records'.
+func TestPathsZipf(t *testing.T) {
+	var mu sync.Mutex
+	served := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served[r.URL.Path]++
+		mu.Unlock()
+		w.Write([]byte("x"))
+	}))
+	defer srv.Close()
+	paths := []string{"/a", "/b", "/c", "/d"}
+	recorded := make([][]int, 2)
+	g := newGen(t, Options{URL: srv.URL, Connections: 8, Shards: 2, OnRecord: func(shard int, rec *Record, _ BodyCheck) {
+		if recorded[shard] == nil {
+			recorded[shard] = make([]int, len(paths))
+		}
+		recorded[shard][rec.Object]++
+	}})
+	const n = 6000
+	r := run(t, g, Pass{Paths: paths, Zipf: 1, Requests: n, Duration: time.Minute, Seed: 3})
+	if r.OK != n {
+		t.Fatalf("ok %d of %d: %v", r.OK, n, r.ErrorsByKind)
+	}
+	// Weights 1, 1/2, 1/3, 1/4 of 25/12.
+	want := []float64{12.0 / 25, 6.0 / 25, 4.0 / 25, 3.0 / 25}
+	for i, p := range paths {
+		got := recorded[0][i] + recorded[1][i]
+		if got != served[p] {
+			t.Errorf("%s: %d records, the server served %d", p, got, served[p])
+		}
+		if share := float64(got) / n; math.Abs(share-want[i]) > 0.03 {
+			t.Errorf("%s: share %.3f, want %.3f (Zipf 1)", p, share, want[i])
+		}
+	}
+	for _, bad := range []Pass{
+		{Path: "/a", Paths: paths, Requests: 1},
+		{Paths: paths, Zipf: -1, Requests: 1},
+		{Path: "/a", Zipf: 1, Requests: 1},
+		{Paths: []string{"/a", "no-slash"}, Requests: 1},
+	} {
+		if _, err := g.Run(context.Background(), bad); !IsConfigError(err) {
+			t.Errorf("%+v: %v, want a config error", bad, err)
+		}
+	}
+}
+
+func TestDraw(t *testing.T) {
+	cdf := popularity(3, 0)
+	for _, c := range []struct {
+		u    float64
+		want int
+	}{{0, 0}, {0.3333, 0}, {0.3334, 1}, {0.6666, 1}, {0.6667, 2}, {0.9999999, 2}} {
+		if got := draw(cdf, c.u); got != c.want {
+			t.Errorf("draw(%v) = %d, want %d (cdf %v)", c.u, got, c.want, cdf)
+		}
+	}
+	if popularity(0, 1) != nil {
+		t.Errorf("no paths: want no popularity")
+	}
+}

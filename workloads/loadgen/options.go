@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -134,6 +135,12 @@ func (a Arrival) String() string {
 type Pass struct {
 	// Path overrides the URL's path and query for this pass ("/x?y").
 	Path string
+	// Paths, when set instead of Path, are the objects of the pass: each
+	// request asks for one of them, drawn at its slot with Zipf popularity
+	// (the i-th path's weight is 1/(i+1)^Zipf; Zipf 0 draws uniformly).
+	// Record.Object says which. The draws are repeatable with Seed.
+	Paths []string
+	Zipf  float64
 	// Header is added to the Options' headers for this pass (Range, say).
 	Header [][2]string
 	// Rate is requests per second; 0 runs closed loop, every connection
@@ -335,14 +342,45 @@ func (o *Options) tlsConfig(t *target) (*tls.Config, error) {
 	return c, nil
 }
 
-// buildRequest renders the request bytes once; every send reuses them.
-func buildRequest(o *Options, t *target, p *Pass) ([]byte, expect, error) {
-	path := t.path
-	if p.Path != "" {
-		if !strings.HasPrefix(p.Path, "/") || strings.ContainsAny(p.Path, " \r\n") {
-			return nil, expect{}, cfgErr("path", "%q: want an absolute path without spaces", p.Path)
+// MaxPaths bounds Pass.Paths.
+const MaxPaths = 1 << 20
+
+// buildRequests renders each path's request bytes once; every send reuses
+// them.
+func buildRequests(o *Options, t *target, p *Pass) ([][]byte, expect, error) {
+	switch {
+	case len(p.Paths) > 0 && p.Path != "":
+		return nil, expect{}, cfgErr("paths", "set either a path or paths, not both")
+	case len(p.Paths) > MaxPaths:
+		return nil, expect{}, cfgErr("paths", "%d: want at most %d", len(p.Paths), MaxPaths)
+	case p.Zipf < 0 || math.IsNaN(p.Zipf) || p.Zipf > 10:
+		return nil, expect{}, cfgErr("zipf", "%v: want an exponent from 0 (uniform) to 10", p.Zipf)
+	case p.Zipf != 0 && len(p.Paths) == 0:
+		return nil, expect{}, cfgErr("zipf", "a popularity needs paths to choose from")
+	}
+	paths := p.Paths
+	if len(paths) == 0 {
+		paths = []string{p.Path}
+	}
+	reqs := make([][]byte, len(paths))
+	var ex expect
+	for i, path := range paths {
+		var err error
+		if reqs[i], ex, err = buildRequest(o, t, p, path); err != nil {
+			return nil, expect{}, err
 		}
-		path = p.Path
+	}
+	return reqs, ex, nil
+}
+
+// buildRequest renders one path's request ("" is the URL's).
+func buildRequest(o *Options, t *target, p *Pass, reqPath string) ([]byte, expect, error) {
+	path := t.path
+	if reqPath != "" {
+		if !strings.HasPrefix(reqPath, "/") || strings.ContainsAny(reqPath, " \r\n") {
+			return nil, expect{}, cfgErr("path", "%q: want an absolute path without spaces", reqPath)
+		}
+		path = reqPath
 	}
 	ex := expect{status: 200, head: o.Method == "HEAD", crcHeader: o.ChecksumHeader}
 	var b strings.Builder

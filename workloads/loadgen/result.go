@@ -133,6 +133,7 @@ var publishedQuantiles = []float64{50, 90, 95, 99, 99.9, 100}
 // Record is one request's outcome, for Options.OnRecord.
 type Record struct {
 	Intended time.Time // the schedule's send time
+	Object   int       // the index of its path in Pass.Paths (0 with one path)
 	// TTFB and Total count from Intended; zero when there was no answer
 	// (Total is the timeout for a timeout).
 	TTFB, Total time.Duration

@@ -63,6 +63,7 @@ const (
 // pending is a request between its slot in the schedule and a connection.
 type pending struct {
 	intended, dispatched int64
+	obj                  int32 // index in passSpec.reqs
 }
 
 type conn struct {
@@ -99,8 +100,11 @@ const (
 
 // passSpec is what every shard runs in one pass; shards only read it.
 type passSpec struct {
-	mode     mode
-	req      []byte
+	mode mode
+	// reqs are the requests of the pass, one per path; pick, when set,
+	// is the cumulative popularity a request's path is drawn from.
+	reqs     [][]byte
+	pick     []float64
 	ex       expect
 	t0, end  int64 // nanotime; end is when dispatching stops
 	period   float64
@@ -158,6 +162,7 @@ type shard struct {
 	sent     int64
 	quota    int64
 	rng      *rand.Rand
+	pathRNG  *rand.Rand // draws Pass.Paths
 	expireAt int64
 	stopped  bool
 	stopAt   int64
@@ -693,6 +698,9 @@ func (s *shard) setupPacer() {
 	shards := int64(sp.shards)
 	id := int64(s.id)
 	s.quota = math.MaxInt64
+	if sp.pick != nil {
+		s.pathRNG = rand.New(rand.NewPCG(sp.seed^0x9e3779b97f4a7c15, uint64(id)+1))
+	}
 	if sp.requests > 0 {
 		s.quota = sp.requests / shards
 		if id < sp.requests%shards {
@@ -737,6 +745,9 @@ func (s *shard) canSend(now int64) bool {
 }
 
 func (s *shard) submit(p pending, now int64) {
+	if s.sp.pick != nil {
+		p.obj = int32(draw(s.sp.pick, s.pathRNG.Float64()))
+	}
 	s.sent++
 	s.m.dispatched++
 	record(s.m.lag, p.dispatched-p.intended)
@@ -791,7 +802,7 @@ func (s *shard) send(c *conn, p pending) {
 	s.setState(c, connBusy)
 	c.written = nanotime()
 	record(s.m.wait, c.written-p.dispatched)
-	req := s.sp.req
+	req := s.sp.reqs[p.obj]
 	if c.tc != nil {
 		if _, err := c.tc.Write(req); err != nil {
 			s.fail(c, errDetail{kind: errIO, what: "tls write", err: err}, c.written)
@@ -806,7 +817,7 @@ func (s *shard) send(c *conn, p pending) {
 }
 
 func (s *shard) writeMore(c *conn) {
-	req := s.sp.req
+	req := s.sp.reqs[c.req.obj]
 	for c.woff < len(req) {
 		n, e := rawWrite(c.fd, req[c.woff:])
 		switch e {
@@ -1146,6 +1157,7 @@ func (s *shard) report(c *conn, kind errKind, now int64) {
 	var check BodyCheck
 	if c != nil {
 		rec.Intended = s.g.wallOf(c.req.intended)
+		rec.Object = int(c.req.obj)
 		rec.Status = c.resp.info.Status
 		rec.Cache = c.resp.info.Cache
 		check = c.resp.check
@@ -1167,7 +1179,7 @@ func (s *shard) reportLost(p pending, kind errKind) {
 	if s.g.opts.OnRecord == nil {
 		return
 	}
-	rec := Record{Intended: s.g.wallOf(p.intended), Err: kind.String()}
+	rec := Record{Intended: s.g.wallOf(p.intended), Object: int(p.obj), Err: kind.String()}
 	if kind == errTimeout {
 		rec.Total = time.Duration(s.sp.timeout)
 	}
@@ -1333,4 +1345,37 @@ func (r *idleRing) remove(c *conn) {
 			r.push(x)
 		}
 	}
+}
+
+// popularity is the cumulative distribution of n paths' Zipf weights
+// 1/(i+1)^s, nil for a pass of one path.
+func popularity(n int, s float64) []float64 {
+	if n == 0 {
+		return nil
+	}
+	cdf := make([]float64, n)
+	sum := 0.0
+	for i := range cdf {
+		sum += math.Pow(float64(i+1), -s)
+		cdf[i] = sum
+	}
+	for i := range cdf {
+		cdf[i] /= sum
+	}
+	cdf[n-1] = 1
+	return cdf
+}
+
+// draw is the index whose cumulative share first reaches u (0 ≤ u < 1).
+func draw(cdf []float64, u float64) int {
+	lo, hi := 0, len(cdf)-1
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if cdf[mid] > u {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
 }
