@@ -34,20 +34,23 @@ nightly:
 # engines, Varnish 9.0.2 and Vinyl Cache built by `hlsbench engines build`,
 # then NGINX and builtin; hit-path and segment in every topology; the
 # reference protocol: 3 warm-ups + 20 passes) into build/page-runs, then the
-# report into site/ with the result files copied into site/runs (about 75
-# minutes). `make page-quick` is the same with --quick into build/site-quick
-# (about 10 minutes). `make page-from-results` rebuilds site/ from the
+# report into site/ with the result files copied into site/runs (116 minutes
+# here on 2026-12-01: the 4 MiB full GETs over TLS are slow on 2 cores).
+# PAGE_WORKLOADS=all adds purge-stampede (in every topology too). `make
+# page-quick` is the same with --quick into build/site-quick (about 10
+# minutes). `make page-from-results` rebuilds site/ from the
 # committed site/runs alone: the same bytes. A suite that ends with some
 # result invalid (exit 3) still makes its page: the page says which.
 PAGE_ENGINES  ?= varnish@9.0.2,vinyl,nginx,builtin
 PAGE_TOPOLOGY ?= all
+PAGE_WORKLOADS ?= hit-path,segment,miss-storm,origin-flap
 PAGE_PROFILE  ?=
 PAGE_RUNS     ?= build/page-runs
 SITE          ?= site
 
 page: build
 	rm -rf $(PAGE_RUNS)
-	bin/hlsbench suite $(PAGE_PROFILE) --engine $(PAGE_ENGINES) --topology $(PAGE_TOPOLOGY) --out $(PAGE_RUNS); \
+	bin/hlsbench suite $(PAGE_PROFILE) --engine $(PAGE_ENGINES) --topology $(PAGE_TOPOLOGY) --workload $(PAGE_WORKLOADS) --out $(PAGE_RUNS); \
 	code=$$?; if [ $$code -ne 0 ] && [ $$code -ne 3 ]; then exit $$code; fi
 	bin/hlsbench report $(PAGE_RUNS) --out $(SITE)
 

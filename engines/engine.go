@@ -367,6 +367,19 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	default:
 		return nil, fmt.Errorf("%s: topology %q: want one of %v", e.Name(), s.Topology, Topologies)
 	}
+	if s.Policy.Purge != "" {
+		// Resolved where the engine will run, before it renders: its
+		// configuration depends on the mode.
+		run := LocalExec(work)
+		if !inproc {
+			run = func(ctx context.Context, argv ...string) (launch.Output, error) {
+				return lch.Run(ctx, launch.Spec{Name: e.Name(), Command: argv, Dir: work, Image: s.Image, Binds: []string{cache}})
+			}
+		}
+		if li.cfg.Policy.Purge, err = resolvePurge(ctx, e, run, bin, s.Policy.Purge); err != nil {
+			return nil, err
+		}
+	}
 	files, err := e.Render(li.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", e.Name(), err)

@@ -206,7 +206,7 @@ var _ ProcessGroup = (*launch.Process)(nil)
 // makes equal between it and the other engines.
 func BuiltinDifferences() []string {
 	return []string{
-		"The built-in cache is hlsbench's own Go cache, written for this benchmark: it has none of a production proxy's features (VCL, purge, disk storage) and no production history.",
+		"The built-in cache is hlsbench's own Go cache, written for this benchmark: it has none of a production proxy's features (VCL, disk storage, access control: its PURGE and BAN are open to any client) and no production history.",
 		"The built-in cache releases coalesced waiters when the origin's headers arrive and streams the body to them, as Varnish does.",
 		"The built-in cache's hit and origin counters are its own, in-process; the origin's count is the evidence.",
 	}

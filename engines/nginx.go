@@ -365,7 +365,10 @@ type nginxConf struct {
 	ConnectTimeout, ReadTimeout string
 	SendTimeout                 string
 	LogFormat, LogFlush         string
-	Policy                      Policy
+	// Purge: policy purge "purge", ngx_cache_purge from PurgeModule.
+	Purge       bool
+	PurgeModule string
+	Policy      Policy
 }
 
 func nginxData(cfg Config) (nginxConf, error) {
@@ -400,6 +403,9 @@ func nginxData(cfg Config) (nginxConf, error) {
 		LogFormat:  nginxLogFormat,
 		LogFlush:   nginxMsec(nginxLogFlush),
 		Policy:     p,
+	}
+	if p.Purge == PurgeObject {
+		c.Purge, c.PurgeModule = true, NGINXPurgeModule
 	}
 	if cfg.Topology == TopologyTLS {
 		for _, v := range []string{cfg.TLSListen, cfg.Certs.Cert, cfg.Certs.Key} {
@@ -470,6 +476,10 @@ var nginxTemplate = template.Must(template.New(NGINXConf).Parse(`# Rendered by h
 # No "user": run by root, the workers become nobody, and NGINX itself chowns the
 # cache and temp directories below to them (the work and cache directories are
 # 0755 and under world-traversable parents); run by anyone else, it stays that user.
+{{- if .Purge}}
+# Policy purge "purge": Debian's ngx_cache_purge (libnginx-mod-http-cache-purge).
+load_module {{.PurgeModule}};
+{{- end}}
 worker_processes {{.Workers}};
 worker_rlimit_nofile 8192;
 daemon off;
@@ -568,6 +578,23 @@ http {
 
         # Sent on every answer, hits and errors included.
         add_header X-Cache $upstream_cache_status always;
+{{- if .Purge}}
+        # PURGE removes the object of the request's own key, from loopback
+        # only. ngx_cache_purge 2.3's same-location form (proxy_cache_purge
+        # PURGE) crashes the worker on NGINX 1.11.6 and later (signal 11,
+        # seen here with Debian's 1.22): the separate-location form is used,
+        # with the cache key spelled as proxy_cache_key makes it ($proxy_host
+        # is the upstream's name, "origin").
+        if ($request_method = PURGE) {
+            rewrite ^ /_hlsbench/purge last;
+        }
+        location = /_hlsbench/purge {
+            allow 127.0.0.1;
+            allow ::1;
+            deny all;
+            proxy_cache_purge hlsbench ${scheme}origin$request_uri;
+        }
+{{- end}}
 
         # Only 200 is cached (never a 5xx); other objects get the segment TTL.
         location / {
@@ -609,5 +636,6 @@ func (NGINX) Differences() []string {
 		"NGINX has no grace duration: proxy_cache_use_stale serves an expired object as long as it stays in the cache, and open-source NGINX has no active health probe, so it keeps retrying a failing origin in the background.",
 		"NGINX counts TTLs in whole seconds: a 2 s TTL lasts 2–3 s.",
 		"NGINX's hit and origin counts are read from its access log ($upstream_cache_status), coarser than varnishstat's live counters.",
+		"Open-source NGINX has no purge: purge-stampede loads Debian's ngx_cache_purge 2.3, which removes one key per PURGE request and has no prefix ban, so NGINX's stream is invalidated with 502 requests where Varnish needs one ban.",
 	}
 }

@@ -37,7 +37,16 @@ func nginxCases() []struct {
 		{"default", DefaultPolicy()},
 		{"hit-path", hit},
 		{"origin-flap", nginxFlapPolicy()},
+		{"purge", purgePolicy(PurgeObject)},
 	}
+}
+
+// purgePolicy is purge-stampede's shape: nothing expires, and mode.
+func purgePolicy(mode string) Policy {
+	p := DefaultPolicy()
+	p.ManifestTTL, p.SegmentTTL = 24*time.Hour, 24*time.Hour
+	p.Purge = mode
+	return p
 }
 
 func nginxFlapPolicy() Policy {
@@ -241,6 +250,9 @@ func TestNGINXCheckAcceptsGolden(t *testing.T) {
 	bin := needNGINX(t)
 	for _, c := range nginxCases() {
 		t.Run(c.name, func(t *testing.T) {
+			if c.policy.Purge != "" {
+				needPurgeModule(t)
+			}
 			dir := t.TempDir()
 			cfg := nginxGoldenConfig(c.policy)
 			cfg.WorkDir, cfg.CacheDir = filepath.Join(dir, "work"), filepath.Join(dir, "cache")

@@ -38,6 +38,11 @@ type Policy struct {
 	LockTimeout time.Duration `json:"lock_timeout"`
 	// StoreBytes is the RAM store's size.
 	StoreBytes int64 `json:"store_bytes"`
+	// Purge is how the workload invalidates objects (PurgeBan or
+	// PurgeObject), "" when it does not: an engine renders what the mode
+	// needs (NGINX loads its purge module; Varnish stores each object's URL
+	// for lurker-friendly bans), and one that cannot is not applicable.
+	Purge string `json:"purge,omitempty"`
 }
 
 // DefaultPolicy is the base every workload adjusts.
@@ -80,6 +85,9 @@ func (p Policy) Validate() error {
 	if p.ProbePath != "" && (p.ProbeInterval <= 0 || p.ProbeTimeout <= 0 || p.ProbeWindow < 1 ||
 		p.ProbeThreshold < 1 || p.ProbeThreshold > p.ProbeWindow) {
 		return fmt.Errorf("policy probe: want interval and timeout > 0 and 1 ≤ threshold ≤ window")
+	}
+	if err := checkPurgeMode(p.Purge); err != nil {
+		return err
 	}
 	if p.StoreBytes < 1<<20 {
 		return fmt.Errorf("policy store_bytes %d: want at least 1 MiB", p.StoreBytes)

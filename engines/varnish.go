@@ -384,6 +384,7 @@ func renderVCL(cfg Config) (Files, error) {
 		}
 	}
 	v := vclValues{
+		BanURL:              p.Purge == PurgeBan,
 		ClientHeader:        cfg.Topology == TopologyProxyV2,
 		Host:                host,
 		Port:                port,
@@ -499,7 +500,10 @@ func vclDuration(d time.Duration) string {
 type vclValues struct {
 	// ClientHeader: topology proxyv2, answers say the client address
 	// Varnish took from the PROXY header.
-	ClientHeader                                          bool
+	ClientHeader bool
+	// BanURL: policy purge "ban", every object keeps its URL in x-url so
+	// the ban lurker can test bans on it without a request.
+	BanURL                                                bool
 	Host, Port                                            string
 	ConnectTimeout, FirstByteTimeout, BetweenBytesTimeout string
 	Probe                                                 bool
@@ -588,6 +592,12 @@ sub vcl_backend_response {
     # Requests waiting on this fetch are released when the headers arrive
     # and read the body as it comes.
     set beresp.do_stream = true;
+{{- if .BanURL}}
+    # Policy purge "ban": bans test obj.http.x-url, which the ban lurker
+    # can evaluate on stored objects without a request (a req.url ban
+    # waits for a lookup and keeps the ban list long).
+    set beresp.http.x-url = bereq.url;
+{{- end}}
     if (beresp.status >= 500) {
         # A failed background refresh: keep the stale object and its grace.
         if (bereq.is_bgfetch) {
@@ -661,6 +671,9 @@ sub vcl_deliver {
     } else {
         set resp.http.X-Cache = "HIT";
     }
+{{- if .BanURL}}
+    unset resp.http.x-url;
+{{- end}}
 {{- if .ClientHeader}}
     # Topology proxyv2: the client as the PROXY v2 header gave it.
     set resp.http.` + ClientHeader + ` = client.ip + ":" + std.port(client.ip);

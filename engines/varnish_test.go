@@ -54,6 +54,7 @@ var varnishCases = []struct {
 	{"origin-flap", varnishOriginFlapPolicy},
 	{"default", DefaultPolicy},
 	{"no-probe", varnishNoProbePolicy},
+	{"ban", func() Policy { return purgePolicy(PurgeBan) }},
 }
 
 func varnishGoldenConfig(p Policy) Config {

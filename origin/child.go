@@ -25,8 +25,38 @@ func ParseReady(rest string) (dataURL, controlURL string, err error) {
 
 // ChildArgs are the arguments of `hlsbench origin` serving cfg on listen,
 // its control API on a loopback port of its own choosing.
+// Zero fields keep the command's defaults, which are Config's.
 func ChildArgs(cfg Config, listen string) []string {
-	return []string{"origin", "--listen", listen, "--control", "127.0.0.1:0",
-		"--cache-control-manifest", cfg.CacheControl.Manifest, "--cache-control-segment", cfg.CacheControl.Segment,
-		"--seed", fmt.Sprint(cfg.Seed)}
+	args := []string{"origin", "--listen", listen, "--control", "127.0.0.1:0", "--seed", fmt.Sprint(cfg.Seed)}
+	for _, f := range []struct{ flag, v string }{
+		{"--cache-control-master", cfg.CacheControl.Master},
+		{"--cache-control-manifest", cfg.CacheControl.Manifest},
+		{"--cache-control-segment", cfg.CacheControl.Segment},
+	} {
+		if f.v != "" {
+			args = append(args, f.flag, f.v)
+		}
+	}
+	if cfg.ManifestSize > 0 {
+		args = append(args, "--manifest-size", fmt.Sprint(cfg.ManifestSize))
+	}
+	if cfg.SegmentSize > 0 {
+		args = append(args, "--segment-size", fmt.Sprint(cfg.SegmentSize))
+	}
+	if cfg.SegmentDuration > 0 {
+		args = append(args, "--segment-duration", cfg.SegmentDuration.String())
+	}
+	switch {
+	case cfg.FirstByteDelay < 0:
+		args = append(args, "--first-byte-delay", "0")
+	case cfg.FirstByteDelay > 0:
+		args = append(args, "--first-byte-delay", cfg.FirstByteDelay.String())
+	}
+	switch {
+	case cfg.TransferRate < 0:
+		args = append(args, "--transfer-rate", "0")
+	case cfg.TransferRate > 0:
+		args = append(args, "--transfer-rate", fmt.Sprint(cfg.TransferRate))
+	}
+	return args
 }

@@ -114,7 +114,7 @@ func Read(args []string) (*Input, error) {
 }
 
 // workloadOrder is the reference page's order; others follow as found.
-var workloadOrder = []string{"hit-path", "segment", "miss-storm", "origin-flap"}
+var workloadOrder = []string{"hit-path", "segment", "miss-storm", "origin-flap", "purge-stampede"}
 
 // topologyOrder is the reference page's order of topologies.
 var topologyOrder = []string{"plaintext", "tls", "proxyv2"}
@@ -524,6 +524,24 @@ func conditionFacts(c results.Conditions) []Fact {
 	}
 	if c.RangeBytes > 0 {
 		add("Range", bytesText(c.RangeBytes))
+	}
+	if c.Objects > 0 {
+		add("Objects", fmt.Sprintf("%d, Zipf popularity (exponent %s)", c.Objects, results.Sig3(c.Zipf)))
+	}
+	if c.PurgeMode != "" {
+		how := c.PurgeMode
+		switch c.PurgeMode {
+		case "auto":
+			how = "each engine's own way: a ban of the stream's prefix where it has one, else a request per object"
+		case "ban":
+			how = "a ban of the stream's prefix"
+		case "purge":
+			how = "a request per object"
+		}
+		if c.PurgeMethod != "" {
+			how += " (per-object method " + c.PurgeMethod + ")"
+		}
+		add("Purge", fmt.Sprintf("the whole stream, %s after the pass starts, then %s of load: %s", c.PurgeBefore, c.PurgeAfter, how))
 	}
 	if c.Cycles > 0 {
 		add("Origin failure", fmt.Sprintf("%d cycles: %s healthy, then %s failing (%s)", c.Cycles, c.HealthyPhase, c.FailPhase, c.FailMode))

@@ -96,7 +96,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		p("\n")
 		for _, t := range wl.Tests {
 			p("### %s\n\n", t.Title)
-			p("%s, %s.\n\n", unitName(t.Unit), direction(t.LowerIsBetter))
+			p("%s, %s.\n\n", unitName(t), direction(t.LowerIsBetter))
 			p("![%s](charts/%s.png)\n\n", mdEscape(t.Title), t.Slug)
 			p("| Engine | Value | Valid passes | Spread of valid passes |\n|---|---:|---:|---|\n")
 			for _, c := range t.Cells {
@@ -205,16 +205,23 @@ func rssText(v *int64) string {
 	return results.Sig3(float64(*v)/1e6) + " MB"
 }
 
-func unitName(u string) string {
-	switch u {
-	case "ms":
+// unitName says what a test's unit counts.
+func unitName(t Test) string {
+	switch {
+	case t.Unit == "ms":
 		return "Milliseconds"
-	case "x":
+	case t.Unit == "s":
+		return "Seconds"
+	case t.Unit == "x" && t.Name == "refill-amplification":
+		return "Origin fetches per object requested after the purge (1 x is a perfectly coalesced refill)"
+	case t.Unit == "x":
 		return "Clients per origin fetch (200 x is perfect coalescing)"
-	case "%":
+	case t.Unit == "%":
 		return "Percent"
+	case t.Unit == "answers":
+		return "Answers"
 	}
-	return "Unit: " + u
+	return "Unit: " + t.Unit
 }
 
 func direction(lower bool) string {

@@ -17,6 +17,7 @@ type Evidence struct {
 	Claims   *CacheClaims   `json:"cache_claims,omitempty"`
 	Burst    *BurstEvidence `json:"burst,omitempty"`
 	Flap     *FlapEvidence  `json:"flap,omitempty"`
+	Purge    *PurgeEvidence `json:"purge,omitempty"`
 	OtherCPU *OtherCPU      `json:"other_cpu,omitempty"`
 	Cost     *Cost          `json:"cost,omitempty"`
 }
@@ -89,6 +90,94 @@ type CacheClaims struct {
 	Miss    int64 `json:"miss"`
 	Stale   int64 `json:"stale"`
 	Unknown int64 `json:"unknown"`
+}
+
+// PurgeEvidence is a purge-stampede pass: the invalidation, what the
+// origin fetched after it, what the viewers got, and how latency behaved
+// before, during and after the refill.
+type PurgeEvidence struct {
+	// Mode is how the stream was invalidated: "ban" (one call for a URL
+	// prefix: Prefix) or "purge" (one request per object, Method).
+	Mode    string `json:"mode"`
+	Method  string `json:"method,omitempty"`
+	Prefix  string `json:"prefix,omitempty"`
+	Objects int    `json:"objects"`
+	// Start is when the purge call was made; Returned when it returned (a
+	// ban accepted, or every per-object request answered).
+	Start      time.Time `json:"start"`
+	Returned   time.Time `json:"returned"`
+	DurationMs float64   `json:"duration_ms"`
+	// Purged, NotCached and Failed count per-object answers: 200, 404 (the
+	// engine did not hold it) and anything else (FailSamples say what).
+	Purged      int64    `json:"purged,omitempty"`
+	NotCached   int64    `json:"not_cached,omitempty"`
+	Failed      int64    `json:"failed,omitempty"`
+	FailSamples []string `json:"fail_samples,omitempty"`
+	// FetchesBefore counts the origin's fetches of the stream's objects
+	// from the pass's start to the purge (0 when the cache held them all);
+	// FetchesAfter from the purge's start to the pass's end, the most of
+	// one object in MaxObjectFetches (null when the origin's counters could
+	// not be read); DistinctAfter the objects asked for by requests sent
+	// after their invalidation returned. Amplification is FetchesAfter ÷
+	// DistinctAfter.
+	FetchesBefore    *int64 `json:"fetches_before"`
+	FetchesAfter     *int64 `json:"fetches_after"`
+	DistinctAfter    int64  `json:"distinct_after"`
+	MaxObjectFetches *int64 `json:"max_object_fetches"`
+	// AnsweredAfter counts good answers to requests sent after their
+	// object's invalidation returned; StaleAfterPurge those of them whose
+	// copy the origin made before it was sent (its X-Origin-Generated
+	// stamp); Unproven those without a stamp.
+	AnsweredAfter   int64 `json:"answered_after"`
+	StaleAfterPurge int64 `json:"stale_after_purge"`
+	Unproven        int64 `json:"unproven,omitempty"`
+	// ReferenceP99Ms is the TTFB p99 before the purge. RecoveredMs is how
+	// long after the purge's start the TTFB p99 of the next second of
+	// requests came back within 10 % of it, counting the requests for
+	// objects already asked for since the purge (a first request after a
+	// purge goes to the origin on any engine: FirstAfter counts them), at
+	// 100 ms steps; null when it did not in the pass.
+	ReferenceP99Ms *float64 `json:"reference_p99_ms"`
+	RecoveredMs    *float64 `json:"recovered_ms"`
+	FirstAfter     int64    `json:"first_after"`
+	// Before, Refill and After are the requests sent before the purge,
+	// from it to the recovery, and after the recovery.
+	Before PhaseTTFB `json:"before"`
+	Refill PhaseTTFB `json:"refill"`
+	After  PhaseTTFB `json:"after"`
+	// Windows are the 100 ms windows from the purge's start on (in the
+	// recovery test's passes only).
+	Windows []PurgeWindow `json:"windows,omitempty"`
+	// EngineCPUBefore and EngineCPURefill are the engine's CPU, in cores,
+	// before the purge and during the refill (null where the engine runs
+	// in hlsbench's own process or the refill was shorter than a sample).
+	EngineCPUBefore *float64 `json:"engine_cpu_before"`
+	EngineCPURefill *float64 `json:"engine_cpu_refill"`
+}
+
+// PhaseTTFB is the TTFB of the requests sent in one phase of a pass.
+type PhaseTTFB struct {
+	Requests int64    `json:"requests"`
+	Errors   int64    `json:"errors"`
+	P50Ms    *float64 `json:"p50_ms"`
+	P99Ms    *float64 `json:"p99_ms"`
+}
+
+// PurgeWindow is one window after a purge: its start (ms after the
+// purge's), requests sent in it, the first requests for an object since
+// the purge among them, failed ones, origin copies made before the purge
+// among its answers (from the stamps), and the TTFB p99 of its requests
+// (NextP99Ms: of the requests of the second from its start that were not
+// the first for their object, which recovery is judged on; null where the
+// pass ends sooner).
+type PurgeWindow struct {
+	AtMs      float64  `json:"at_ms"`
+	Requests  int64    `json:"requests"`
+	First     int64    `json:"first"`
+	Errors    int64    `json:"errors"`
+	Stale     int64    `json:"stale,omitempty"`
+	P99Ms     *float64 `json:"p99_ms"`
+	NextP99Ms *float64 `json:"next_p99_ms"`
 }
 
 // BurstEvidence is a miss-storm burst's object and the origin's fetches of

@@ -105,6 +105,18 @@ type Conditions struct {
 	FailMode     string   `json:"fail_mode,omitempty"`
 	PassDuration Duration `json:"pass_duration,omitempty"`
 	Timeout      Duration `json:"timeout,omitempty"`
+	// Objects is how many objects a pass spreads its requests over, with
+	// Zipf popularity of that exponent (purge-stampede).
+	Objects int     `json:"objects,omitempty"`
+	Zipf    float64 `json:"zipf,omitempty"`
+	// PurgeMode is how purge-stampede invalidates the stream ("auto": each
+	// engine's own way, "ban" or "purge"), PurgeMethod the method of a
+	// per-object purge, PurgeBefore and PurgeAfter the load before and
+	// after it in each pass.
+	PurgeMode   string   `json:"purge_mode,omitempty"`
+	PurgeMethod string   `json:"purge_method,omitempty"`
+	PurgeBefore Duration `json:"purge_before,omitempty"`
+	PurgeAfter  Duration `json:"purge_after,omitempty"`
 	// Policy is a digest of the cache policy every engine was given (TTLs,
 	// grace, probe, timeouts): runs under another policy do not compare.
 	Policy string `json:"policy,omitempty"`
@@ -134,6 +146,12 @@ func (c Conditions) Comparable(o Conditions) (bool, []string) {
 	check("fail_mode", c.FailMode, o.FailMode)
 	check("pass_duration", c.PassDuration, o.PassDuration)
 	check("timeout", c.Timeout, o.Timeout)
+	check("objects", c.Objects, o.Objects)
+	check("zipf", c.Zipf, o.Zipf)
+	check("purge_mode", c.PurgeMode, o.PurgeMode)
+	check("purge_method", c.PurgeMethod, o.PurgeMethod)
+	check("purge_before", c.PurgeBefore, o.PurgeBefore)
+	check("purge_after", c.PurgeAfter, o.PurgeAfter)
 	if c.Policy != "" && o.Policy != "" {
 		check("policy", c.Policy, o.Policy)
 	}

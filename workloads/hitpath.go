@@ -38,7 +38,7 @@ func (hitPath) Estimate(cfg Config) time.Duration {
 }
 
 // hitPathTests are hit-path's tests.
-var hitPathTests = []latencyDef{{"p50-ttfb", "p50 TTFB", 50}, {"p99-ttfb", "p99 TTFB", 99}}
+var hitPathTests = []latencyDef{{id: "p50-ttfb", title: "p50 TTFB", q: 50}, {id: "p99-ttfb", title: "p99 TTFB", q: 99}}
 
 // Tests are the tests of hit-path, which runs over every topology.
 func (hitPath) Tests() []latencyDef { return hitPathTests }

@@ -42,6 +42,11 @@ type Target struct {
 	// UpstreamKey names the engine counter of its requests to the origin
 	// (health probes excluded), compared with the origin's own count.
 	UpstreamKey string
+	// PurgeMode is how the engine invalidates under a purging policy
+	// (engines.PurgeBan, engines.PurgeObject; "" for an external proxy,
+	// which gets a request per object), and Ban bans a URL prefix on it.
+	PurgeMode string
+	Ban       func(ctx context.Context, prefix string) error
 	// CPUs are the measured CPUs (generator, engine, origin; empty: all),
 	// and Ours names our processes on them, to tell how much CPU time other
 	// processes took during each pass. Nil Ours measures nothing.
@@ -115,6 +120,22 @@ type latencyTest struct {
 type latencyDef struct {
 	id, title string
 	q         float64
+	// A test that is not a latency quantile (q 0): its unit, direction and
+	// aggregation.
+	unit, agg string
+	lower     bool
+}
+
+// newTest records the test d for tgt: a latency when it has a quantile.
+func (rc *Recorder) newTest(spec *Spec, tgt *Target, d latencyDef) *results.Result {
+	if d.q > 0 {
+		lt := rc.latency(spec, tgt, d.id, d.title, d.q)
+		if d.agg != "" {
+			lt.r.Aggregation = d.agg
+		}
+		return lt.r
+	}
+	return rc.newResult(spec, tgt, d.id, d.title, d.unit, d.lower, d.agg)
 }
 
 // latencies are the tests defs, recorded for tgt.

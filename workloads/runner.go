@@ -207,7 +207,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 
 	var runErr error
 	for _, w := range spec.Workloads {
-		w = w.WithRate(cfg.Rate)
+		w = w.WithRate(cfg.Rate).WithPurge(cfg.PurgeMode)
 		if ctx.Err() != nil {
 			break
 		}
@@ -395,9 +395,9 @@ func notApplicable(rc *Recorder, w *Spec, c *cell, runtime string) {
 	}
 	tgt := &Target{Engine: results.Engine{Name: c.name, Runtime: runtime, Topology: c.topology}}
 	for _, d := range w.tests() {
-		lt := rc.latency(w, tgt, d.id, d.title, d.q)
-		lt.r.NotApplicable = c.na
-		lt.r.NoValue = "not applicable: " + c.na
+		r := rc.newTest(w, tgt, d)
+		r.NotApplicable = c.na
+		r.NoValue = "not applicable: " + c.na
 	}
 }
 
@@ -406,6 +406,10 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	if c.name == "external" && c.topology != engines.TopologyPlaintext {
 		// Its listeners are its operator's: nothing to start or measure.
 		c.na = "hlsbench does not configure an external proxy's listeners: measure its TLS with hlsbench load --ca"
+		return nil
+	}
+	if c.name == "external" && w.Policy.Purge == engines.PurgeBan {
+		c.na = "an external proxy is purged with a request per object (--purge-mode purge, --purge-method): hlsbench has no ban to send it"
 		return nil
 	}
 	ocfg := w.OriginConfig()
@@ -471,6 +475,12 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	}
 	if u, ok := c.inst.(engines.UpstreamCounter); ok {
 		c.tgt.UpstreamKey = u.UpstreamCounter()
+	}
+	if pm, ok := c.inst.(engines.PurgeModer); ok {
+		c.tgt.PurgeMode = pm.PurgeMode()
+	}
+	if b, ok := c.inst.(engines.Banner); ok && c.tgt.PurgeMode == engines.PurgeBan {
+		c.tgt.Ban = b.Ban
 	}
 	if pg, ok := c.inst.(engines.ProcessGroup); ok && pg.PGID() > 0 {
 		c.tgt.Groups = append(c.tgt.Groups, cost.Group{Name: costEngine, PGID: pg.PGID()})

@@ -45,9 +45,9 @@ func (segment) Estimate(cfg Config) time.Duration {
 
 // segment's tests: the full GET's, then the Range GET's.
 var (
-	segmentFullTests  = []latencyDef{{"full-p50-ttfb", "p50 TTFB, 4 MiB full GET", 50}, {"full-p99-ttfb", "p99 TTFB, 4 MiB full GET", 99}}
-	segmentRangeTests = []latencyDef{{"range-p50-ttfb", "p50 TTFB, 64 KiB Range GET", 50},
-		{"range-p99-ttfb", "p99 TTFB, 64 KiB Range GET", 99}}
+	segmentFullTests  = []latencyDef{{id: "full-p50-ttfb", title: "p50 TTFB, 4 MiB full GET", q: 50}, {id: "full-p99-ttfb", title: "p99 TTFB, 4 MiB full GET", q: 99}}
+	segmentRangeTests = []latencyDef{{id: "range-p50-ttfb", title: "p50 TTFB, 64 KiB Range GET", q: 50},
+		{id: "range-p99-ttfb", title: "p99 TTFB, 64 KiB Range GET", q: 99}}
 )
 
 // Tests are the tests of segment, which runs over every topology.

@@ -33,6 +33,14 @@ type Config struct {
 	FailPhase    time.Duration // default 10s
 	FailMode     origin.Mode   // default Fail5xx
 
+	// purge-stampede: how the stream is invalidated ("": the policy's,
+	// each engine's own way), the method of a per-object purge (default
+	// PURGE), and the load before and after the purge in each pass.
+	PurgeMode   string
+	PurgeMethod string
+	PurgeBefore time.Duration // default 2s
+	PurgeAfter  time.Duration // default 6s
+
 	// CPUs pins the generator's event loops.
 	CPUs []int
 }
@@ -40,7 +48,8 @@ type Config struct {
 // Defaults are the reference page's protocol.
 func Defaults() Config {
 	return Config{Warmups: 3, Passes: 20, PassDuration: 5 * time.Second, Timeout: 30 * time.Second,
-		Clients: 200, Cycles: 5, HealthyPhase: 5 * time.Second, FailPhase: 10 * time.Second, FailMode: origin.Fail5xx}
+		Clients: 200, Cycles: 5, HealthyPhase: 5 * time.Second, FailPhase: 10 * time.Second, FailMode: origin.Fail5xx,
+		PurgeBefore: 2 * time.Second, PurgeAfter: 6 * time.Second}
 }
 
 // Quick is the --quick profile: every workload in under two minutes.
@@ -48,6 +57,7 @@ func Quick() Config {
 	c := Defaults()
 	c.Warmups, c.Passes, c.PassDuration = 1, 3, 2*time.Second
 	c.Cycles, c.HealthyPhase, c.FailPhase = 3, 3*time.Second, 6*time.Second
+	c.PurgeBefore, c.PurgeAfter = time.Second, 3*time.Second
 	return c
 }
 
@@ -63,10 +73,10 @@ func Nightly() Config {
 }
 
 // NightlyText says what --nightly runs, for the help text.
-const NightlyText = "2 warm-up and 10 measured passes of 3s; miss-storm 2+10 bursts; origin-flap 5 cycles of 4s healthy + 8s failing"
+const NightlyText = "2 warm-up and 10 measured passes of 3s; miss-storm 2+10 bursts; origin-flap 5 cycles of 4s healthy + 8s failing; purge-stampede 2+10 passes of 2s + 6s"
 
 // QuickText says what --quick changes, for the help text.
-const QuickText = "1 warm-up and 3 measured passes of 2s (instead of 3 and 20 of 5s); miss-storm 1+3 bursts; origin-flap 3 cycles of 3s healthy + 6s failing (instead of 5 of 5s + 10s)"
+const QuickText = "1 warm-up and 3 measured passes of 2s (instead of 3 and 20 of 5s); miss-storm 1+3 bursts; origin-flap 3 cycles of 3s healthy + 6s failing (instead of 5 of 5s + 10s); purge-stampede 1+3 passes of 1s + 3s around the purge (instead of 2s + 6s)"
 
 func (c Config) withDefaults() Config {
 	d := Defaults()
@@ -99,6 +109,12 @@ func (c Config) withDefaults() Config {
 	if c.FailMode == origin.Healthy {
 		c.FailMode = d.FailMode
 	}
+	if c.PurgeBefore == 0 {
+		c.PurgeBefore = d.PurgeBefore
+	}
+	if c.PurgeAfter == 0 {
+		c.PurgeAfter = d.PurgeAfter
+	}
 	return c
 }
 
@@ -116,8 +132,30 @@ func (c Config) Validate() error {
 		return fieldErr("clients", "%d: want 1 to 10000", c.Clients)
 	case c.Cycles < 1:
 		return fieldErr("cycles", "%d: want 1 or more", c.Cycles)
+	case c.PurgeMode != "" && c.PurgeMode != PurgeModeAuto && c.PurgeMode != engines.PurgeBan && c.PurgeMode != engines.PurgeObject:
+		return fieldErr("purge-mode", "%q: want %s, %s or %s", c.PurgeMode, PurgeModeAuto, engines.PurgeBan, engines.PurgeObject)
+	case c.PurgeMethod != "" && !validMethod(c.PurgeMethod):
+		return fieldErr("purge-method", "%q: want an HTTP method, a token such as PURGE or BAN", c.PurgeMethod)
+	case c.PurgeBefore < 500*time.Millisecond:
+		return fieldErr("purge-before", "%v: want at least 500ms of load before the purge", c.PurgeBefore)
+	case c.PurgeAfter < time.Second:
+		return fieldErr("purge-after", "%v: want at least 1s of load after the purge", c.PurgeAfter)
 	}
 	return nil
+}
+
+// validMethod is an HTTP method token (RFC 9110: tchar), not GET or HEAD,
+// which would fetch instead of purging.
+func validMethod(m string) bool {
+	if m == "" || len(m) > 32 || m == "GET" || m == "HEAD" {
+		return false
+	}
+	for _, r := range m {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return true
 }
 
 // FieldError is a caller's mistake in one setting: Field names it as the
@@ -142,6 +180,8 @@ type Spec struct {
 	Connections int
 	// Policy is what every engine is asked for this workload.
 	Policy engines.Policy
+	// SegmentSize is the origin's segment size, when not its default.
+	SegmentSize int64
 
 	w Workload
 }
@@ -225,9 +265,18 @@ func (s Spec) WithRate(rate float64) Spec {
 // OriginConfig is the origin for a workload: its Cache-Control follows the
 // policy's TTLs, so a proxy that obeys the origin gets the same TTLs.
 func (s Spec) OriginConfig() origin.Config {
-	return origin.Config{CacheControl: origin.CacheControl{
+	return origin.Config{SegmentSize: s.SegmentSize, CacheControl: origin.CacheControl{
 		Master:   engines.MaxAge(s.Policy.ManifestTTL),
 		Manifest: engines.MaxAge(s.Policy.ManifestTTL),
 		Segment:  engines.MaxAge(s.Policy.SegmentTTL),
 	}}
+}
+
+// WithPurge is the workload with the run's purge mode (--purge-mode) in
+// its policy, which the engines render.
+func (s Spec) WithPurge(mode string) Spec {
+	if mode != "" && s.Policy.Purge != "" {
+		s.Policy.Purge = mode
+	}
+	return s
 }

@@ -41,6 +41,8 @@ type RunOptions struct {
 	URL          string
 	OriginListen string
 	FailMode     string
+	PurgeMode    string // purge-stampede: auto, ban or purge
+	PurgeMethod  string // purge-stampede: the method of a per-object purge
 	Topology     string // comma list of plaintext, tls, proxyv2; or all
 	Terminator   string // proxyv2's: hitch or haproxy
 	Binary       string
@@ -72,6 +74,10 @@ hlsbench starts its synthetic HLS origin and the engine, then runs each workload
   origin-flap  200 rps while the origin fails in cycles: TTFB during failure and
                the grace ratio, every answer proven fresh or stale from the
                origin's stamps
+  purge-stampede  500 rps over a stream's 502 objects (Zipf), the whole stream
+               invalidated 2 s in (--purge-mode), 6 s more: refill amplification
+               at the origin, time to recover, stale answers after the purge,
+               refill TTFB, purge duration
 Each workload has 3 warm-up and 20 measured passes (5 s for rate workloads);
 headline percentiles come from all measured samples merged.
 
@@ -114,7 +120,7 @@ invalid or has no value (the reasons are under each table and in the file);
 // protocolFlags are the flags run and suite share: what runs, how long,
 // and how it reports and locks.
 func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
-	f.StringVar(&o.Workload, "workload", "all", "workload: hit-path, segment, miss-storm, origin-flap or all (comma list)")
+	f.StringVar(&o.Workload, "workload", "all", "workload: "+strings.Join(workloads.Names(), ", ")+" or all (comma list)")
 	f.IntVar(&o.Passes, "passes", 20, "measured passes per test")
 	f.IntVar(&o.Warmups, "warmups", 3, "unmeasured warm-up passes per test")
 	f.DurationVar(&o.PassDuration, "pass-duration", 5*time.Second, "length of one pass of a rate workload")
@@ -127,6 +133,8 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringArrayVar(&o.Images, "image", nil, "with --runtime docker: `NAME=IMAGE`, the image of an engine or of hlsbench (origin and builtin); default: the newest one hlsbench images build made (repeatable)")
 	f.Var(&o.Memory, "memory", "with --runtime docker: each container's memory limit, e.g. 2GiB (0: none)")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
+	f.StringVar(&o.PurgeMode, "purge-mode", workloads.PurgeModeAuto, "purge-stampede's invalidation: auto (each engine's own: a ban where it has one, else a request per object), ban (one call for the stream's prefix) or purge (a request per object)")
+	f.StringVar(&o.PurgeMethod, "purge-method", engines.PurgeMethod, "purge-stampede: the HTTP method of a per-object purge (--engine external is purged this way)")
 	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how hit-path and segment reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), proxyv2 (a TLS terminator in front speaking PROXY v2 to the engine), a comma list, or all")
 	f.StringVar(&o.Terminator, "terminator", engines.DefaultTerminator, "the TLS terminator of topology proxyv2: hitch (write-proxy-v2) or haproxy (send-proxy-v2)")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
@@ -183,6 +191,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if cfg.FailMode, err = origin.ParseMode(o.FailMode); err != nil || cfg.FailMode == origin.Healthy {
 		return usagef("--fail-mode %q: want 5xx, refuse or drop", o.FailMode)
 	}
+	cfg.PurgeMode, cfg.PurgeMethod = o.PurgeMode, o.PurgeMethod
 	if err := cfg.Validate(); err != nil {
 		return protocolErr(err)
 	}
@@ -262,7 +271,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		"warmups": max(cfg.Warmups, 0), "pass_duration": cfg.PassDuration.String(), "rate_override": cfg.Rate,
 		"quick": o.Quick, "nightly": o.nightly, "runtime": o.Runtime, "fail_mode": cfg.FailMode.String(),
 		"origin_flap":        map[string]any{"cycles": cfg.Cycles, "healthy_phase": cfg.HealthyPhase.String(), "fail_phase": cfg.FailPhase.String()},
-		"miss_storm_clients": cfg.Clients, "timeout": cfg.Timeout.String()}
+		"miss_storm_clients": cfg.Clients, "timeout": cfg.Timeout.String(),
+		"purge_stampede": map[string]any{"mode": cfg.PurgeMode, "method": cfg.PurgeMethod,
+			"before": cfg.PurgeBefore.String(), "after": cfg.PurgeAfter.String()}}
 	pols := map[string]any{}
 	for _, s := range specs {
 		pols[s.Name] = map[string]any{"rate": s.Rate, "connections": s.Connections, "policy": s.Policy}
@@ -442,7 +453,7 @@ func protocolErr(err error) error {
 		return err
 	}
 	switch fe.Field {
-	case "workload", "passes", "pass-duration", "rate", "warmups":
+	case "workload", "passes", "pass-duration", "rate", "warmups", "purge-mode", "purge-method":
 		return usagef("--%s %s", fe.Field, fe.Msg)
 	}
 	return usagef("%s %s (set by the profile; see --quick)", fe.Field, fe.Msg)

@@ -133,6 +133,7 @@ func readSuiteFlags(fs *pflag.FlagSet, o *SuiteOptions) {
 	str := func(n string) string { v, _ := fs.GetString(n); return v }
 	o.Engine, o.Workload, o.Runtime, o.FailMode = str("engine"), str("workload"), str("runtime"), str("fail-mode")
 	o.Topology, o.Terminator = str("topology"), str("terminator")
+	o.PurgeMode, o.PurgeMethod = str("purge-mode"), str("purge-method")
 	o.Passes, _ = fs.GetInt("passes")
 	o.Warmups, _ = fs.GetInt("warmups")
 	o.PassDuration, _ = fs.GetDuration("pass-duration")
@@ -160,6 +161,8 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	add("rate", fmt.Sprint(o.Rate))
 	add("runtime", o.Runtime)
 	add("fail-mode", o.FailMode)
+	add("purge-mode", o.PurgeMode)
+	add("purge-method", o.PurgeMethod)
 	add("topology", o.Topology)
 	add("terminator", o.Terminator)
 	add("memory", o.Memory.String())

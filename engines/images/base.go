@@ -38,6 +38,7 @@ func DefaultPackages() []string {
 	pkgs := []string{"ca-certificates"}
 	for _, n := range EngineNames() {
 		pkgs = append(pkgs, engines[n].Package)
+		pkgs = append(pkgs, engines[n].Modules...)
 	}
 	sort.Strings(pkgs)
 	return pkgs

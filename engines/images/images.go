@@ -68,12 +68,16 @@ type Engine struct {
 	VersionPackage string
 	Binary         string   // /usr/sbin/varnishd
 	VersionArgs    []string // prints the version: varnishd -V
+	// Modules are packages of the engine's modules hlsbench may load
+	// (NGINX's purge for purge-stampede).
+	Modules []string
 }
 
 // engines is every engine with an image, by name.
 var engines = map[string]Engine{
 	"varnish": {Name: "varnish", Package: "varnish", VersionPackage: "varnish", Binary: "/usr/sbin/varnishd", VersionArgs: []string{"-V"}},
-	"nginx":   {Name: "nginx", Package: "nginx-light", VersionPackage: "nginx", Binary: "/usr/sbin/nginx", VersionArgs: []string{"-v"}},
+	"nginx": {Name: "nginx", Package: "nginx-light", VersionPackage: "nginx", Binary: "/usr/sbin/nginx", VersionArgs: []string{"-v"},
+		Modules: []string{"libnginx-mod-http-cache-purge"}},
 	"hitch":   {Name: "hitch", Package: "hitch", VersionPackage: "hitch", Binary: "/usr/sbin/hitch", VersionArgs: []string{"--version"}},
 	"haproxy": {Name: "haproxy", Package: "haproxy", VersionPackage: "haproxy", Binary: "/usr/sbin/haproxy", VersionArgs: []string{"-v"}},
 }

@@ -1,0 +1,785 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/cost"
+	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/stats"
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
+)
+
+// PurgeStampede is steady load over a whole stream, invalidated at a known
+// instant while the load goes on: the refill, proven at the origin.
+const PurgeStampede = "purge-stampede"
+
+// The purge-stampede stream and its load.
+const (
+	// PurgeSegments segments and the two playlists make the stream.
+	PurgeSegments = 500
+	// PurgeSegmentSize is every segment's size: 500 of them fit any
+	// engine's store twice over.
+	PurgeSegmentSize = 256 << 10
+	// PurgeZipf is the popularity exponent over the stream's objects,
+	// playlists first, then segments in order: a few objects are hot.
+	PurgeZipf = 1.0
+	// purgeWindow is the step recovery is judged at: from a step on, the
+	// TTFB p99 of the next recoverSpan of requests that were not the first
+	// for their object since the purge must be within recoverBound of the
+	// p99 before the purge.
+	purgeWindow  = 100 * time.Millisecond
+	recoverBound = 1.10
+	recoverSpan  = time.Second
+	// purgeWorkers send a per-object purge's requests side by side.
+	purgeWorkers = 16
+	// cpuEvery is how often the engine's CPU time is read during a pass.
+	cpuEvery = 100 * time.Millisecond
+)
+
+// PurgeModeAuto lets each engine invalidate with its own mechanism: a
+// ban where it has one (Varnish, Vinyl Cache, the built-in cache), else a
+// PURGE per object (NGINX, an external proxy).
+const PurgeModeAuto = engines.PurgeAuto
+
+type purgeStampede struct{}
+
+func (purgeStampede) Spec() Spec {
+	p := engines.DefaultPolicy()
+	// Nothing expires during a pass: every origin fetch after the purge is
+	// the purge's.
+	p.ManifestTTL, p.SegmentTTL = 24*time.Hour, 24*time.Hour
+	p.Purge = PurgeModeAuto
+	return Spec{Name: PurgeStampede, Title: "Purge stampede", Rate: 500, Connections: 50, Policy: p,
+		SegmentSize: PurgeSegmentSize,
+		Description: "500 rps over a stream's playlists and 500 segments (Zipf popularity, warm cache), the whole stream invalidated at a known instant as the load goes on; the refill counted at the origin, staleness proven from its stamps"}
+}
+
+// Tests are purge-stampede's, known before it runs (for cells that are not
+// applicable).
+func (purgeStampede) Tests() []latencyDef {
+	return []latencyDef{
+		{id: "refill-amplification", title: "Refill amplification", unit: "x", lower: true,
+			agg: "origin fetches of the stream's objects from the purge's start to the pass's end ÷ distinct objects requested after the purge returned, counted at the origin; the valid measured passes' sums"},
+		{id: "recovery", title: "Time to recover", unit: "s", lower: true,
+			agg: "from the purge's start until the TTFB p99 of the next second of requests, but the first for each object since the purge (a miss on any engine), is back within 10 % of the p99 before the purge, at 100 ms steps; the median of the valid measured passes"},
+		{id: "stale-after-purge", title: "Stale answers after the purge", unit: "answers", lower: true,
+			agg: "good answers to requests sent after the purge returned whose copy the origin made before the purge started (its X-Origin-Generated stamp); the valid measured passes' sum"},
+		{id: "p50-ttfb-refill", title: "p50 TTFB during the refill", q: 50,
+			agg: "p50 TTFB of every request sent from the purge's start to the recovery (to the pass's end without one), of the valid measured passes merged"},
+		{id: "p99-ttfb-refill", title: "p99 TTFB during the refill", q: 99,
+			agg: "p99 TTFB of every request sent from the purge's start to the recovery (to the pass's end without one), of the valid measured passes merged"},
+		{id: "purge-duration", title: "Purge duration", unit: "ms", lower: true,
+			agg: "from the purge call to its return (a ban accepted, or every per-object request answered); the median of the valid measured passes"},
+	}
+}
+
+func (purgeStampede) Conditions(s Spec, cfg Config) results.Conditions {
+	c := protocol(cfg)
+	c.RateRPS, c.Connections = pick(cfg.Rate, s.Rate), pick(cfg.Connections, s.Connections)
+	c.ObjectBytes = s.SegmentSize
+	c.Objects = PurgeSegments + 2
+	c.Zipf = PurgeZipf
+	c.PurgeMode = purgeMode(cfg, s)
+	c.PurgeBefore, c.PurgeAfter = results.Duration(cfg.PurgeBefore), results.Duration(cfg.PurgeAfter)
+	if cfg.PurgeMethod != "" {
+		c.PurgeMethod = cfg.PurgeMethod
+	}
+	return c
+}
+
+func purgeMode(cfg Config, s Spec) string {
+	if cfg.PurgeMode != "" {
+		return cfg.PurgeMode
+	}
+	return s.Policy.Purge
+}
+
+func (purgeStampede) Estimate(cfg Config) time.Duration {
+	return startEstimate + time.Duration(max(cfg.Warmups, 0)+cfg.Passes)*(cfg.PurgeBefore+cfg.PurgeAfter+time.Second)
+}
+
+// purgeSession is the workload on one target.
+type purgeSession struct {
+	spec   *Spec
+	cfg    Config
+	tgt    *Target
+	rc     *Recorder
+	g      *loadgen.Generator
+	log    *purgeLog
+	paths  []string
+	prefix string
+	mode   string // engines.PurgeBan or engines.PurgeObject
+	method string
+	rate   float64
+	client *http.Client
+
+	amp, recovery, stale, dur *results.Result
+	p50, p99                  *latencyTest
+
+	// Over the valid measured passes.
+	fetches, distinct, staleN int64
+	recoveries, durations     []float64
+}
+
+func (w purgeStampede) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
+	ps := &purgeSession{spec: &s, cfg: cfg, tgt: tgt, rc: rc, log: &purgeLog{}, rate: pick(cfg.Rate, s.Rate),
+		prefix: "/stream/", method: pick(cfg.PurgeMethod, engines.PurgeMethod)}
+	ps.mode = tgt.PurgeMode
+	if ps.mode == "" {
+		ps.mode = engines.PurgeObject // an external proxy: a request per object
+	}
+	if ps.mode == engines.PurgeBan && tgt.Ban == nil {
+		return nil, fmt.Errorf("purge mode ban: %s cannot ban", tgt.Engine.Name)
+	}
+	// The stream's objects, this run's own: popularity follows the order.
+	q := "?run=" + tgt.Nonce + "-purge"
+	ps.paths = []string{ManifestPath + q, origin.MasterPath + q}
+	for n := range PurgeSegments {
+		ps.paths = append(ps.paths, fmt.Sprintf(SegmentPath, n)+q)
+	}
+	ev := newEvidenceSet(tgt.Seed) // segN -1: whole bodies are checked by their CRC
+	g, err := newGenerator(ctx, tgt, &cfg, pick(cfg.Connections, s.Connections), ev, ps.log.record)
+	if err != nil {
+		return nil, err
+	}
+	ps.g = g
+	ps.log.shards = make([][]purgeRec, g.Shards())
+	tr := &http.Transport{TLSClientConfig: tgt.TLS, MaxIdleConnsPerHost: purgeWorkers, DisableCompression: true}
+	ps.client = &http.Client{Transport: tr, Timeout: cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res := map[string]*results.Result{}
+	for _, d := range w.Tests() {
+		if d.q == 0 {
+			res[d.id] = rc.newTest(&s, tgt, d)
+			continue
+		}
+		lt := rc.latency(&s, tgt, d.id, d.title, d.q)
+		lt.r.Aggregation = d.agg
+		if d.q == 50 {
+			ps.p50 = lt
+		} else {
+			ps.p99 = lt
+		}
+	}
+	ps.amp, ps.recovery, ps.stale, ps.dur = res["refill-amplification"], res["recovery"], res["stale-after-purge"], res["purge-duration"]
+	return ps, nil
+}
+
+func (ps *purgeSession) Steps() int { return ps.cfg.Warmups + ps.cfg.Passes }
+
+func (ps *purgeSession) Close() error {
+	ps.client.CloseIdleConnections()
+	return ps.g.Close()
+}
+
+// purgeDone is what the purge call did.
+type purgeDone struct {
+	start, returned time.Time
+	// sent and done are when each object's invalidation was sent and
+	// answered (unix ns): the ban's start and return for every object.
+	sent, done     []int64
+	atStart        origin.Stats // the origin's counters just before it
+	statsErr       error        // reading them failed
+	purged, absent int64
+	failed         int64
+	samples        []string
+	err            error
+}
+
+func (ps *purgeSession) Step(ctx context.Context, i int) error {
+	cfg, tgt := ps.cfg, ps.tgt
+	ps.rc.Progress.step(passLabel(i, cfg.Warmups, cfg.Passes, "")+" (purge after "+cfg.PurgeBefore.String()+")",
+		cfg.PurgeBefore+cfg.PurgeAfter)
+	warmErr := ps.warm(ctx)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	ps.log.reset()
+	before := take(ctx, tgt)
+	started := time.Now()
+
+	// The engine's CPU time, read every cpuEvery through the pass.
+	var cpu cpuSeries
+	stopCPU := cpu.sample(tgt)
+
+	// The purge outlives nothing: an interrupt stops it, and it may take
+	// the rest of the pass and a request timeout at most.
+	pctx, pcancel := context.WithTimeout(ctx, cfg.PurgeBefore+cfg.PurgeAfter+cfg.Timeout)
+	defer pcancel()
+	done := make(chan purgeDone, 1)
+	timer := time.AfterFunc(cfg.PurgeBefore, func() { done <- ps.purge(pctx) })
+	r, runErr := ps.g.Run(ctx, loadgen.Pass{Paths: ps.paths, Zipf: PurgeZipf, Rate: ps.rate,
+		Duration: cfg.PurgeBefore + cfg.PurgeAfter, Seed: uint64(i + 1)})
+	var pd purgeDone
+	if timer.Stop() {
+		pd.err = errors.New("the pass ended before the purge")
+	} else {
+		pd = <-done
+	}
+	stopCPU()
+	if runErr != nil {
+		return runErr
+	}
+	if r.Interrupted {
+		return ctx.Err()
+	}
+	// Failed requests are a finding here, not a fault of the pass: the
+	// counts and the recovery keep them (a failure counts at the timeout),
+	// the TTFB tests are invalid with them (a quantile of the survivors
+	// would hide them).
+	_, verdict := r.Verdict()
+	p := newPass(i, cfg.Warmups, r, verdict)
+	p.started = started
+	after := ps.rc.observe(ctx, ps.spec, tgt, p, before)
+	if warmErr != nil {
+		p.reasons = append(p.reasons, warmErr.Error())
+	}
+	if pd.err != nil {
+		p.reasons = append(p.reasons, "purge: "+pd.err.Error())
+	}
+	if pd.failed > 0 {
+		p.reasons = append(p.reasons, fmt.Sprintf("%d of %d purge requests failed (%s): the stream was not invalidated",
+			pd.failed, len(ps.paths), strings.Join(pd.samples, "; ")))
+	}
+	p.ev.Claims = claims(r)
+	p.ev.Generator = generatorFigures(r, 50, 99)
+	var pe *results.PurgeEvidence
+	if !pd.start.IsZero() {
+		pe = ps.evidence(&pd, before, after, &cpu, r.Start.Add(r.Duration))
+		p.ev.Purge = pe
+		if pe.FetchesBefore != nil && *pe.FetchesBefore > 0 {
+			p.reasons = append(p.reasons, fmt.Sprintf(
+				"the origin fetched the stream's objects %d times before the purge: the cache did not hold the whole stream", *pe.FetchesBefore))
+		}
+		if pd.absent > 0 && !p.warmup {
+			ps.rc.Run.Warnings = append(ps.rc.Run.Warnings, fmt.Sprintf(
+				"%s on %s, pass %d: %d of %d objects were not in the cache when purged (404), though it had been warmed: its PURGE may not use the GET's cache key",
+				ps.spec.Name, tgt.Engine.Name, p.index, pd.absent, len(ps.paths)))
+		}
+	}
+	ps.record(p, r, pe, &pd)
+	return ps.rc.Save()
+}
+
+// warm asks for every object of the stream until the engine holds it (the
+// last pass's purge left most of them uncached).
+func (ps *purgeSession) warm(ctx context.Context) error {
+	var failed []string
+	var mu sync.Mutex
+	ps.each(ctx, func(ctx context.Context, path string) {
+		status, err := ps.fetch(ctx, http.MethodGet, path)
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("GET %s answered %d", path, status)
+		}
+		if err != nil {
+			mu.Lock()
+			failed = append(failed, err.Error())
+			mu.Unlock()
+		}
+	})
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		return fmt.Errorf("warming the stream: %d of %d objects failed (%s)", len(failed), len(ps.paths), failed[0])
+	}
+	return nil
+}
+
+// each runs f on every object, purgeWorkers at a time.
+func (ps *purgeSession) each(ctx context.Context, f func(context.Context, string)) {
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range purgeWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for path := range work {
+				f(ctx, path)
+			}
+		}()
+	}
+	for _, path := range ps.paths {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- path
+	}
+	close(work)
+	wg.Wait()
+}
+
+// fetch sends method for path, reads the whole answer and returns its
+// status.
+func (ps *purgeSession) fetch(ctx context.Context, method, path string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, ps.tgt.URL+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := ps.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return resp.StatusCode, nil
+}
+
+// purge invalidates the whole stream: one ban of its prefix, or a request
+// per object. The origin's counters are read just before.
+func (ps *purgeSession) purge(ctx context.Context) purgeDone {
+	var pd purgeDone
+	pd.atStart, pd.statsErr = ps.tgt.Origin.Stats(ctx)
+	n := len(ps.paths)
+	pd.sent, pd.done = make([]int64, n), make([]int64, n)
+	pd.start = time.Now()
+	if ps.mode == engines.PurgeBan {
+		pd.err = ps.tgt.Ban(ctx, ps.prefix)
+		pd.returned = time.Now()
+		for i := range n {
+			pd.sent[i], pd.done[i] = pd.start.UnixNano(), pd.returned.UnixNano()
+		}
+		return pd
+	}
+	index := make(map[string]int, n)
+	for i, p := range ps.paths {
+		index[p] = i
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	ps.each(ctx, func(ctx context.Context, path string) {
+		sent := time.Now().UnixNano()
+		status, err := ps.fetch(ctx, ps.method, path)
+		done := time.Now().UnixNano()
+		mu.Lock()
+		defer mu.Unlock()
+		pd.sent[index[path]], pd.done[index[path]] = sent, done
+		switch {
+		case err != nil:
+			pd.failed++
+			seen[strings.ReplaceAll(err.Error(), path, "OBJECT")]++
+		case status >= 200 && status <= 299:
+			pd.purged++
+		case status == http.StatusNotFound:
+			pd.absent++
+		default:
+			pd.failed++
+			seen[fmt.Sprintf("%s answered %d", ps.method, status)]++
+		}
+	})
+	pd.returned = time.Now()
+	if ctx.Err() != nil && pd.err == nil {
+		pd.err = fmt.Errorf("stopped after %d of %d objects: %w", pd.purged+pd.absent+pd.failed, n, context.Cause(ctx))
+	}
+	for msg, n := range seen {
+		pd.samples = append(pd.samples, fmt.Sprintf("%s ×%d", msg, n))
+	}
+	sort.Strings(pd.samples)
+	if len(pd.samples) > 3 {
+		pd.samples = pd.samples[:3]
+	}
+	return pd
+}
+
+// evidence reads a pass's records against its purge; the load was
+// scheduled until end.
+func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpuSeries, end time.Time) *results.PurgeEvidence {
+	pe := &results.PurgeEvidence{Mode: ps.mode, Objects: len(ps.paths), Start: pd.start.UTC(), Returned: pd.returned.UTC(),
+		Purged: pd.purged, NotCached: pd.absent, Failed: pd.failed, FailSamples: pd.samples, Windows: []results.PurgeWindow{}}
+	if ps.mode == engines.PurgeBan {
+		pe.Prefix = ps.prefix
+	} else {
+		pe.Method = ps.method
+	}
+	pe.DurationMs = round3(float64(pd.returned.Sub(pd.start)) / 1e6)
+	// Origin fetches, when all three readings of its counters succeeded.
+	if pd.statsErr == nil && len(before.errs) == 0 && len(after.errs) == 0 {
+		var fb, fa, most int64
+		for _, path := range ps.paths {
+			atStart := pd.atStart.Objects[path].Fetches
+			fb += atStart - before.origin.Objects[path].Fetches
+			n := after.origin.Objects[path].Fetches - atStart
+			fa += n
+			most = max(most, n)
+		}
+		pe.FetchesBefore, pe.FetchesAfter, pe.MaxObjectFetches = ptr(fb), ptr(fa), ptr(most)
+	}
+	start := pd.start.UnixNano()
+	requested := make([]bool, len(ps.paths)) // since its invalidation was sent
+	seen := make([]bool, len(ps.paths))      // since it returned
+	beforeH, refillH, afterH := loadgen.NewHistogram(), loadgen.NewHistogram(), loadgen.NewHistogram()
+	var recs []purgeRec
+	for _, s := range ps.log.shards {
+		recs = append(recs, s...)
+	}
+	sort.Slice(recs, func(a, b int) bool { return recs[a].intended < recs[b].intended })
+	// Windows from the purge's start: all their requests, and those that
+	// were not the first for their object since its invalidation (what
+	// recovery is judged on).
+	type window struct {
+		all, repeat            *hdr.Histogram
+		n, first, errs, staleN int64
+	}
+	var wins []window
+	for i := range recs {
+		rec := &recs[i]
+		good := rec.good()
+		if rec.intended < start {
+			phase(&pe.Before, beforeH, rec, good)
+			continue
+		}
+		k := int((rec.intended - start) / int64(purgeWindow))
+		for len(wins) <= k {
+			wins = append(wins, window{all: loadgen.NewHistogram(), repeat: loadgen.NewHistogram()})
+		}
+		w := &wins[k]
+		w.n++
+		first := false
+		if rec.intended >= pd.sent[rec.obj] {
+			first = !requested[rec.obj]
+			requested[rec.obj] = true
+		}
+		if first {
+			w.first++
+			pe.FirstAfter++
+		}
+		if !good {
+			w.errs++
+		} else {
+			_ = w.all.RecordValue(max(rec.ttfb, 0))
+		}
+		if !first {
+			// A failure counts at the timeout: it is no recovery.
+			v := max(rec.ttfb, 0)
+			if !good {
+				v = int64(ps.cfg.Timeout)
+			}
+			_ = w.repeat.RecordValue(v)
+		}
+		if rec.intended >= pd.done[rec.obj] {
+			seen[rec.obj] = true
+			if good {
+				pe.AnsweredAfter++
+				switch {
+				case rec.stamp == 0:
+					pe.Unproven++
+				case rec.stamp < pd.sent[rec.obj]:
+					pe.StaleAfterPurge++
+					w.staleN++
+				}
+			}
+		}
+	}
+	for _, s := range seen {
+		if s {
+			pe.DistinctAfter++
+		}
+	}
+	pe.ReferenceP99Ms = msq(beforeH, 99)
+	pe.Before.P50Ms, pe.Before.P99Ms = msq(beforeH, 50), pe.ReferenceP99Ms
+	// Recovery: the first step from which the repeat requests' p99 over
+	// the next recoverSpan is within the bound of the reference. Only
+	// steps with a whole span of the schedule after them are judged.
+	span := int(recoverSpan / purgeWindow)
+	whole := int(end.Sub(pd.start) / purgeWindow) // windows the schedule fills
+	recovered := -1
+	for k := 0; k < len(wins); k++ {
+		w := &wins[k]
+		var next *float64
+		if k+span <= min(whole, len(wins)) {
+			h := loadgen.NewHistogram()
+			for j := k; j < k+span; j++ {
+				h.Merge(wins[j].repeat)
+			}
+			next = msq(h, 99)
+		}
+		pe.Windows = append(pe.Windows, results.PurgeWindow{AtMs: float64(time.Duration(k)*purgeWindow) / 1e6,
+			Requests: w.n, First: w.first, Errors: w.errs, Stale: w.staleN, P99Ms: msq(w.all, 99), NextP99Ms: next})
+		if recovered < 0 && pe.ReferenceP99Ms != nil && next != nil && *next <= recoverLimit(*pe.ReferenceP99Ms) {
+			recovered = k
+		}
+	}
+	// The refill is at least the first step: a recovery at once still
+	// has the requests sent as the purge began.
+	refillEnd := int64(-1)
+	if recovered >= 0 {
+		pe.RecoveredMs = ptr(float64(time.Duration(recovered)*purgeWindow) / 1e6)
+		refillEnd = start + int64(max(recovered, 1))*int64(purgeWindow)
+	}
+	for i := range recs {
+		rec := &recs[i]
+		if rec.intended < start {
+			continue
+		}
+		if refillEnd < 0 || rec.intended < refillEnd {
+			phase(&pe.Refill, refillH, rec, rec.good())
+		} else {
+			phase(&pe.After, afterH, rec, rec.good())
+		}
+	}
+	pe.Refill.P50Ms, pe.Refill.P99Ms = msq(refillH, 50), msq(refillH, 99)
+	pe.After.P50Ms, pe.After.P99Ms = msq(afterH, 50), msq(afterH, 99)
+	ps.log.refill = refillH
+	cpuEnd := end
+	if refillEnd >= 0 {
+		cpuEnd = time.Unix(0, refillEnd)
+	}
+	pe.EngineCPUBefore = cpu.cores(time.Time{}, pd.start)
+	pe.EngineCPURefill = cpu.cores(pd.start, cpuEnd)
+	return pe
+}
+
+// recoverLimit is the p99 a recovery must come back to: within
+// recoverBound of the reference, or the generator's resolution
+// (loadgen.LagToleranceFloor) above it when that is more.
+func recoverLimit(refMs float64) float64 {
+	return max(recoverBound*refMs, refMs+float64(loadgen.LagToleranceFloor)/1e6)
+}
+
+func phase(ph *results.PhaseTTFB, h *hdr.Histogram, rec *purgeRec, good bool) {
+	ph.Requests++
+	if !good {
+		ph.Errors++
+		return
+	}
+	_ = h.RecordValue(max(rec.ttfb, 0))
+}
+
+// record adds a pass to every test; pe is nil when no purge was made.
+func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.PurgeEvidence, pd *purgeDone) {
+	// The windows are recovery's evidence: the other tests' passes keep
+	// the rest, so the file does not hold them six times.
+	full := p
+	if pe != nil {
+		lean := *p
+		ev, pc := *p.ev, *pe
+		pc.Windows = nil
+		ev.Purge = &pc
+		lean.ev = &ev
+		p = &lean
+	}
+	noPurge := ""
+	if pe == nil {
+		noPurge = "no purge was made"
+		if pd.err != nil {
+			noPurge += ": " + pd.err.Error()
+		}
+	}
+	// Amplification: a value only when the origin was counted and objects
+	// were asked for after the purge.
+	var amp *float64
+	ampWhy := noPurge
+	switch {
+	case pe == nil:
+	case pe.FetchesAfter == nil:
+		ampWhy = "the origin's counters could not be read around the purge"
+	case pe.DistinctAfter == 0:
+		ampWhy = "no object was requested after the purge returned"
+	default:
+		amp = ptr(round3(float64(*pe.FetchesAfter) / float64(pe.DistinctAfter)))
+	}
+	if rp := addPass(ps.amp, p, amp, ampWhy); !rp.Warmup && rp.Valid {
+		ps.fetches += *pe.FetchesAfter
+		ps.distinct += pe.DistinctAfter
+		ps.amp.Value = ptr(round3(float64(ps.fetches) / float64(ps.distinct)))
+		ps.amp.OriginFetches = ptr(ps.fetches)
+		ps.amp.Recount()
+	}
+
+	// Recovery, in seconds; latency moved by the generator's lateness
+	// cannot say when the engine recovered.
+	var rec *float64
+	recWhy := noPurge
+	switch {
+	case pe == nil:
+	case pe.ReferenceP99Ms == nil:
+		recWhy = "no good answer before the purge: nothing to recover to"
+	case pe.RecoveredMs == nil:
+		recWhy = fmt.Sprintf("the TTFB p99 of repeat requests over %s did not come back within 10%% of its %s ms before the purge in the %s after it",
+			recoverSpan, results.Sig3(*pe.ReferenceP99Ms), ps.cfg.PurgeAfter)
+	default:
+		rec = ptr(round3(*pe.RecoveredMs / 1e3))
+	}
+	more := lateness(r, 99)
+	if p.busy != "" {
+		more = append(more, p.busy)
+	}
+	if rp := addPass(ps.recovery, full, rec, recWhy, more...); !rp.Warmup && rp.Valid {
+		ps.recoveries = append(ps.recoveries, *rec)
+		ps.recovery.Value = ptr(round3(stats.Median(ps.recoveries)))
+		ps.recovery.Recount()
+	}
+
+	// Stale answers after the purge: a count of what the origin's stamps
+	// prove, over the answers that carry one.
+	var st *float64
+	stWhy := noPurge
+	var stMore []string
+	switch {
+	case pe == nil:
+	case pe.AnsweredAfter-pe.Unproven == 0 && pe.AnsweredAfter > 0:
+		stWhy = fmt.Sprintf("none of the %d answers after the purge carried the origin's stamp (%s): staleness cannot be proven", pe.AnsweredAfter, origin.GeneratedHeader)
+	case pe.AnsweredAfter == 0:
+		stWhy = "no good answer to a request sent after the purge returned"
+	default:
+		st = ptr(float64(pe.StaleAfterPurge))
+		if pe.Unproven > 0 {
+			stMore = append(stMore, fmt.Sprintf("%d of %d answers after the purge carried no origin stamp (%s): whether they were stale cannot be proven",
+				pe.Unproven, pe.AnsweredAfter, origin.GeneratedHeader))
+		}
+	}
+	if rp := addPass(ps.stale, p, st, stWhy, stMore...); !rp.Warmup && rp.Valid {
+		ps.staleN += pe.StaleAfterPurge
+		ps.stale.Value, ps.stale.Stale = ptr(float64(ps.staleN)), ptr(ps.staleN)
+		ps.stale.Recount()
+	}
+
+	// TTFB during the refill.
+	for _, t := range []*latencyTest{ps.p50, ps.p99} {
+		var v *float64
+		why := noPurge
+		var h *hdr.Histogram
+		if pe != nil {
+			h = ps.log.refill
+			v, why = p.latencyValue(h, t.q)
+			if v == nil && pe.Refill.Requests > 0 && pe.Refill.Errors == pe.Refill.Requests {
+				why = fmt.Sprintf("no good answer during the refill: %d of %d requests failed", pe.Refill.Errors, pe.Refill.Requests)
+			}
+		}
+		more := lateness(r, t.q)
+		if p.busy != "" {
+			more = append(more, p.busy)
+		}
+		if pe != nil && pe.Refill.Errors > 0 && v != nil {
+			more = append(more, fmt.Sprintf("%d of %d requests during the refill failed (%s over the pass): they have no TTFB",
+				pe.Refill.Errors, pe.Refill.Requests, kinds(r.ErrorsByKind)))
+		}
+		t.addValue(p, h, v, why, more...)
+	}
+
+	// The purge call's own duration, from this process: a ban's includes
+	// starting varnishadm (in its container, with docker).
+	var d *float64
+	if pe != nil {
+		d = ptr(pe.DurationMs)
+	}
+	if rp := addPass(ps.dur, p, d, noPurge); !rp.Warmup && rp.Valid {
+		ps.durations = append(ps.durations, *d)
+		ps.dur.Value = ptr(round3(stats.Median(ps.durations)))
+		ps.dur.Recount()
+	}
+}
+
+// purgeRec is one request of a pass.
+type purgeRec struct {
+	intended int64 // unix ns
+	ttfb     int64
+	obj      int
+	status   int
+	err      bool
+	stamp    int64
+}
+
+func (r *purgeRec) good() bool { return !r.err && r.status >= 200 && r.status <= 299 }
+
+// purgeLog collects records per event loop, without locks.
+type purgeLog struct {
+	shards [][]purgeRec
+	refill *hdr.Histogram // the last pass's refill TTFBs
+}
+
+func (l *purgeLog) record(shard int, rec *loadgen.Record, check loadgen.BodyCheck) {
+	pr := purgeRec{intended: rec.Intended.UnixNano(), ttfb: int64(rec.TTFB), obj: rec.Object, status: rec.Status, err: rec.Err != ""}
+	if e, ok := check.(*evidence); ok && rec.Status != 0 {
+		pr.stamp = e.stamp
+	}
+	l.shards[shard] = append(l.shards[shard], pr)
+}
+
+func (l *purgeLog) reset() {
+	for i := range l.shards {
+		l.shards[i] = l.shards[i][:0]
+	}
+	l.refill = nil
+}
+
+// cpuSeries is the engine's CPU time read through a pass.
+type cpuSeries struct {
+	mu  sync.Mutex
+	at  []time.Time
+	cpu []float64
+}
+
+// sample reads the engine's group every cpuEvery until the returned stop
+// is called; a target without one records nothing.
+func (c *cpuSeries) sample(tgt *Target) (stop func()) {
+	var g *cost.Group
+	for i := range tgt.Groups {
+		if tgt.Groups[i].Name == costEngine {
+			g = &tgt.Groups[i]
+		}
+	}
+	if g == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(cpuEvery)
+		defer t.Stop()
+		for {
+			if v, err := cost.CPUNow(*g); err == nil {
+				c.mu.Lock()
+				c.at, c.cpu = append(c.at, time.Now()), append(c.cpu, v)
+				c.mu.Unlock()
+			}
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(quit); wg.Wait() }
+}
+
+// cores is the engine's CPU in cores between from and to (from zero: the
+// first reading), from the readings nearest inside; nil with fewer than
+// two readings there.
+func (c *cpuSeries) cores(from, to time.Time) *float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	first, last := -1, -1
+	for i, t := range c.at {
+		if t.Before(from) || t.After(to) {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+	}
+	if first < 0 || last <= first {
+		return nil
+	}
+	d := c.at[last].Sub(c.at[first]).Seconds()
+	if d <= 0 {
+		return nil
+	}
+	return ptr(round3((c.cpu[last] - c.cpu[first]) / d))
+}
