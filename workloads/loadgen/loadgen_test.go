@@ -850,6 +850,8 @@ func TestPathsZipf(t *testing.T) {
 	}
 	// Weights 1, 1/2, 1/3, 1/4 of 25/12.
 	want := []float64{12.0 / 25, 6.0 / 25, 4.0 / 25, 3.0 / 25}
+	mu.Lock()
+	defer mu.Unlock()
 	for i, p := range paths {
 		got := recorded[0][i] + recorded[1][i]
 		if got != served[p] {

@@ -95,8 +95,8 @@ func TestLateGeneratorIsInvalid(t *testing.T) {
 }
 
 // A little lateness on a slow server moves nothing that matters: 2 ms on
-// a 200 ms answer is within the 5% tolerance, so the pass stays valid
-// (a fixed "schedule lag p99 over 1 ms" rule would have failed it).
+// a 200 ms answer is within the 5% tolerance (10 ms), so the pass stays
+// valid (a fixed "schedule lag p99 over 1 ms" rule would have failed it).
 func TestSmallLagOnSlowServerIsValid(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(200 * time.Millisecond)
@@ -107,7 +107,8 @@ func TestSmallLagOnSlowServerIsValid(t *testing.T) {
 	// The pass sends 2 ms late on purpose. A shared machine can add a
 	// hiccup of its own (12 ms was seen under -race), which rightly
 	// invalidates the pass: such a pass proves nothing here, so up to
-	// three are tried for one whose lateness stayed small.
+	// three are tried for one whose lateness stayed well under the
+	// tolerance (at most 8 ms: CI under -race saw 5.7 to 9.7 ms).
 	for attempt := 1; attempt <= 3; attempt++ {
 		r := run(t, g, Pass{Rate: 50, Duration: time.Second, lateBy: 2 * time.Millisecond})
 		lag := time.Duration(r.ScheduleLag.ValueAtQuantile(99))
@@ -115,8 +116,8 @@ func TestSmallLagOnSlowServerIsValid(t *testing.T) {
 		if r.OK != 50 || lag < 2*time.Millisecond {
 			t.Fatalf("ok %d, schedule lag p99 %v: want 50 answers sent 2 ms late", r.OK, lag)
 		}
-		if lag > 5*time.Millisecond {
-			continue // the machine's hiccup, not the 2 ms asked for
+		if lag > 8*time.Millisecond {
+			continue // the machine's hiccup, near the 10 ms tolerance
 		}
 		if !r.Valid {
 			t.Errorf("invalid %q, want valid: the lateness moved no figure past its tolerance", r.InvalidReasons)
@@ -126,7 +127,7 @@ func TestSmallLagOnSlowServerIsValid(t *testing.T) {
 		}
 		return
 	}
-	t.Fatal("every attempt was more than 5 ms late: the machine is too busy to test this")
+	t.Fatal("every attempt was more than 8 ms late: the machine is too busy to test this")
 }
 
 // An event loop's CPU share is over its sending window, not over the wait
