@@ -48,7 +48,8 @@ func containersOf(t *testing.T, cli *client.Client, run string) int {
 
 // killDockerRunMidway starts `hlsbench run --runtime docker --engine
 // varnish` recording into dir, waits until its origin and engine
-// containers run and the load is on, and kills it with SIGKILL. It returns
+// containers run and the load is on (its pass's progress line), and kills
+// it with SIGKILL. It returns
 // the killed run's id.
 func killDockerRunMidway(t *testing.T, cli *client.Client, dir string) string {
 	t.Helper()
@@ -73,7 +74,10 @@ func killDockerRunMidway(t *testing.T, cli *client.Client, dir string) string {
 				run = st.Run
 			}
 		}
-		if run != "" && containersOf(t, cli, run) >= 2 {
+		// The pass's progress line: the engine answered its readiness
+		// check (the containers counted before it may be the throwaway
+		// ones that read varnishd's version and check its VCL).
+		if run != "" && strings.Contains(out.String(), "pass 1/1") && containersOf(t, cli, run) >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
