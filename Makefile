@@ -36,7 +36,8 @@ nightly:
 # reference protocol: 3 warm-ups + 20 passes) into build/page-runs, then the
 # report into site/ with the result files copied into site/runs (116 minutes
 # here on 2026-12-01: the 4 MiB full GETs over TLS are slow on 2 cores).
-# PAGE_WORKLOADS=all adds purge-stampede (in every topology too). `make
+# PAGE_WORKLOADS=all adds purge-stampede and repeated-bans (in every
+# topology too). `make
 # page-quick` is the same with --quick into build/site-quick (about 10
 # minutes). `make page-from-results` rebuilds site/ from the
 # committed site/runs alone: the same bytes. A suite that ends with some

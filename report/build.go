@@ -114,7 +114,7 @@ func Read(args []string) (*Input, error) {
 }
 
 // workloadOrder is the reference page's order; others follow as found.
-var workloadOrder = []string{"hit-path", "segment", "miss-storm", "origin-flap", "purge-stampede"}
+var workloadOrder = []string{"hit-path", "segment", "miss-storm", "origin-flap", "purge-stampede", "repeated-bans"}
 
 // topologyOrder is the reference page's order of topologies.
 var topologyOrder = []string{"plaintext", "tls", "proxyv2"}
@@ -541,7 +541,12 @@ func conditionFacts(c results.Conditions) []Fact {
 		if c.PurgeMethod != "" {
 			how += " (per-object method " + c.PurgeMethod + ")"
 		}
-		add("Purge", fmt.Sprintf("the whole stream, %s after the pass starts, then %s of load: %s", c.PurgeBefore, c.PurgeAfter, how))
+		if c.BanEvery > 0 {
+			how = strings.NewReplacer("a ban of the stream's prefix", "a ban of the object's URL").Replace(how)
+			add("Bans", fmt.Sprintf("one object every %s, the least popular first, from %s after the pass starts for %s: %s", c.BanEvery, c.PurgeBefore, c.PurgeAfter, how))
+		} else {
+			add("Purge", fmt.Sprintf("the whole stream, %s after the pass starts, then %s of load: %s", c.PurgeBefore, c.PurgeAfter, how))
+		}
 	}
 	if c.Cycles > 0 {
 		add("Origin failure", fmt.Sprintf("%d cycles: %s healthy, then %s failing (%s)", c.Cycles, c.HealthyPhase, c.FailPhase, c.FailMode))

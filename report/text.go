@@ -214,12 +214,16 @@ func unitName(t Test) string {
 		return "Seconds"
 	case t.Unit == "x" && t.Name == "refill-amplification":
 		return "Origin fetches per object requested after the purge (1 x is a perfectly coalesced refill)"
+	case t.Unit == "x" && (t.Name == "ttfb-drift" || t.Name == "engine-cpu-drift"):
+		return "Last quarter of the bans ÷ first (1 x: no cost over time)"
 	case t.Unit == "x":
 		return "Clients per origin fetch (200 x is perfect coalescing)"
 	case t.Unit == "%":
 		return "Percent"
 	case t.Unit == "answers":
 		return "Answers"
+	case t.Unit == "bans":
+		return "Bans on the engine's list"
 	}
 	return "Unit: " + t.Unit
 }

@@ -18,6 +18,7 @@ type Evidence struct {
 	Burst    *BurstEvidence `json:"burst,omitempty"`
 	Flap     *FlapEvidence  `json:"flap,omitempty"`
 	Purge    *PurgeEvidence `json:"purge,omitempty"`
+	Bans     *BanEvidence   `json:"bans,omitempty"`
 	OtherCPU *OtherCPU      `json:"other_cpu,omitempty"`
 	Cost     *Cost          `json:"cost,omitempty"`
 }
@@ -178,6 +179,59 @@ type PurgeWindow struct {
 	Stale     int64    `json:"stale,omitempty"`
 	P99Ms     *float64 `json:"p99_ms"`
 	NextP99Ms *float64 `json:"next_p99_ms"`
+}
+
+// BanEvidence is a repeated-bans pass: an invalidation of one object
+// every Every from the first, the coldest objects first, and what the
+// requests for the objects it left alone saw as the calls piled up.
+type BanEvidence struct {
+	// Mode is "ban" (one ban of an object's URL per call) or "purge" (one
+	// request per call, Method).
+	Mode   string   `json:"mode"`
+	Method string   `json:"method,omitempty"`
+	Every  Duration `json:"every"`
+	// Calls counts the invalidations made, Failed those that failed
+	// (FailSamples say how); DurationP50Ms and DurationMaxMs are how long
+	// they took to return.
+	Calls         int      `json:"calls"`
+	Failed        int      `json:"failed,omitempty"`
+	FailSamples   []string `json:"fail_samples,omitempty"`
+	DurationP50Ms *float64 `json:"duration_p50_ms"`
+	DurationMaxMs *float64 `json:"duration_max_ms"`
+	// First and Last are the requests sent in the pass's first and last
+	// quarter for objects not invalidated in the pass (the first quarter
+	// starts before any call); the drift is Last's p99 ÷ First's.
+	First PhaseTTFB `json:"first_quarter"`
+	Last  PhaseTTFB `json:"last_quarter"`
+	// EngineCPUFirst and EngineCPULast are the engine's CPU, in cores, in
+	// those quarters (null where it runs in hlsbench's own process).
+	EngineCPUFirst *float64 `json:"engine_cpu_first"`
+	EngineCPULast  *float64 `json:"engine_cpu_last"`
+	// BanList is the engine's ban list (Varnish's MAIN.bans) read after
+	// the last call; null for an engine that keeps none.
+	BanList *int64 `json:"ban_list"`
+	// AnsweredAfter and StaleAfterPurge are as in PurgeEvidence, for the
+	// invalidated objects: good answers to requests sent after their call
+	// returned, and those whose copy the origin made before it was sent.
+	AnsweredAfter   int64 `json:"answered_after"`
+	StaleAfterPurge int64 `json:"stale_after_purge"`
+	Unproven        int64 `json:"unproven,omitempty"`
+	// Windows are the pass's seconds.
+	Windows []BanWindow `json:"windows"`
+}
+
+// BanWindow is one second of a repeated-bans pass: its start (ms from the
+// pass's), the requests sent in it for objects not invalidated in the
+// pass, failed ones, their TTFB p99, the calls made so far, the ban list
+// read after the window's call, and the engine's CPU in cores.
+type BanWindow struct {
+	AtMs      float64  `json:"at_ms"`
+	Requests  int64    `json:"requests"`
+	Errors    int64    `json:"errors"`
+	P99Ms     *float64 `json:"p99_ms"`
+	Calls     int      `json:"calls"`
+	BanList   *int64   `json:"ban_list,omitempty"`
+	EngineCPU *float64 `json:"engine_cpu"`
 }
 
 // BurstEvidence is a miss-storm burst's object and the origin's fetches of

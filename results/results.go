@@ -117,6 +117,9 @@ type Conditions struct {
 	PurgeMethod string   `json:"purge_method,omitempty"`
 	PurgeBefore Duration `json:"purge_before,omitempty"`
 	PurgeAfter  Duration `json:"purge_after,omitempty"`
+	// BanEvery is how often repeated-bans invalidates an object, from
+	// PurgeBefore on, for PurgeAfter.
+	BanEvery Duration `json:"ban_every,omitempty"`
 	// Policy is a digest of the cache policy every engine was given (TTLs,
 	// grace, probe, timeouts): runs under another policy do not compare.
 	Policy string `json:"policy,omitempty"`
@@ -152,6 +155,7 @@ func (c Conditions) Comparable(o Conditions) (bool, []string) {
 	check("purge_method", c.PurgeMethod, o.PurgeMethod)
 	check("purge_before", c.PurgeBefore, o.PurgeBefore)
 	check("purge_after", c.PurgeAfter, o.PurgeAfter)
+	check("ban_every", c.BanEvery, o.BanEvery)
 	if c.Policy != "" && o.Policy != "" {
 		check("policy", c.Policy, o.Policy)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -134,6 +135,32 @@ type purgeSession struct {
 }
 
 func (w purgeStampede) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
+	ps, err := openStream(ctx, s, cfg, tgt, rc)
+	if err != nil {
+		return nil, err
+	}
+	res := map[string]*results.Result{}
+	for _, d := range w.Tests() {
+		if d.q == 0 {
+			res[d.id] = rc.newTest(&s, tgt, d)
+			continue
+		}
+		lt := rc.latency(&s, tgt, d.id, d.title, d.q)
+		lt.r.Aggregation = d.agg
+		if d.q == 50 {
+			ps.p50 = lt
+		} else {
+			ps.p99 = lt
+		}
+	}
+	ps.amp, ps.recovery, ps.stale, ps.dur = res["refill-amplification"], res["recovery"], res["stale-after-purge"], res["purge-duration"]
+	return ps, nil
+}
+
+// openStream makes the stream's objects, the generator over them and the
+// client that warms and purges them, on tgt (purge-stampede and
+// repeated-bans share them).
+func openStream(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (*purgeSession, error) {
 	ps := &purgeSession{spec: &s, cfg: cfg, tgt: tgt, rc: rc, log: &purgeLog{}, rate: pick(cfg.Rate, s.Rate),
 		prefix: "/stream/", method: pick(cfg.PurgeMethod, engines.PurgeMethod)}
 	ps.mode = tgt.PurgeMode
@@ -159,21 +186,6 @@ func (w purgeStampede) Open(ctx context.Context, s Spec, cfg Config, tgt *Target
 	tr := &http.Transport{TLSClientConfig: tgt.TLS, MaxIdleConnsPerHost: purgeWorkers, DisableCompression: true}
 	ps.client = &http.Client{Transport: tr, Timeout: cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res := map[string]*results.Result{}
-	for _, d := range w.Tests() {
-		if d.q == 0 {
-			res[d.id] = rc.newTest(&s, tgt, d)
-			continue
-		}
-		lt := rc.latency(&s, tgt, d.id, d.title, d.q)
-		lt.r.Aggregation = d.agg
-		if d.q == 50 {
-			ps.p50 = lt
-		} else {
-			ps.p99 = lt
-		}
-	}
-	ps.amp, ps.recovery, ps.stale, ps.dur = res["refill-amplification"], res["recovery"], res["stale-after-purge"], res["purge-duration"]
 	return ps, nil
 }
 
@@ -322,20 +334,28 @@ func (ps *purgeSession) each(ctx context.Context, f func(context.Context, string
 // fetch sends method for path, reads the whole answer and returns its
 // status.
 func (ps *purgeSession) fetch(ctx context.Context, method, path string) (int, error) {
+	status, _, err := ps.fetchStamp(ctx, method, path)
+	return status, err
+}
+
+// fetchStamp is fetch, with the origin's stamp of the copy answered (its
+// GeneratedHeader, unix ns; 0 without one).
+func (ps *purgeSession) fetchStamp(ctx context.Context, method, path string) (int, int64, error) {
 	req, err := http.NewRequestWithContext(ctx, method, ps.tgt.URL+path, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	resp, err := ps.client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
+	stamp, _ := strconv.ParseInt(resp.Header.Get(origin.GeneratedHeader), 10, 64)
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("%s %s: %w", method, path, err)
+		return resp.StatusCode, stamp, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, stamp, nil
 }
 
 // purge invalidates the whole stream: one ban of its prefix, or a request

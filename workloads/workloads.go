@@ -41,6 +41,11 @@ type Config struct {
 	PurgeBefore time.Duration // default 2s
 	PurgeAfter  time.Duration // default 6s
 
+	// repeated-bans: measured passes (after one warm-up) of PurgeBefore
+	// of load, then an object invalidated every second for BanFor.
+	BanPasses int           // default 5
+	BanFor    time.Duration // default 20s
+
 	// CPUs pins the generator's event loops.
 	CPUs []int
 }
@@ -49,7 +54,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{Warmups: 3, Passes: 20, PassDuration: 5 * time.Second, Timeout: 30 * time.Second,
 		Clients: 200, Cycles: 5, HealthyPhase: 5 * time.Second, FailPhase: 10 * time.Second, FailMode: origin.Fail5xx,
-		PurgeBefore: 2 * time.Second, PurgeAfter: 6 * time.Second}
+		PurgeBefore: 2 * time.Second, PurgeAfter: 6 * time.Second, BanPasses: 5, BanFor: 20 * time.Second}
 }
 
 // Quick is the --quick profile: every workload in under two minutes.
@@ -58,6 +63,7 @@ func Quick() Config {
 	c.Warmups, c.Passes, c.PassDuration = 1, 3, 2*time.Second
 	c.Cycles, c.HealthyPhase, c.FailPhase = 3, 3*time.Second, 6*time.Second
 	c.PurgeBefore, c.PurgeAfter = time.Second, 3*time.Second
+	c.BanPasses, c.BanFor = 2, 5*time.Second
 	return c
 }
 
@@ -73,10 +79,10 @@ func Nightly() Config {
 }
 
 // NightlyText says what --nightly runs, for the help text.
-const NightlyText = "2 warm-up and 10 measured passes of 3s; miss-storm 2+10 bursts; origin-flap 5 cycles of 4s healthy + 8s failing; purge-stampede 2+10 passes of 2s + 6s"
+const NightlyText = "2 warm-up and 10 measured passes of 3s; miss-storm 2+10 bursts; origin-flap 5 cycles of 4s healthy + 8s failing; purge-stampede 2+10 passes of 2s + 6s; repeated-bans 1+5 passes of 2s + 20s"
 
 // QuickText says what --quick changes, for the help text.
-const QuickText = "1 warm-up and 3 measured passes of 2s (instead of 3 and 20 of 5s); miss-storm 1+3 bursts; origin-flap 3 cycles of 3s healthy + 6s failing (instead of 5 of 5s + 10s); purge-stampede 1+3 passes of 1s + 3s around the purge (instead of 2s + 6s)"
+const QuickText = "1 warm-up and 3 measured passes of 2s (instead of 3 and 20 of 5s); miss-storm 1+3 bursts; origin-flap 3 cycles of 3s healthy + 6s failing (instead of 5 of 5s + 10s); purge-stampede 1+3 passes of 1s + 3s around the purge (instead of 2s + 6s); repeated-bans 1+2 passes of 1s + 5s of bans (instead of 1+5 of 2s + 20s)"
 
 func (c Config) withDefaults() Config {
 	d := Defaults()
@@ -115,6 +121,12 @@ func (c Config) withDefaults() Config {
 	if c.PurgeAfter == 0 {
 		c.PurgeAfter = d.PurgeAfter
 	}
+	if c.BanPasses == 0 {
+		c.BanPasses = d.BanPasses
+	}
+	if c.BanFor == 0 {
+		c.BanFor = d.BanFor
+	}
 	return c
 }
 
@@ -140,6 +152,10 @@ func (c Config) Validate() error {
 		return fieldErr("purge-before", "%v: want at least 500ms of load before the purge", c.PurgeBefore)
 	case c.PurgeAfter < time.Second:
 		return fieldErr("purge-after", "%v: want at least 1s of load after the purge", c.PurgeAfter)
+	case c.BanPasses < 1:
+		return fieldErr("ban-passes", "%d: want 1 or more", c.BanPasses)
+	case c.BanFor < 4*BanEvery:
+		return fieldErr("ban-for", "%v: want at least %v of repeated bans", c.BanFor, 4*BanEvery)
 	}
 	return nil
 }

@@ -78,7 +78,12 @@ hlsbench starts its synthetic HLS origin and the engine, then runs each workload
                invalidated 2 s in (--purge-mode), 6 s more: refill amplification
                at the origin, time to recover, stale answers after the purge,
                refill TTFB, purge duration
-Each workload has 3 warm-up and 20 measured passes (5 s for rate workloads);
+  repeated-bans  the same stream and load, one object invalidated a second for
+               20 s, the least popular first: the p99 TTFB drift of the objects
+               left alone (last quarter ÷ first), the engine's CPU drift, its
+               ban list (Varnish's MAIN.bans), ban duration, stale answers
+Each workload has 3 warm-up and 20 measured passes (5 s for rate workloads;
+repeated-bans 1 and 5 of 22 s);
 headline percentiles come from all measured samples merged.
 
 --quick: ` + workloads.QuickText + `.
@@ -273,7 +278,8 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		"origin_flap":        map[string]any{"cycles": cfg.Cycles, "healthy_phase": cfg.HealthyPhase.String(), "fail_phase": cfg.FailPhase.String()},
 		"miss_storm_clients": cfg.Clients, "timeout": cfg.Timeout.String(),
 		"purge_stampede": map[string]any{"mode": cfg.PurgeMode, "method": cfg.PurgeMethod,
-			"before": cfg.PurgeBefore.String(), "after": cfg.PurgeAfter.String()}}
+			"before": cfg.PurgeBefore.String(), "after": cfg.PurgeAfter.String()},
+		"repeated_bans": map[string]any{"passes": cfg.BanPasses, "for": cfg.BanFor.String(), "every": workloads.BanEvery.String()}}
 	pols := map[string]any{}
 	for _, s := range specs {
 		pols[s.Name] = map[string]any{"rate": s.Rate, "connections": s.Connections, "policy": s.Policy}

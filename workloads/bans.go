@@ -1,0 +1,479 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/stats"
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
+)
+
+// RepeatedBans is the purge stampede's stream under steady load while one
+// object after another is invalidated, one a second: whether the ban list,
+// its lurker or the engine's CPU cost the other objects' latency as the
+// bans pile up.
+const RepeatedBans = "repeated-bans"
+
+// BanEvery is how often repeated-bans invalidates an object.
+const BanEvery = time.Second
+
+// banListCounter is the Varnish counter of the bans on its list.
+const banListCounter = "MAIN.bans"
+
+type repeatedBans struct{}
+
+func (repeatedBans) Spec() Spec {
+	s := purgeStampede{}.Spec()
+	s.Name, s.Title = RepeatedBans, "Repeated bans"
+	s.Description = "500 rps over the purge stampede's stream (Zipf popularity, warm cache) while one object is invalidated every second, the least popular first (a ban where the engine has one); the latency of the objects left alone, first quarter against last, the ban list and the engine's CPU"
+	return s
+}
+
+func (repeatedBans) Tests() []latencyDef {
+	return []latencyDef{
+		{id: "ttfb-drift", title: "p99 TTFB drift under bans", unit: "x", lower: true,
+			agg: "TTFB p99 of the pass's last quarter ÷ its first quarter (whose start has no ban yet), over requests for objects not invalidated in the pass; the median of the valid measured passes"},
+		{id: "p99-ttfb-bans", title: "p99 TTFB, last quarter of bans", q: 99,
+			agg: "p99 TTFB of the requests sent in each pass's last quarter for objects not invalidated in it, of the valid measured passes merged"},
+		{id: "engine-cpu-drift", title: "Engine CPU drift under bans", unit: "x", lower: true,
+			agg: "the engine's CPU time per second in the pass's last quarter ÷ its first quarter; the median of the valid measured passes"},
+		{id: "ban-list", title: "Ban list at the end", unit: "bans", lower: true,
+			agg: "the engine's ban list (Varnish's MAIN.bans) read after the last call of a pass; the median of the valid measured passes"},
+		{id: "purge-duration", title: "Ban duration", unit: "ms", lower: true,
+			agg: "from each invalidation call to its return (a ban accepted, or the object's purge answered); the median of every call of the valid measured passes"},
+		{id: "stale-after-purge", title: "Stale answers after a ban", unit: "answers", lower: true,
+			agg: "good answers for an invalidated object to requests sent after its call returned whose copy the origin made before the call (its X-Origin-Generated stamp); the valid measured passes' sum"},
+	}
+}
+
+func (w repeatedBans) Conditions(s Spec, cfg Config) results.Conditions {
+	c := purgeStampede{}.Conditions(s, cfg)
+	c.PurgeAfter, c.BanEvery = results.Duration(cfg.BanFor), results.Duration(BanEvery)
+	return c
+}
+
+func (repeatedBans) Estimate(cfg Config) time.Duration {
+	return startEstimate + time.Duration(1+cfg.BanPasses)*(cfg.PurgeBefore+cfg.BanFor+time.Second)
+}
+
+// banSession is repeated-bans on one target; it shares the purge
+// stampede's stream, generator and record log.
+type banSession struct {
+	*purgeSession
+	next int // the next call's object, counted from the least popular
+
+	drift, cpuDrift, list, dur, stale *results.Result
+	late                              *latencyTest
+
+	drifts, cpuDrifts, lists, durations []float64
+	staleN                              int64
+}
+
+func (w repeatedBans) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
+	cfg.Warmups, cfg.Passes = 1, cfg.BanPasses
+	ps, err := openStream(ctx, s, cfg, tgt, rc)
+	if err != nil {
+		return nil, err
+	}
+	bs := &banSession{purgeSession: ps}
+	res := map[string]*results.Result{}
+	for _, d := range w.Tests() {
+		if d.q > 0 {
+			bs.late = rc.latency(&s, tgt, d.id, d.title, d.q)
+			bs.late.r.Aggregation = d.agg
+			continue
+		}
+		res[d.id] = rc.newTest(&s, tgt, d)
+	}
+	bs.drift, bs.cpuDrift, bs.list = res["ttfb-drift"], res["engine-cpu-drift"], res["ban-list"]
+	bs.dur, bs.stale = res["purge-duration"], res["stale-after-purge"]
+	// Which engines keep a ban list is known from their counters.
+	if why := bs.noBanList(ctx); why != "" {
+		bs.list.NotApplicable, bs.list.NoValue = why, "not applicable: "+why
+	}
+	if !hasEngineCPU(tgt) {
+		why := tgt.Engine.Name + "'s processes were not started by hlsbench: their CPU is not read"
+		if tgt.Engine.Runtime == engines.RuntimeInproc {
+			why = "the engine runs inside hlsbench's own process (runtime inproc): its CPU is not apart from the generator's"
+		}
+		bs.cpuDrift.NotApplicable, bs.cpuDrift.NoValue = why, "not applicable: "+why
+	}
+	return bs, nil
+}
+
+// noBanList says why the target has no ban list to read, or "".
+func (bs *banSession) noBanList(ctx context.Context) string {
+	switch {
+	case bs.mode == engines.PurgeObject:
+		return "each call is a request that removes one object at once (" + bs.method + "): no ban list"
+	case bs.tgt.Engine.Name == "builtin":
+		return "the built-in cache removes the matching objects when it bans: it keeps no ban list"
+	case bs.tgt.Counters == nil:
+		return "the engine's counters cannot be read"
+	}
+	m, err := bs.tgt.Counters(ctx)
+	if err != nil {
+		return "" // a reading may fail now and work later: each pass says
+	}
+	if _, ok := m[banListCounter]; !ok {
+		return "the engine's counters have no " + banListCounter
+	}
+	return ""
+}
+
+func hasEngineCPU(tgt *Target) bool {
+	for i := range tgt.Groups {
+		if tgt.Groups[i].Name == costEngine {
+			return true
+		}
+	}
+	return false
+}
+
+// banCall is one invalidation of a pass, and the check that followed
+// it: a GET of the object once the call returned, whose origin stamp
+// proves whether the answer was made after the call was sent.
+type banCall struct {
+	obj            int
+	sent, returned int64 // unix ns
+	list           *int64
+	err            error
+	checked        bool  // the check got a good answer
+	stamp          int64 // its origin stamp, 0 without one
+}
+
+func (bs *banSession) Step(ctx context.Context, i int) error {
+	cfg, tgt := bs.cfg, bs.tgt
+	total := cfg.PurgeBefore + cfg.BanFor
+	bs.rc.Progress.step(passLabel(i, cfg.Warmups, cfg.Passes, "")+fmt.Sprintf(" (a ban every %v from %v)", BanEvery, cfg.PurgeBefore), total)
+	warmErr := bs.warm(ctx)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	bs.log.reset()
+	before := take(ctx, tgt)
+	started := time.Now()
+	var cpu cpuSeries
+	stopCPU := cpu.sample(tgt)
+
+	// The calls, one every BanEvery from PurgeBefore while the load runs:
+	// a call that takes longer delays the next, never piles up.
+	cctx, ccancel := context.WithTimeout(ctx, total+cfg.Timeout)
+	defer ccancel()
+	calls := make(chan []banCall, 1)
+	go func() { calls <- bs.calls(cctx, started, total) }()
+	r, runErr := bs.g.Run(ctx, loadgen.Pass{Paths: bs.paths, Zipf: PurgeZipf, Rate: bs.rate, Duration: total, Seed: uint64(i + 1)})
+	ccancel()
+	made := <-calls
+	stopCPU()
+	if runErr != nil {
+		return runErr
+	}
+	if r.Interrupted {
+		return ctx.Err()
+	}
+	_, verdict := r.Verdict()
+	p := newPass(i, cfg.Warmups, r, verdict)
+	p.started = started
+	bs.rc.observe(ctx, bs.spec, tgt, p, before)
+	if warmErr != nil {
+		p.reasons = append(p.reasons, warmErr.Error())
+	}
+	p.ev.Claims = claims(r)
+	p.ev.Generator = generatorFigures(r, 99)
+	be := bs.banEvidence(made, &cpu, started, total) // the calls' schedule: the load starts with it
+	p.ev.Bans = be
+	switch {
+	case be.Calls == 0:
+		p.reasons = append(p.reasons, "no invalidation was made in the pass")
+	case be.Failed > 0:
+		p.reasons = append(p.reasons, fmt.Sprintf("%d of %d invalidations failed (%s)", be.Failed, be.Calls, strings.Join(be.FailSamples, "; ")))
+	}
+	bs.record(p, r, be, made)
+	return bs.rc.Save()
+}
+
+// calls invalidates one object every BanEvery from PurgeBefore after
+// start until total, the least popular first, and reads the ban list
+// after each.
+func (bs *banSession) calls(ctx context.Context, start time.Time, total time.Duration) []banCall {
+	var out []banCall
+	segs := len(bs.paths) - 2
+	for k := 0; ; k++ {
+		at := start.Add(bs.cfg.PurgeBefore + time.Duration(k)*BanEvery)
+		if at.Sub(start) >= total {
+			return out
+		}
+		if d := time.Until(at); d > 0 {
+			select {
+			case <-ctx.Done():
+				return out
+			case <-time.After(d):
+			}
+		}
+		if ctx.Err() != nil || time.Since(start) >= total {
+			return out
+		}
+		obj := len(bs.paths) - 1 - bs.next%segs
+		bs.next++
+		c := banCall{obj: obj, sent: time.Now().UnixNano()}
+		path := bs.paths[obj]
+		if bs.mode == engines.PurgeBan {
+			c.err = bs.tgt.Ban(ctx, path)
+		} else {
+			status, err := bs.fetch(ctx, bs.method, path)
+			switch {
+			case err != nil:
+				c.err = err
+			case status == http.StatusNotFound:
+				// Not cached: nothing to remove, the same as a purge.
+			case status < 200 || status > 299:
+				c.err = fmt.Errorf("%s answered %d", bs.method, status)
+			}
+		}
+		c.returned = time.Now().UnixNano()
+		if c.err == nil {
+			status, stamp, err := bs.fetchStamp(ctx, http.MethodGet, path)
+			c.checked, c.stamp = err == nil && status == http.StatusOK, stamp
+		}
+		if c.err == nil && bs.list.NotApplicable == "" && bs.tgt.Counters != nil {
+			if m, err := bs.tgt.Counters(ctx); err == nil {
+				if v, ok := m[banListCounter]; ok {
+					c.list = ptr(int64(v))
+				}
+			}
+		}
+		out = append(out, c)
+	}
+}
+
+// banEvidence reads a pass's records against its calls; the load was
+// scheduled from start for total.
+func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Time, total time.Duration) *results.BanEvidence {
+	be := &results.BanEvidence{Mode: bs.mode, Every: results.Duration(BanEvery), Calls: len(made), Windows: []results.BanWindow{}}
+	if bs.mode != engines.PurgeBan {
+		be.Method = bs.method
+	}
+	// Each object is invalidated once a pass at most (fewer calls than
+	// segments): its call by object.
+	callOf := map[int]*banCall{}
+	var durs []float64
+	seen := map[string]int{}
+	for i := range made {
+		c := &made[i]
+		callOf[c.obj] = c
+		durs = append(durs, float64(c.returned-c.sent)/1e6)
+		if c.err != nil {
+			be.Failed++
+			seen[strings.ReplaceAll(c.err.Error(), bs.paths[c.obj], "OBJECT")]++
+		}
+		if c.list != nil {
+			be.BanList = c.list
+		}
+		if c.checked {
+			be.AnsweredAfter++
+			switch {
+			case c.stamp == 0:
+				be.Unproven++
+			case c.stamp < c.sent:
+				be.StaleAfterPurge++
+			}
+		}
+	}
+	for msg, n := range seen {
+		be.FailSamples = append(be.FailSamples, fmt.Sprintf("%s ×%d", msg, n))
+	}
+	sort.Strings(be.FailSamples)
+	if len(be.FailSamples) > 3 {
+		be.FailSamples = be.FailSamples[:3]
+	}
+	if len(durs) > 0 {
+		be.DurationP50Ms = ptr(round3(stats.Median(durs)))
+		m := 0.0
+		for _, d := range durs {
+			m = max(m, d)
+		}
+		be.DurationMaxMs = ptr(round3(m))
+	}
+
+	t0 := start.UnixNano()
+	quarter := int64(total / 4)
+	firstH, lastH := loadgen.NewHistogram(), loadgen.NewHistogram()
+	nwin := int((total + BanEvery - 1) / BanEvery)
+	wins := make([]*hdr.Histogram, nwin)
+	for k := range wins {
+		wins[k] = loadgen.NewHistogram()
+		be.Windows = append(be.Windows, results.BanWindow{AtMs: float64(time.Duration(k)*BanEvery) / 1e6})
+	}
+	for _, shard := range bs.log.shards {
+		for i := range shard {
+			rec := &shard[i]
+			if c := callOf[rec.obj]; c != nil && rec.intended >= c.sent {
+				// An invalidated object: a miss on any engine, not the ban
+				// list's cost; its answers prove the call worked.
+				if rec.intended >= c.returned && rec.good() {
+					be.AnsweredAfter++
+					switch {
+					case rec.stamp == 0:
+						be.Unproven++
+					case rec.stamp < c.sent:
+						be.StaleAfterPurge++
+					}
+				}
+				continue
+			}
+			at := rec.intended - t0
+			if at < 0 || at >= int64(total) {
+				continue
+			}
+			w := &be.Windows[min(int(at/int64(BanEvery)), nwin-1)]
+			w.Requests++
+			var ph *results.PhaseTTFB
+			var h *hdr.Histogram
+			switch {
+			case at < quarter:
+				ph, h = &be.First, firstH
+			case at >= int64(total)-quarter:
+				ph, h = &be.Last, lastH
+			}
+			if !rec.good() {
+				w.Errors++
+				if ph != nil {
+					ph.Requests++
+					ph.Errors++
+				}
+				continue
+			}
+			_ = wins[min(int(at/int64(BanEvery)), nwin-1)].RecordValue(max(rec.ttfb, 0))
+			if ph != nil {
+				phase(ph, h, rec, true)
+			}
+		}
+	}
+	for k := range be.Windows {
+		w := &be.Windows[k]
+		w.P99Ms = msq(wins[k], 99)
+		from := start.Add(time.Duration(k) * BanEvery)
+		w.EngineCPU = cpu.cores(from, from.Add(BanEvery))
+		for i := range made {
+			if made[i].sent < from.UnixNano()+int64(BanEvery) {
+				w.Calls = i + 1
+				if made[i].list != nil && made[i].sent >= from.UnixNano() {
+					w.BanList = made[i].list
+				}
+			}
+		}
+	}
+	be.First.P50Ms, be.First.P99Ms = msq(firstH, 50), msq(firstH, 99)
+	be.Last.P50Ms, be.Last.P99Ms = msq(lastH, 50), msq(lastH, 99)
+	be.EngineCPUFirst = cpu.cores(start, start.Add(time.Duration(quarter)))
+	be.EngineCPULast = cpu.cores(start.Add(total-time.Duration(quarter)), start.Add(total))
+	bs.log.refill = lastH
+	return be
+}
+
+func (bs *banSession) record(p *passInfo, r *loadgen.Result, be *results.BanEvidence, made []banCall) {
+	more := lateness(r, 99)
+	if p.busy != "" {
+		more = append(more, p.busy)
+	}
+
+	// The drift of the p99, last quarter against first.
+	var drift *float64
+	why := ""
+	switch {
+	case be.First.P99Ms == nil:
+		why = "no good answer in the pass's first quarter"
+	case be.Last.P99Ms == nil:
+		why = "no good answer in the pass's last quarter"
+	case *be.First.P99Ms == 0:
+		why = "the first quarter's p99 is below the histogram's resolution"
+	default:
+		drift = ptr(round3(*be.Last.P99Ms / *be.First.P99Ms))
+	}
+	if rp := addPass(bs.drift, p, drift, why, more...); !rp.Warmup && rp.Valid {
+		bs.drifts = append(bs.drifts, *drift)
+		bs.drift.Value = ptr(round3(stats.Median(bs.drifts)))
+		bs.drift.Recount()
+	}
+
+	// The last quarter's p99 itself.
+	v, why := p.latencyValue(bs.log.refill, 99)
+	bs.late.addValue(p, bs.log.refill, v, why, more...)
+
+	// The engine's CPU, last quarter against first: time the engine spent,
+	// not latency, so the generator's lateness does not matter.
+	if bs.cpuDrift.NotApplicable == "" {
+		var cd *float64
+		why := ""
+		switch {
+		case be.EngineCPUFirst == nil || be.EngineCPULast == nil:
+			why = "the engine's CPU could not be read in both quarters"
+		case *be.EngineCPUFirst <= 0:
+			why = "the engine used no CPU time the kernel counted in the first quarter"
+		default:
+			cd = ptr(round3(*be.EngineCPULast / *be.EngineCPUFirst))
+		}
+		if rp := addPass(bs.cpuDrift, p, cd, why); !rp.Warmup && rp.Valid {
+			bs.cpuDrifts = append(bs.cpuDrifts, *cd)
+			bs.cpuDrift.Value = ptr(round3(stats.Median(bs.cpuDrifts)))
+			bs.cpuDrift.Recount()
+		}
+	}
+
+	if bs.list.NotApplicable == "" {
+		var l *float64
+		why := "the ban list could not be read after the pass's calls"
+		if be.BanList != nil {
+			l = ptr(float64(*be.BanList))
+		}
+		if rp := addPass(bs.list, p, l, why); !rp.Warmup && rp.Valid {
+			bs.lists = append(bs.lists, *l)
+			bs.list.Value = ptr(round3(stats.Median(bs.lists)))
+			bs.list.Recount()
+		}
+	}
+
+	// Every call's duration, from this process (a ban's includes starting
+	// varnishadm).
+	var d *float64
+	if be.DurationP50Ms != nil {
+		d = be.DurationP50Ms
+	}
+	if rp := addPass(bs.dur, p, d, "no invalidation was made in the pass"); !rp.Warmup && rp.Valid {
+		for _, c := range made {
+			bs.durations = append(bs.durations, float64(c.returned-c.sent)/1e6)
+		}
+		bs.dur.Value = ptr(round3(stats.Median(bs.durations)))
+		bs.dur.Recount()
+	}
+
+	var st *float64
+	stWhy := ""
+	var stMore []string
+	switch {
+	case be.AnsweredAfter == 0:
+		stWhy = "no good answer for an invalidated object to a request sent after its call returned"
+	case be.AnsweredAfter == be.Unproven:
+		stWhy = fmt.Sprintf("none of the %d answers after a call carried the origin's stamp (%s): staleness cannot be proven", be.AnsweredAfter, origin.GeneratedHeader)
+	default:
+		st = ptr(float64(be.StaleAfterPurge))
+		if be.Unproven > 0 {
+			stMore = append(stMore, fmt.Sprintf("%d of %d answers after a call carried no origin stamp (%s)", be.Unproven, be.AnsweredAfter, origin.GeneratedHeader))
+		}
+	}
+	if rp := addPass(bs.stale, p, st, stWhy, stMore...); !rp.Warmup && rp.Valid {
+		bs.staleN += be.StaleAfterPurge
+		bs.stale.Value, bs.stale.Stale = ptr(float64(bs.staleN)), ptr(bs.staleN)
+		bs.stale.Recount()
+	}
+}
