@@ -26,6 +26,10 @@ const RepeatedBans = "repeated-bans"
 // BanEvery is how often repeated-bans invalidates an object.
 const BanEvery = time.Second
 
+// banWarmups is repeated-bans' unmeasured passes: one, its passes are
+// long.
+const banWarmups = 1
+
 // banListCounter is the Varnish counter of the bans on its list.
 const banListCounter = "MAIN.bans"
 
@@ -58,11 +62,12 @@ func (repeatedBans) Tests() []latencyDef {
 func (w repeatedBans) Conditions(s Spec, cfg Config) results.Conditions {
 	c := purgeStampede{}.Conditions(s, cfg)
 	c.PurgeAfter, c.BanEvery = results.Duration(cfg.BanFor), results.Duration(BanEvery)
+	c.Warmups, c.Passes = banWarmups, cfg.BanPasses // its own protocol, as Open runs it
 	return c
 }
 
 func (repeatedBans) Estimate(cfg Config) time.Duration {
-	return startEstimate + time.Duration(1+cfg.BanPasses)*(cfg.PurgeBefore+cfg.BanFor+time.Second)
+	return startEstimate + time.Duration(banWarmups+cfg.BanPasses)*(cfg.PurgeBefore+cfg.BanFor+time.Second)
 }
 
 // banSession is repeated-bans on one target; it shares the purge
@@ -79,7 +84,7 @@ type banSession struct {
 }
 
 func (w repeatedBans) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
-	cfg.Warmups, cfg.Passes = 1, cfg.BanPasses
+	cfg.Warmups, cfg.Passes = banWarmups, cfg.BanPasses
 	ps, err := openStream(ctx, s, cfg, tgt, rc)
 	if err != nil {
 		return nil, err
