@@ -12,9 +12,7 @@ import (
 )
 
 func bansConfig() Config {
-	cfg := purgeConfig()
-	cfg.BanPasses, cfg.BanFor = 1, 4*time.Second
-	return cfg
+	return purgeConfig() // testConfig's: one pass of 1 s + 4 s of bans
 }
 
 // banFigures are a result's measured passes' ban evidence.

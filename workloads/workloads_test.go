@@ -28,6 +28,7 @@ func testConfig() Config {
 	c.Cycles, c.HealthyPhase, c.FailPhase = 2, 2*time.Second, 4*time.Second
 	c.Clients = 200
 	c.PurgeBefore, c.PurgeAfter = time.Second, 2*time.Second
+	c.BanPasses, c.BanFor = 1, 4*time.Second
 	c.Timeout = 10 * time.Second
 	return c
 }
