@@ -92,7 +92,11 @@ func TestIdle408(t *testing.T) {
 		if min := time.Duration(r.TTFBUncorrected.Min()); r.OK > 0 && min < delay {
 			t.Errorf("%g rps: uncorrected TTFB min %v is below the server's %v", rate, min, delay)
 		}
-		if r.OK < want*9/10 {
+		// Each of the 8 connections idles past the server's 3 ms between
+		// requests, so a 408 races many of them: the ones it answers are
+		// status errors, more under -race on a busy machine (CI: 28 of 200).
+		// Most must still be answered.
+		if r.OK < want*3/4 {
 			t.Errorf("%g rps: ok %d of %d", rate, r.OK, want)
 		}
 		if r.Unsolicited == 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "unsolicited") {
