@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -180,20 +179,10 @@ func (bs *banSession) Step(ctx context.Context, i int) error {
 	ccancel()
 	made := <-calls
 	stopCPU()
-	if runErr != nil {
-		return runErr
+	p, _, err := bs.endPass(ctx, i, r, runErr, started, before, warmErr)
+	if err != nil {
+		return err
 	}
-	if r.Interrupted {
-		return ctx.Err()
-	}
-	_, verdict := r.Verdict()
-	p := newPass(i, cfg.Warmups, r, verdict)
-	p.started = started
-	bs.rc.observe(ctx, bs.spec, tgt, p, before)
-	if warmErr != nil {
-		p.reasons = append(p.reasons, warmErr.Error())
-	}
-	p.ev.Claims = claims(r)
 	p.ev.Generator = generatorFigures(r, 99)
 	be := bs.banEvidence(made, &cpu, started, total) // the calls' schedule: the load starts with it
 	p.ev.Bans = be
@@ -285,22 +274,10 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 			be.BanList = c.list
 		}
 		if c.checked {
-			be.AnsweredAfter++
-			switch {
-			case c.stamp == 0:
-				be.Unproven++
-			case c.stamp < c.sent:
-				be.StaleAfterPurge++
-			}
+			countAnswer(c.stamp, c.sent, &be.AnsweredAfter, &be.Unproven, &be.StaleAfterPurge)
 		}
 	}
-	for msg, n := range seen {
-		be.FailSamples = append(be.FailSamples, fmt.Sprintf("%s ×%d", msg, n))
-	}
-	sort.Strings(be.FailSamples)
-	if len(be.FailSamples) > 3 {
-		be.FailSamples = be.FailSamples[:3]
-	}
+	be.FailSamples = failSamples(seen)
 	if len(durs) > 0 {
 		be.DurationP50Ms = ptr(round3(stats.Median(durs)))
 		m := 0.0
@@ -326,13 +303,7 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 				// An invalidated object: a miss on any engine, not the ban
 				// list's cost; its answers prove the call worked.
 				if rec.intended >= c.returned && rec.good() {
-					be.AnsweredAfter++
-					switch {
-					case rec.stamp == 0:
-						be.Unproven++
-					case rec.stamp < c.sent:
-						be.StaleAfterPurge++
-					}
+					countAnswer(rec.stamp, c.sent, &be.AnsweredAfter, &be.Unproven, &be.StaleAfterPurge)
 				}
 				continue
 			}

@@ -18,20 +18,7 @@ func bansConfig() Config {
 // banFigures are a result's measured passes' ban evidence.
 func banFigures(t *testing.T, r *results.Result) []*results.BanEvidence {
 	t.Helper()
-	var out []*results.BanEvidence
-	for _, p := range r.Passes {
-		if p.Warmup {
-			continue
-		}
-		if p.Evidence == nil || p.Evidence.Bans == nil {
-			t.Fatalf("%s pass %d: no ban evidence", r.ID, p.Index)
-		}
-		out = append(out, p.Evidence.Bans)
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s: no measured pass", r.ID)
-	}
-	return out
+	return passEvidence(t, r, "ban", func(e *results.Evidence) *results.BanEvidence { return e.Bans })
 }
 
 // The built-in cache bans one object a second; it keeps no ban list, and

@@ -241,22 +241,11 @@ func (ps *purgeSession) Step(ctx context.Context, i int) error {
 		pd = <-done
 	}
 	stopCPU()
-	if runErr != nil {
-		return runErr
-	}
-	if r.Interrupted {
-		return ctx.Err()
-	}
-	// Failed requests are a finding here, not a fault of the pass: the
-	// counts and the recovery keep them (a failure counts at the timeout),
-	// the TTFB tests are invalid with them (a quantile of the survivors
-	// would hide them).
-	_, verdict := r.Verdict()
-	p := newPass(i, cfg.Warmups, r, verdict)
-	p.started = started
-	after := ps.rc.observe(ctx, ps.spec, tgt, p, before)
-	if warmErr != nil {
-		p.reasons = append(p.reasons, warmErr.Error())
+	// The recovery keeps failed requests too: a failure counts at the
+	// timeout.
+	p, after, err := ps.endPass(ctx, i, r, runErr, started, before, warmErr)
+	if err != nil {
+		return err
 	}
 	if pd.err != nil {
 		p.reasons = append(p.reasons, "purge: "+pd.err.Error())
@@ -265,7 +254,6 @@ func (ps *purgeSession) Step(ctx context.Context, i int) error {
 		p.reasons = append(p.reasons, fmt.Sprintf("%d of %d purge requests failed (%s): the stream was not invalidated",
 			pd.failed, len(ps.paths), strings.Join(pd.samples, "; ")))
 	}
-	p.ev.Claims = claims(r)
 	p.ev.Generator = generatorFigures(r, 50, 99)
 	var pe *results.PurgeEvidence
 	if !pd.start.IsZero() {
@@ -404,14 +392,57 @@ func (ps *purgeSession) purge(ctx context.Context) purgeDone {
 	if ctx.Err() != nil && pd.err == nil {
 		pd.err = fmt.Errorf("stopped after %d of %d objects: %w", pd.purged+pd.absent+pd.failed, n, context.Cause(ctx))
 	}
-	for msg, n := range seen {
-		pd.samples = append(pd.samples, fmt.Sprintf("%s ×%d", msg, n))
-	}
-	sort.Strings(pd.samples)
-	if len(pd.samples) > 3 {
-		pd.samples = pd.samples[:3]
-	}
+	pd.samples = failSamples(seen)
 	return pd
+}
+
+// failSamples are the first three kinds of failure seen, each with its
+// count, in order.
+func failSamples(seen map[string]int) []string {
+	var out []string
+	for msg, n := range seen {
+		out = append(out, fmt.Sprintf("%s ×%d", msg, n))
+	}
+	sort.Strings(out)
+	return out[:min(len(out), 3)]
+}
+
+// countAnswer classes a good answer to a request sent after its object's
+// invalidation returned, from the origin's stamp of the copy and when the
+// invalidation was sent: unproven without a stamp, stale when older.
+func countAnswer(stamp, sent int64, answered, unproven, stale *int64) {
+	*answered++
+	switch {
+	case stamp == 0:
+		*unproven++
+	case stamp < sent:
+		*stale++
+	}
+}
+
+// endPass makes pass i from the generator's result once the load stopped:
+// nil and the error when it failed or was interrupted, else the pass
+// observed from the before snapshot, with the warm-up's failure if any.
+func (ps *purgeSession) endPass(ctx context.Context, i int, r *loadgen.Result, runErr error, started time.Time,
+	before snapshot, warmErr error) (*passInfo, snapshot, error) {
+	if runErr != nil {
+		return nil, snapshot{}, runErr
+	}
+	if r.Interrupted {
+		return nil, snapshot{}, ctx.Err()
+	}
+	// Failed requests are a finding here, not a fault of the pass: the
+	// counts keep them, the TTFB tests are invalid with them (a quantile
+	// of the survivors would hide them).
+	_, verdict := r.Verdict()
+	p := newPass(i, ps.cfg.Warmups, r, verdict)
+	p.started = started
+	after := ps.rc.observe(ctx, ps.spec, ps.tgt, p, before)
+	if warmErr != nil {
+		p.reasons = append(p.reasons, warmErr.Error())
+	}
+	p.ev.Claims = claims(r)
+	return p, after, nil
 }
 
 // evidence reads a pass's records against its purge; the load was
@@ -492,14 +523,9 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 		if rec.intended >= pd.done[rec.obj] {
 			seen[rec.obj] = true
 			if good {
-				pe.AnsweredAfter++
-				switch {
-				case rec.stamp == 0:
-					pe.Unproven++
-				case rec.stamp < pd.sent[rec.obj]:
-					pe.StaleAfterPurge++
-					w.staleN++
-				}
+				was := pe.StaleAfterPurge
+				countAnswer(rec.stamp, pd.sent[rec.obj], &pe.AnsweredAfter, &pe.Unproven, &pe.StaleAfterPurge)
+				w.staleN += pe.StaleAfterPurge - was
 			}
 		}
 	}

@@ -18,23 +18,30 @@ func purgeConfig() Config {
 	return cfg
 }
 
-// purgeFigures are a result's measured passes' purge evidence.
-func purgeFigures(t *testing.T, r *results.Result) []*results.PurgeEvidence {
+// passEvidence is what get picks from each measured pass's evidence of r,
+// each required.
+func passEvidence[T any](t *testing.T, r *results.Result, what string, get func(*results.Evidence) *T) []*T {
 	t.Helper()
-	var out []*results.PurgeEvidence
+	var out []*T
 	for _, p := range r.Passes {
 		if p.Warmup {
 			continue
 		}
-		if p.Evidence == nil || p.Evidence.Purge == nil {
-			t.Fatalf("%s pass %d: no purge evidence", r.ID, p.Index)
+		if p.Evidence == nil || get(p.Evidence) == nil {
+			t.Fatalf("%s pass %d: no %s evidence", r.ID, p.Index, what)
 		}
-		out = append(out, p.Evidence.Purge)
+		out = append(out, get(p.Evidence))
 	}
 	if len(out) == 0 {
 		t.Fatalf("%s: no measured pass", r.ID)
 	}
 	return out
+}
+
+// purgeFigures are a result's measured passes' purge evidence.
+func purgeFigures(t *testing.T, r *results.Result) []*results.PurgeEvidence {
+	t.Helper()
+	return passEvidence(t, r, "purge", func(e *results.Evidence) *results.PurgeEvidence { return e.Purge })
 }
 
 // The built-in cache bans the whole stream in one call and refills it with
