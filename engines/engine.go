@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines/builtin"
@@ -618,6 +620,44 @@ func (l *localInstance) Stop(ctx context.Context) error {
 	return errors.Join(append(errs, l.run.RemoveAll(l.work), l.run.RemoveAll(l.cache))...)
 }
 
+// CacheBytes is the disk space of the engine's cache directory (RAM-backed):
+// what an engine that caches in files (NGINX) holds outside its processes'
+// resident memory.
+func (l *localInstance) CacheBytes() (int64, error) { return DirBytes(l.cache) }
+
+// CacheSizer is an instance that says how much its cache files take.
+type CacheSizer interface {
+	CacheBytes() (int64, error)
+}
+
+// DirBytes is the space the files under dir take (their blocks, as du
+// counts them); files that vanish while it counts are skipped.
+func DirBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
+			n += info.Size()
+		}
+		return nil
+	})
+	return n, err
+}
+
 // UpstreamCounter is the engine's, when it has one.
 func (l *localInstance) UpstreamCounter() string {
 	if u, ok := l.e.(UpstreamCounter); ok {
@@ -638,6 +678,7 @@ var (
 	_ Instance        = (*localInstance)(nil)
 	_ Counters        = (*localInstance)(nil)
 	_ UpstreamCounter = (*localInstance)(nil)
+	_ CacheSizer      = (*localInstance)(nil)
 	_ UpstreamCounter = Varnish{}
 	_ UpstreamCounter = Vinyl{}
 	_ UpstreamCounter = NGINX{}

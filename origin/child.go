@@ -2,6 +2,7 @@ package origin
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -57,6 +58,36 @@ func ChildArgs(cfg Config, listen string) []string {
 		args = append(args, "--transfer-rate", "0")
 	case cfg.TransferRate > 0:
 		args = append(args, "--transfer-rate", fmt.Sprint(cfg.TransferRate))
+	}
+	return append(args, liveArgs(cfg.Live)...)
+}
+
+// liveArgs are the flags of the set fields of l. Out-of-range values are
+// passed as they are, for the child to reject as New would.
+func liveArgs(l Live) []string {
+	var args []string
+	for _, f := range []struct {
+		flag string
+		v    int
+	}{
+		{"--channels", l.Channels},
+		{"--titles", l.Titles},
+		{"--window", l.Window},
+		{"--title-segments", l.TitleSegments},
+	} {
+		if f.v != 0 {
+			args = append(args, f.flag, strconv.Itoa(f.v))
+		}
+	}
+	if len(l.Ladder) > 0 {
+		bps := make([]string, len(l.Ladder))
+		for i, b := range l.Ladder {
+			bps[i] = strconv.FormatInt(b, 10) // the flag takes plain numbers too
+		}
+		args = append(args, "--ladder", strings.Join(bps, ","))
+	}
+	if l.TargetDuration != 0 {
+		args = append(args, "--target-duration", l.TargetDuration.String())
 	}
 	return args
 }

@@ -1,6 +1,10 @@
 package origin
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestReadyLineRoundTrip(t *testing.T) {
 	line := ReadyLine("127.0.0.1:8081", "127.0.0.1:9091")
@@ -13,5 +17,38 @@ func TestReadyLineRoundTrip(t *testing.T) {
 	}
 	if _, _, err := ParseReady("data http://x"); err == nil {
 		t.Error("ParseReady accepted a short line")
+	}
+}
+
+// ChildArgs passes the Live fields that are set, and only those, so the
+// child's defaults stay the origin's.
+func TestChildArgsLive(t *testing.T) {
+	flags := func(args []string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(args); i++ {
+			if strings.HasPrefix(args[i], "--") {
+				m[args[i]] = args[i+1]
+			}
+		}
+		return m
+	}
+	live := []string{"--channels", "--titles", "--ladder", "--target-duration", "--window", "--title-segments"}
+	got := flags(ChildArgs(Config{}, "127.0.0.1:0"))
+	for _, f := range live {
+		if v, ok := got[f]; ok {
+			t.Errorf("zero Live passes %s %s", f, v)
+		}
+	}
+	cfg := Config{Live: Live{Channels: 2, Titles: 9, Ladder: []int64{100_000, 1_250_000}, TargetDuration: 1500 * time.Millisecond, Window: 3, TitleSegments: 7}}
+	got = flags(ChildArgs(cfg, "127.0.0.1:0"))
+	want := map[string]string{"--channels": "2", "--titles": "9", "--ladder": "100000,1250000", "--target-duration": "1.5s", "--window": "3", "--title-segments": "7"}
+	for f, v := range want {
+		if got[f] != v {
+			t.Errorf("%s %q, want %q", f, got[f], v)
+		}
+	}
+	got = flags(ChildArgs(Config{Live: Live{Window: 4}}, "127.0.0.1:0"))
+	if got["--window"] != "4" || got["--channels"] != "" || got["--ladder"] != "" {
+		t.Errorf("only Window set: %v", got)
 	}
 }

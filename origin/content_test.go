@@ -74,6 +74,10 @@ type playlist struct {
 	uris                      []string
 	durations                 []float64
 	streams                   []string
+	streamInfs                []string    // the attributes of each EXT-X-STREAM-INF
+	dates                     []time.Time // EXT-X-PROGRAM-DATE-TIME, in order
+	playlistType              string
+	endlist                   bool
 }
 
 // parsePlaylist checks the rules of RFC 8216 that the origin's playlists touch.
@@ -101,6 +105,9 @@ func parsePlaylist(body []byte) (playlist, error) {
 			}
 			return v, nil
 		}
+		if p.endlist {
+			return p, fmt.Errorf("line %d %q after EXT-X-ENDLIST", i+1, line)
+		}
 		var err error
 		switch {
 		case line == "":
@@ -116,7 +123,21 @@ func parsePlaylist(body []byte) (playlist, error) {
 			if !strings.Contains(val, "BANDWIDTH=") {
 				return p, fmt.Errorf("line %d: EXT-X-STREAM-INF without BANDWIDTH", i+1)
 			}
+			p.streamInfs = append(p.streamInfs, val)
 			pendingStream = true
+		case tag == "#EXT-X-PROGRAM-DATE-TIME":
+			d, perr := time.Parse(time.RFC3339Nano, val)
+			if perr != nil {
+				return p, fmt.Errorf("line %d %q: %v", i+1, line, perr)
+			}
+			p.dates = append(p.dates, d)
+		case tag == "#EXT-X-PLAYLIST-TYPE":
+			if val != "VOD" && val != "EVENT" {
+				return p, fmt.Errorf("line %d: playlist type %q", i+1, val)
+			}
+			p.playlistType = val
+		case line == "#EXT-X-ENDLIST":
+			p.endlist = true
 		case tag == "#EXTINF":
 			d, _, ok := strings.Cut(val, ",")
 			f, perr := strconv.ParseFloat(d, 64)

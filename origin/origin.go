@@ -3,6 +3,10 @@
 // are a deterministic function of a seed and the segment number, so any
 // answer, whole or ranged, can be checked by whoever receives it.
 //
+// Beside that one stream it serves a live-audience namespace (see Live):
+// live channels whose media playlists move with the wall clock, and VOD
+// titles, each with an ABR ladder of renditions.
+//
 // Every object answer carries the origin's evidence in headers a proxy passes
 // through: the checksum of the whole object (ChecksumHeader), when
 // this copy was generated (GeneratedHeader) and how many copies of that
@@ -21,6 +25,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,6 +102,9 @@ type Config struct {
 	CacheControl CacheControl
 	// Seed chooses the segment bytes (see SegmentBytes).
 	Seed uint64
+	// Live shapes the live channels and VOD titles served beside the
+	// stream.
+	Live Live
 }
 
 // CacheControl holds the Cache-Control value of each object class.
@@ -164,6 +172,12 @@ func (c Config) withDefaults() (Config, error) {
 			return c, cfgErr(f.name, "%q: control characters are not allowed in a header value", *f.v)
 		}
 	}
+	// A copy, so the caller's slice cannot change the origin's ladder.
+	c.Live.Ladder = slices.Clone(c.Live.Ladder)
+	c.Live = c.Live.WithDefaults()
+	if err := c.Live.validate(); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -225,9 +239,16 @@ type Origin struct {
 	master  object
 	media   object
 	control http.Handler
+	// now is the clock of every answer: its stamp, its pacing and the live
+	// window all come from one reading. Tests move it (and then send
+	// unpaced, as pacing waits on the real clock).
+	now func() time.Time
+
+	live       liveObjects
+	liveWindow atomic.Pointer[liveWindow] // the last live media playlist built
 
 	crcMu sync.Mutex
-	crcs  map[int64]uint32
+	crcs  map[crcKey]uint32
 
 	mode     atomic.Int32
 	modeMu   sync.Mutex // serialises mode changes and their watchers
@@ -237,8 +258,12 @@ type Origin struct {
 	stats statsBook
 }
 
-// maxCachedCRCs bounds the cache of segment checksums (4 bytes each).
+// maxCachedCRCs bounds the cache of segment checksums (20 bytes each).
 const maxCachedCRCs = 1 << 16
+
+// crcKey is a segment's content number and size: live and VOD segments have
+// a size per rendition.
+type crcKey struct{ n, size int64 }
 
 // New returns an Origin; zero fields of cfg take defaults, and a bad field is
 // a *ConfigError naming it.
@@ -253,18 +278,24 @@ func New(cfg Config) (*Origin, error) {
 		pat:      newPattern(cfg.Seed),
 		modTime:  now,
 		lastMod:  now.UTC().Format(http.TimeFormat),
-		crcs:     make(map[int64]uint32),
+		now:      time.Now,
+		crcs:     make(map[crcKey]uint32),
 		watchers: make(map[int]func(Mode) error),
 	}
 	o.stats.objects = make(map[string]*objectEntry)
 	o.master = playlistObject(kindMaster, "m", masterPlaylist(cfg.SegmentSize, cfg.SegmentDuration))
 	o.media = playlistObject(kindManifest, "p", mediaPlaylist(cfg.ManifestSize, cfg.SegmentDuration))
+	o.live = newLiveObjects(cfg.Live)
 	o.control = o.newControl()
 	return o, nil
 }
 
 // Config is the configuration in effect, defaults filled in.
-func (o *Origin) Config() Config { return o.cfg }
+func (o *Origin) Config() Config {
+	c := o.cfg
+	c.Live.Ladder = slices.Clone(c.Live.Ladder) // the origin's own stays unchanged
+	return c
+}
 
 // Mode is the current failure mode.
 func (o *Origin) Mode() Mode { return Mode(o.mode.Load()) }
@@ -319,11 +350,16 @@ const (
 // object is what one answer is about.
 type object struct {
 	kind objectKind
-	n    int64 // segment number
+	n    int64 // content number: the segment number, or a live or VOD segment's key
 	size int64
 	crc  string // ChecksumHeader value
 	etag string
 	body []byte // playlists; segments are generated as they are sent
+	// modTime is the Last-Modified, to the second; zero: the origin's start.
+	modTime time.Time
+	// liveMedia marks a live media playlist: serveObject builds body, size,
+	// crc, etag and modTime from the answer's clock.
+	liveMedia bool
 }
 
 func playlistObject(kind objectKind, tag string, body []byte) object {
@@ -338,11 +374,14 @@ func (o *Origin) object(path string) (object, bool) {
 	case ManifestPath:
 		return o.media, true
 	}
+	if obj, ok, isLive := o.liveObject(path); isLive {
+		return obj, ok
+	}
 	n, ok := segmentNumber(path)
 	if !ok {
 		return object{}, false
 	}
-	crc := fmt.Sprintf("%08x", o.segmentCRC(n))
+	crc := fmt.Sprintf("%08x", o.segmentCRC(n, o.cfg.SegmentSize))
 	return object{kind: kindSegment, n: n, size: o.cfg.SegmentSize, crc: crc,
 		etag: `"s` + strconv.FormatInt(n, 10) + "-" + crc + `"`}, true
 }
@@ -365,19 +404,20 @@ func segmentNumber(path string) (int64, bool) {
 	return n, err == nil
 }
 
-func (o *Origin) segmentCRC(n int64) uint32 {
+func (o *Origin) segmentCRC(n, size int64) uint32 {
+	k := crcKey{n, size}
 	o.crcMu.Lock()
-	c, ok := o.crcs[n]
+	c, ok := o.crcs[k]
 	o.crcMu.Unlock()
 	if ok {
 		return c
 	}
-	c = o.pat.crc(n, o.cfg.SegmentSize)
+	c = o.pat.crc(n, size)
 	o.crcMu.Lock()
 	if len(o.crcs) >= maxCachedCRCs {
 		clear(o.crcs)
 	}
-	o.crcs[n] = c
+	o.crcs[k] = c
 	o.crcMu.Unlock()
 	return c
 }
@@ -408,8 +448,9 @@ func requestKey(r *http.Request) string {
 	return r.URL.RequestURI()
 }
 
-// ServeHTTP answers the data paths: MasterPath, ManifestPath, SegmentPath(n)
-// and HealthPath; anything else is 404. In Refuse or Drop mode it aborts the
+// ServeHTTP answers the data paths: MasterPath, ManifestPath, SegmentPath(n),
+// the live and VOD paths (LiveMasterPath and the rest) and HealthPath;
+// anything else is 404. In Refuse or Drop mode it aborts the
 // answer (panic(http.ErrAbortHandler)), as the connection would have been.
 func (o *Origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	obj, ok := o.object(r.URL.Path)
@@ -474,21 +515,31 @@ func (o *Origin) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (o *Origin) serveObject(w http.ResponseWriter, r *http.Request, key string, obj *object) {
+	now := o.now()
 	h := w.Header()
+	if obj.liveMedia {
+		win := o.liveMediaAt(now)
+		*obj = win.obj
+		h.Set(LiveEdgeHeader, strconv.FormatInt(win.edge, 10))
+	}
 	h.Set("Content-Type", o.contentType(obj.kind))
 	h.Set("Cache-Control", o.cacheControl(obj.kind))
 	h.Set("ETag", obj.etag)
-	h.Set("Last-Modified", o.lastMod)
+	if obj.modTime.IsZero() {
+		h.Set("Last-Modified", o.lastMod) // formatted once
+	} else {
+		h.Set("Last-Modified", obj.modTime.UTC().Format(http.TimeFormat))
+	}
 	h.Set("Accept-Ranges", "bytes")
 	h.Set(ChecksumHeader, obj.crc)
 
-	if o.notModified(r, obj.etag) {
-		o.stamp(h, key)
+	if o.notModified(r, obj) {
+		o.stamp(h, key, now, 0)
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	status, off, n := http.StatusOK, int64(0), obj.size
-	if rh := r.Header.Get("Range"); rh != "" && o.ifRange(r, obj.etag) {
+	if rh := r.Header.Get("Range"); rh != "" && o.ifRange(r, obj) {
 		start, end, res := parseRange(rh, obj.size)
 		switch res {
 		case rangeOne:
@@ -503,7 +554,11 @@ func (o *Origin) serveObject(w http.ResponseWriter, r *http.Request, key string,
 		}
 	}
 	h.Set("Content-Length", strconv.FormatInt(n, 10))
-	start := o.stamp(h, key)
+	planned := n
+	if r.Method == http.MethodHead {
+		planned = 0
+	}
+	start := o.stamp(h, key, now, planned)
 	w.WriteHeader(status)
 	if r.Method == http.MethodHead {
 		return
@@ -517,42 +572,51 @@ func (o *Origin) serveObject(w http.ResponseWriter, r *http.Request, key string,
 	}
 }
 
-// stamp counts a generated copy and sets its evidence headers.
-func (o *Origin) stamp(h http.Header, key string) time.Time {
-	now := time.Now()
-	v := o.stats.generated(key, now.UnixNano())
+// stamp counts a copy generated at now, of size body bytes to send, and sets
+// its evidence headers. now is the reading the answer was built from, so a
+// live playlist and its stamp agree.
+func (o *Origin) stamp(h http.Header, key string, now time.Time, size int64) time.Time {
+	v := o.stats.generated(key, now.UnixNano(), size)
 	h.Set(GeneratedHeader, strconv.FormatInt(now.UnixNano(), 10))
 	h.Set(VersionHeader, strconv.FormatInt(v, 10))
 	return now
 }
 
+// modTimeOf is obj's Last-Modified.
+func (o *Origin) modTimeOf(obj *object) time.Time {
+	if obj.modTime.IsZero() {
+		return o.modTime
+	}
+	return obj.modTime
+}
+
 // notModified applies If-None-Match (weak comparison) or, without it,
 // If-Modified-Since.
-func (o *Origin) notModified(r *http.Request, etag string) bool {
+func (o *Origin) notModified(r *http.Request, obj *object) bool {
 	if inm := r.Header.Get("If-None-Match"); inm != "" {
-		return etagListMatch(inm, etag)
+		return etagListMatch(inm, obj.etag)
 	}
 	if ims := r.Header.Get("If-Modified-Since"); ims != "" {
 		t, err := http.ParseTime(ims)
-		return err == nil && !o.modTime.After(t)
+		return err == nil && !o.modTimeOf(obj).After(t)
 	}
 	return false
 }
 
 // ifRange reports whether a Range header applies: no If-Range, or one that
 // matches the current ETag (strongly) or Last-Modified (exactly).
-func (o *Origin) ifRange(r *http.Request, etag string) bool {
+func (o *Origin) ifRange(r *http.Request, obj *object) bool {
 	ir := r.Header.Get("If-Range")
 	switch {
 	case ir == "":
 		return true
 	case strings.HasPrefix(ir, `"`):
-		return ir == etag
+		return ir == obj.etag
 	case strings.HasPrefix(ir, "W/"):
 		return false
 	}
 	t, err := http.ParseTime(ir)
-	return err == nil && t.Equal(o.modTime)
+	return err == nil && t.Equal(o.modTimeOf(obj))
 }
 
 // writeBody sends n bytes of obj from off, paced so that byte k leaves no

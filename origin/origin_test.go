@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,8 +71,10 @@ func TestNewDefaults(t *testing.T) {
 	}
 	want := Config{ManifestSize: 2048, SegmentSize: 4 << 20, SegmentDuration: 4 * time.Second,
 		FirstByteDelay: 50 * time.Millisecond, TransferRate: 25 << 20,
-		CacheControl: CacheControl{"public, max-age=60", "public, max-age=2", "public, max-age=3600"}}
-	if got := o.Config(); got != want {
+		CacheControl: CacheControl{"public, max-age=60", "public, max-age=2", "public, max-age=3600"},
+		Live: Live{Channels: 4, Titles: 50, Ladder: []int64{150_000, 300_000, 600_000, 1_200_000},
+			TargetDuration: 2 * time.Second, Window: 6, TitleSegments: 30}}
+	if got := o.Config(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults\n got %+v\nwant %+v", got, want)
 	}
 	o, _ = New(Config{FirstByteDelay: -5, TransferRate: -9})
@@ -336,7 +339,7 @@ func TestVersionsAndStats(t *testing.T) {
 	if v := version(ManifestPath + "?n=a"); v != 4 {
 		t.Fatalf("version after reset %d, want 4: versions outlive resets", v)
 	}
-	if s := o.Stats(); s.Objects[ManifestPath+"?n=a"] != (ObjectStats{Fetches: 1, Version: 4, LastGenerated: s.Objects[ManifestPath+"?n=a"].LastGenerated}) {
+	if s := o.Stats(); s.Objects[ManifestPath+"?n=a"] != (ObjectStats{Fetches: 1, Bytes: DefaultManifestSize, Version: 4, LastGenerated: s.Objects[ManifestPath+"?n=a"].LastGenerated}) {
 		t.Fatalf("after reset and a fetch: %+v", s.Objects)
 	}
 }

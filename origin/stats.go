@@ -10,6 +10,10 @@ type Stats struct {
 	// Fetches counts object answers generated (200, 206, 304); health
 	// requests are not objects.
 	Fetches int64 `json:"fetches"`
+	// Bytes sums the body bytes those answers set out to send: their
+	// Content-Length, 0 for a 304 or a HEAD. A body cut short still counts
+	// whole, as the origin's cost was committed when it answered.
+	Bytes int64 `json:"bytes"`
 	// Failed counts object requests answered 5xx, or dropped or cut short,
 	// because of a failure mode.
 	Failed int64       `json:"failed"`
@@ -19,7 +23,9 @@ type Stats struct {
 // ObjectStats are one request URI's counters.
 type ObjectStats struct {
 	Fetches int64 `json:"fetches"`
-	Failed  int64 `json:"failed"`
+	// Bytes is as Stats.Bytes, for this request URI.
+	Bytes  int64 `json:"bytes"`
+	Failed int64 `json:"failed"`
 	// LastGenerated is the GeneratedHeader of the last copy, 0 if none
 	// since the reset.
 	LastGenerated int64 `json:"last_generated_unix_nano"`
@@ -49,6 +55,7 @@ type statsBook struct {
 	mu      sync.Mutex
 	objects map[string]*objectEntry // never shrinks: it carries the versions
 	fetches int64
+	bytes   int64
 	failed  int64
 	hs      HealthStats
 }
@@ -63,15 +70,18 @@ func (b *statsBook) entry(key string) *objectEntry {
 	return e
 }
 
-// generated counts a copy of key made at unixNano and returns its version.
-func (b *statsBook) generated(key string, unixNano int64) int64 {
+// generated counts a copy of key made at unixNano, of size body bytes, and
+// returns its version.
+func (b *statsBook) generated(key string, unixNano, size int64) int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.entry(key)
 	e.Fetches++
+	e.Bytes += size
 	e.Version++
 	e.LastGenerated = unixNano
 	b.fetches++
+	b.bytes += size
 	return e.Version
 }
 
@@ -97,7 +107,7 @@ func (b *statsBook) health(ok bool) {
 func (b *statsBook) snapshot(reset bool) Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Stats{Objects: make(map[string]ObjectStats), Fetches: b.fetches, Failed: b.failed, Health: b.hs}
+	s := Stats{Objects: make(map[string]ObjectStats), Fetches: b.fetches, Bytes: b.bytes, Failed: b.failed, Health: b.hs}
 	for k, e := range b.objects {
 		if !e.touched {
 			continue
@@ -109,7 +119,7 @@ func (b *statsBook) snapshot(reset bool) Stats {
 		}
 	}
 	if reset {
-		b.fetches, b.failed, b.hs = 0, 0, HealthStats{}
+		b.fetches, b.bytes, b.failed, b.hs = 0, 0, 0, HealthStats{}
 	}
 	return s
 }

@@ -114,7 +114,7 @@ func Read(args []string) (*Input, error) {
 }
 
 // workloadOrder is the reference page's order; others follow as found.
-var workloadOrder = []string{"hit-path", "segment", "miss-storm", "origin-flap", "purge-stampede", "repeated-bans"}
+var workloadOrder = []string{"hit-path", "segment", "miss-storm", "origin-flap", "purge-stampede", "repeated-bans", "live-audience"}
 
 // topologyOrder is the reference page's order of topologies.
 var topologyOrder = []string{"plaintext", "tls", "proxyv2"}

@@ -216,6 +216,10 @@ func unitName(t Test) string {
 		return "Origin fetches per object requested after the purge (1 x is a perfectly coalesced refill)"
 	case t.Unit == "x" && (t.Name == "ttfb-drift" || t.Name == "engine-cpu-drift"):
 		return "Last quarter of the bans ÷ first (1 x: no cost over time)"
+	case t.Unit == "x" && t.Name == "origin-per-segment":
+		return "Origin fetches per new live segment asked for (1 x is perfect coalescing at the live edge)"
+	case t.Unit == "bytes":
+		return "Bytes"
 	case t.Unit == "x":
 		return "Clients per origin fetch (200 x is perfect coalescing)"
 	case t.Unit == "%":

@@ -14,13 +14,14 @@ type Evidence struct {
 	Generator *GeneratorFigures `json:"generator,omitempty"`
 	// Claims are the proxy's own X-Cache/Age claims, for comparison with
 	// the evidence (never used as evidence).
-	Claims   *CacheClaims   `json:"cache_claims,omitempty"`
-	Burst    *BurstEvidence `json:"burst,omitempty"`
-	Flap     *FlapEvidence  `json:"flap,omitempty"`
-	Purge    *PurgeEvidence `json:"purge,omitempty"`
-	Bans     *BanEvidence   `json:"bans,omitempty"`
-	OtherCPU *OtherCPU      `json:"other_cpu,omitempty"`
-	Cost     *Cost          `json:"cost,omitempty"`
+	Claims   *CacheClaims      `json:"cache_claims,omitempty"`
+	Burst    *BurstEvidence    `json:"burst,omitempty"`
+	Flap     *FlapEvidence     `json:"flap,omitempty"`
+	Purge    *PurgeEvidence    `json:"purge,omitempty"`
+	Bans     *BanEvidence      `json:"bans,omitempty"`
+	Audience *AudienceEvidence `json:"audience,omitempty"`
+	OtherCPU *OtherCPU         `json:"other_cpu,omitempty"`
+	Cost     *Cost             `json:"cost,omitempty"`
 }
 
 // OriginCounts are the origin's counts over the pass, and the engine's own
@@ -232,6 +233,67 @@ type BanWindow struct {
 	Calls     int      `json:"calls"`
 	BanList   *int64   `json:"ban_list,omitempty"`
 	EngineCPU *float64 `json:"engine_cpu"`
+}
+
+// AudienceEvidence is what a live-audience pass's viewers did and got,
+// and what the origin served them.
+type AudienceEvidence struct {
+	// StoreBytes is the engine's store in the pass (the policy's, or a
+	// miss-ratio curve's size).
+	StoreBytes int64 `json:"store_bytes"`
+	// Viewers joined, live and on VOD, and how many switched rendition
+	// at least once.
+	Viewers   int   `json:"viewers"`
+	Live      int   `json:"live"`
+	VOD       int   `json:"vod"`
+	Switches  int64 `json:"switches"`
+	Requests  int64 `json:"requests"`
+	Answered  int64 `json:"answered"`
+	Playlists int64 `json:"playlists"`
+	Segments  int64 `json:"segments"`
+	// OriginFetches and OriginBytes are the origin's object answers and
+	// their body bytes over the pass; BodyBytes what the viewers received.
+	OriginFetches *int64 `json:"origin_fetches"`
+	OriginBytes   *int64 `json:"origin_bytes"`
+	BodyBytes     int64  `json:"body_bytes"`
+	// HitRatio and ByteOffload are percentages: 1 − origin fetches ÷
+	// answered requests, and 1 − origin bytes ÷ bytes received.
+	HitRatio    *float64 `json:"hit_ratio_pct"`
+	ByteOffload *float64 `json:"byte_offload_pct"`
+	// EdgeSegments are the live segments published during the pass that a
+	// viewer asked for, EdgeFetches the origin's fetches of them, and
+	// EdgeMostFetches the most of one: origin requests per new segment.
+	EdgeSegments    int64  `json:"edge_segments"`
+	EdgeFetches     *int64 `json:"edge_fetches"`
+	EdgeMostFetches *int64 `json:"edge_most_fetches"`
+	// Playlist and segment TTFB, and segment download time, from the
+	// player's intended send time.
+	PlaylistP50Ms *float64 `json:"playlist_ttfb_p50_ms"`
+	PlaylistP99Ms *float64 `json:"playlist_ttfb_p99_ms"`
+	SegmentP50Ms  *float64 `json:"segment_ttfb_p50_ms"`
+	SegmentP99Ms  *float64 `json:"segment_ttfb_p99_ms"`
+	DownloadP50Ms *float64 `json:"segment_download_p50_ms"`
+	DownloadP99Ms *float64 `json:"segment_download_p99_ms"`
+	// Stalls are segment downloads slower than the segment's duration, or
+	// failed, of Segments.
+	Stalls int64 `json:"stalls"`
+	// LivePlaylists are the good live media playlist answers; Unproven
+	// those without the origin's edge stamp; StalenessP50S and P99S how far
+	// behind the origin's live edge they were when they arrived, and
+	// StaleMaxS the most.
+	LivePlaylists int64    `json:"live_playlists"`
+	Unproven      int64    `json:"unproven,omitempty"`
+	StalenessP50S *float64 `json:"staleness_p50_s"`
+	StalenessP99S *float64 `json:"staleness_p99_s"`
+	StalenessMaxS *float64 `json:"staleness_max_s"`
+	// Memory is the engine's resident memory and its cache files, Objects
+	// the distinct objects the origin served it since it started, and
+	// PayloadBytes their bodies: bytes per object is Memory − MemoryAtStart
+	// over Objects.
+	MemoryAtStart *int64 `json:"memory_at_start_bytes,omitempty"`
+	Memory        *int64 `json:"memory_bytes,omitempty"`
+	Objects       int64  `json:"objects"`
+	PayloadBytes  int64  `json:"payload_bytes"`
 }
 
 // BurstEvidence is a miss-storm burst's object and the origin's fetches of

@@ -120,6 +120,9 @@ type Conditions struct {
 	// BanEvery is how often repeated-bans invalidates an object, from
 	// PurgeBefore on, for PurgeAfter.
 	BanEvery Duration `json:"ban_every,omitempty"`
+	// Audience shapes live-audience: its viewers, channels, titles and
+	// ladder.
+	Audience *Audience `json:"audience,omitempty"`
 	// Policy is a digest of the cache policy every engine was given (TTLs,
 	// grace, probe, timeouts): runs under another policy do not compare.
 	Policy string `json:"policy,omitempty"`
@@ -156,10 +159,43 @@ func (c Conditions) Comparable(o Conditions) (bool, []string) {
 	check("purge_before", c.PurgeBefore, o.PurgeBefore)
 	check("purge_after", c.PurgeAfter, o.PurgeAfter)
 	check("ban_every", c.BanEvery, o.BanEvery)
+	check("audience", c.Audience.String(), o.Audience.String())
 	if c.Policy != "" && o.Policy != "" {
 		check("policy", c.Policy, o.Policy)
 	}
 	return len(diff) == 0, diff
+}
+
+// Audience is live-audience's audience as it ran: viewers joining over
+// Ramp then watching for Watch in each pass, live channels and VOD titles
+// chosen with Zipf popularity, an ABR ladder (bits per second), a share of
+// the viewers on VOD and a share switching rendition, and the engine's
+// store sizes the miss-ratio curve was measured at (the policy's first).
+type Audience struct {
+	Viewers        int      `json:"viewers"`
+	Channels       int      `json:"channels"`
+	Titles         int      `json:"titles"`
+	Zipf           float64  `json:"zipf"`
+	Ladder         []int64  `json:"ladder_bps"`
+	TargetDuration Duration `json:"target_duration"`
+	Window         int      `json:"window"`
+	TitleSegments  int      `json:"title_segments"`
+	VODShare       float64  `json:"vod_share"`
+	SwitchShare    float64  `json:"switch_share"`
+	Ramp           Duration `json:"ramp"`
+	Watch          Duration `json:"watch"`
+	StoreSizes     []int64  `json:"store_sizes"`
+}
+
+// String is the audience in one line, "" for none: what Comparable
+// compares.
+func (a *Audience) String() string {
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d viewers over %v then %v, %d channels, %d titles of %d segments, zipf %g, ladder %v bps, %v segments, window %d, vod %g, switch %g, stores %v",
+		a.Viewers, time.Duration(a.Ramp), time.Duration(a.Watch), a.Channels, a.Titles, a.TitleSegments, a.Zipf, a.Ladder,
+		time.Duration(a.TargetDuration), a.Window, a.VODShare, a.SwitchShare, a.StoreSizes)
 }
 
 // Duration is a time.Duration written as a string ("5s") in JSON.

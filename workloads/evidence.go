@@ -18,6 +18,7 @@ type evidence struct {
 
 	stamp   int64 // origin's X-Origin-Generated, unix ns; 0 when absent
 	version int64
+	edge    int64 // a live media playlist's origin.LiveEdgeHeader; -1 when absent
 	off     int64 // offset in the object of the next body byte
 	bad     bool
 	compare bool
@@ -47,12 +48,19 @@ var (
 	generatedKey = []byte(origin.GeneratedHeader + ":")
 	versionKey   = []byte(origin.VersionHeader + ":")
 	checksumKey  = []byte(origin.ChecksumHeader + ":")
+	edgeKey      = []byte(origin.LiveEdgeHeader + ":")
 	errBytes     = errors.New("body bytes differ from the origin's")
 )
 
 func (e *evidence) Begin(info *loadgen.ResponseInfo, offset int64) {
 	e.stamp = headerInt(info.Header, generatedKey)
 	e.version = headerInt(info.Header, versionKey)
+	e.edge = -1
+	if v := headerValue(info.Header, edgeKey); v != nil {
+		if n := headerInt(info.Header, edgeKey); n > 0 || string(v) == "0" {
+			e.edge = n
+		}
+	}
 	e.off = offset
 	e.bad = false
 	// A whole 200 body is already checked against the declared CRC-32C by

@@ -59,6 +59,9 @@ type Target struct {
 	// pass records: the engine's and the origin's, when they are local
 	// processes.
 	Groups []cost.Group
+	// CacheBytes, when set, is what the engine's cache files take (NGINX
+	// caches in files, outside its processes' memory).
+	CacheBytes func() (int64, error)
 }
 
 // The names of Target.Groups.
@@ -336,6 +339,46 @@ func addPass(r *results.Result, p *passInfo, value *float64, noValue string, mor
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// sumTest is a test whose value is made of two sums over its valid
+// measured passes (origin fetches and objects, stalls and downloads): each
+// pass's own value is the caller's, the test's is value(num, den) of the
+// sums, rounded.
+type sumTest struct {
+	r        *results.Result
+	value    func(num, den int64) float64
+	fetches  bool // num counts origin fetches: the result says how many
+	num, den int64
+}
+
+// add appends a pass (v nil: none, why says why) whose sums are num and
+// den, and takes them into the test's value if the pass is valid.
+func (t *sumTest) add(p *passInfo, v *float64, why string, num, den int64, more ...string) {
+	rp := addPass(t.r, p, v, why, more...)
+	if rp.Warmup || !rp.Valid {
+		return
+	}
+	t.num += num
+	t.den += den
+	t.r.Value = ptr(round3(t.value(t.num, t.den)))
+	if t.fetches {
+		t.r.OriginFetches = ptr(t.num)
+	}
+	t.r.Recount()
+}
+
+// ratio and friends are sumTest values.
+func ratio(num, den int64) float64      { return float64(num) / float64(den) }
+func percent(num, den int64) float64    { return 100 * ratio(num, den) }
+func complement(num, den int64) float64 { return 100 * (1 - ratio(num, den)) }
+
+// deref is *p, or 0 for nil.
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
 
 // generatorReasons turns a generator result into reasons a pass is invalid
 // for every test of it: the generator's checks that are not about its

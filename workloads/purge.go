@@ -126,12 +126,13 @@ type purgeSession struct {
 	rate   float64
 	client *http.Client
 
-	amp, recovery, stale, dur *results.Result
-	p50, p99                  *latencyTest
+	amp                  *sumTest
+	recovery, stale, dur *results.Result
+	p50, p99             *latencyTest
 
 	// Over the valid measured passes.
-	fetches, distinct, staleN int64
-	recoveries, durations     []float64
+	staleN                int64
+	recoveries, durations []float64
 }
 
 func (w purgeStampede) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
@@ -153,7 +154,8 @@ func (w purgeStampede) Open(ctx context.Context, s Spec, cfg Config, tgt *Target
 			ps.p99 = lt
 		}
 	}
-	ps.amp, ps.recovery, ps.stale, ps.dur = res["refill-amplification"], res["recovery"], res["stale-after-purge"], res["purge-duration"]
+	ps.amp = &sumTest{r: res["refill-amplification"], value: ratio, fetches: true}
+	ps.recovery, ps.stale, ps.dur = res["recovery"], res["stale-after-purge"], res["purge-duration"]
 	return ps, nil
 }
 
@@ -637,13 +639,11 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 	default:
 		amp = ptr(round3(float64(*pe.FetchesAfter) / float64(pe.DistinctAfter)))
 	}
-	if rp := addPass(ps.amp, p, amp, ampWhy); !rp.Warmup && rp.Valid {
-		ps.fetches += *pe.FetchesAfter
-		ps.distinct += pe.DistinctAfter
-		ps.amp.Value = ptr(round3(float64(ps.fetches) / float64(ps.distinct)))
-		ps.amp.OriginFetches = ptr(ps.fetches)
-		ps.amp.Recount()
+	var fetched, distinct int64
+	if pe != nil {
+		fetched, distinct = deref(pe.FetchesAfter), pe.DistinctAfter
 	}
+	ps.amp.add(p, amp, ampWhy, fetched, distinct)
 
 	// Recovery, in seconds; latency moved by the generator's lateness
 	// cannot say when the engine recovered.

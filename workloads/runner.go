@@ -207,7 +207,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 
 	var runErr error
 	for _, w := range spec.Workloads {
-		w = w.WithRate(cfg.Rate).WithPurge(cfg.PurgeMode)
+		w = w.WithRate(cfg.Rate).WithPurge(cfg.PurgeMode).WithAudience(cfg)
 		if ctx.Err() != nil {
 			break
 		}
@@ -267,6 +267,7 @@ type cell struct {
 	topology string
 	na       string // why the cell cannot be measured (not applicable), or ""
 	orig     *originHandle
+	lch      launch.Launcher
 	inst     engines.Instance
 	tgt      *Target
 	sess     Session
@@ -343,6 +344,12 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 	for k := 0; k < cells[0].sess.Steps(); k++ {
 		for _, c := range cells {
 			rc.Progress.setWhere(c.where(w))
+			if err := restartAt(ctx, spec, w, plan, rc, c, k); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("%s on %s: %w", w.Name, c.label(), err)
+			}
 			if err := c.sess.Step(ctx, k); err != nil {
 				if ctx.Err() != nil {
 					return nil // interrupted: keep what finished
@@ -425,7 +432,43 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	if err != nil {
 		return err
 	}
-	c.orig = orig
+	c.orig, c.lch = orig, lch
+	return startEngine(ctx, spec, w, plan, rc, c)
+}
+
+// restartAt restarts the cell's engine before step k when its session
+// asks for another policy there, and hands the session the new target.
+func restartAt(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, c *cell, k int) error {
+	rs, ok := c.sess.(restarter)
+	if !ok {
+		return nil
+	}
+	pol, ok := rs.PolicyAt(k)
+	if !ok {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	err := c.inst.Stop(sctx)
+	cancel()
+	c.inst = nil
+	if err != nil {
+		return fmt.Errorf("stop %s: %w", c.name, err)
+	}
+	w.Policy = pol
+	if err := startEngine(ctx, spec, w, plan, rc, c); err != nil {
+		return err
+	}
+	if c.na != "" {
+		return fmt.Errorf("restart under store %d bytes: %s", pol.StoreBytes, c.na)
+	}
+	return rs.Retarget(ctx, c.tgt)
+}
+
+// startEngine starts a cell's engine on its origin under w's policy and
+// makes its target.
+func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, c *cell) error {
+	orig, lch := c.orig, c.lch
+	var err error
 	switch c.name {
 	case "builtin":
 		c.inst, err = engines.StartLocal(ctx, engines.Builtin{}, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
@@ -472,6 +515,9 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	}
 	if cn, ok := c.inst.(engines.Counters); ok {
 		c.tgt.Counters = cn.Counters
+	}
+	if cs, ok := c.inst.(engines.CacheSizer); ok {
+		c.tgt.CacheBytes = cs.CacheBytes
 	}
 	if u, ok := c.inst.(engines.UpstreamCounter); ok {
 		c.tgt.UpstreamKey = u.UpstreamCounter()

@@ -38,7 +38,7 @@ type Session interface {
 }
 
 // all lists the workloads in run order: one line each.
-var all = []Workload{hitPath{}, segment{}, missStorm{}, originFlap{}, purgeStampede{}, repeatedBans{}}
+var all = []Workload{hitPath{}, segment{}, missStorm{}, originFlap{}, purgeStampede{}, repeatedBans{}, liveAudience{}}
 
 // Names lists the workloads in run order.
 func Names() []string {

@@ -6,7 +6,9 @@
 package workloads
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -46,6 +48,25 @@ type Config struct {
 	BanPasses int           // default 5
 	BanFor    time.Duration // default 20s
 
+	// live-audience: viewers joining over Ramp then watching for Watch
+	// in each of AudiencePasses passes (after one warm-up); the origin's
+	// channels, titles, ladder (bits per second) and target duration
+	// (zero: the origin's defaults); the popularity exponent over channels
+	// and titles and the share of viewers on VOD and switching rendition
+	// (zero: the defaults, negative: zero, as a negative Ramp is none);
+	// the miss-ratio curve's store sizes besides the policy's.
+	Viewers        int
+	Channels       int
+	Titles         int
+	Ladder         []int64
+	TargetDuration time.Duration
+	AudienceZipf   float64
+	VODShare       float64
+	SwitchShare    float64
+	Ramp, Watch    time.Duration
+	AudiencePasses int
+	StoreSizes     []int64
+
 	// CPUs pins the generator's event loops.
 	CPUs []int
 }
@@ -54,7 +75,9 @@ type Config struct {
 func Defaults() Config {
 	return Config{Warmups: 3, Passes: 20, PassDuration: 5 * time.Second, Timeout: 30 * time.Second,
 		Clients: 200, Cycles: 5, HealthyPhase: 5 * time.Second, FailPhase: 10 * time.Second, FailMode: origin.Fail5xx,
-		PurgeBefore: 2 * time.Second, PurgeAfter: 6 * time.Second, BanPasses: 5, BanFor: 20 * time.Second}
+		PurgeBefore: 2 * time.Second, PurgeAfter: 6 * time.Second, BanPasses: 5, BanFor: 20 * time.Second,
+		Viewers: DefaultViewers, AudienceZipf: DefaultAudienceZipf, VODShare: DefaultVODShare, SwitchShare: DefaultSwitchShare,
+		Ramp: DefaultRamp, Watch: DefaultWatch, AudiencePasses: DefaultAudiencePasses}
 }
 
 // Quick is the --quick profile: every workload in under two minutes.
@@ -64,6 +87,7 @@ func Quick() Config {
 	c.Cycles, c.HealthyPhase, c.FailPhase = 3, 3*time.Second, 6*time.Second
 	c.PurgeBefore, c.PurgeAfter = time.Second, 3*time.Second
 	c.BanPasses, c.BanFor = 2, 5*time.Second
+	c.Ramp, c.Watch, c.AudiencePasses = 4*time.Second, 8*time.Second, 1
 	return c
 }
 
@@ -79,10 +103,10 @@ func Nightly() Config {
 }
 
 // NightlyText says what --nightly runs, for the help text.
-const NightlyText = "2 warm-up and 10 measured passes of 3s; miss-storm 2+10 bursts; origin-flap 5 cycles of 4s healthy + 8s failing; purge-stampede 2+10 passes of 2s + 6s; repeated-bans 1+5 passes of 2s + 20s"
+const NightlyText = "2 warm-up and 10 measured passes of 3s; miss-storm 2+10 bursts; origin-flap 5 cycles of 4s healthy + 8s failing; purge-stampede 2+10 passes of 2s + 6s; repeated-bans 1+5 passes of 2s + 20s; live-audience 1+3 passes of 10s + 30s, then 1+1 at each other store size"
 
 // QuickText says what --quick changes, for the help text.
-const QuickText = "1 warm-up and 3 measured passes of 2s (instead of 3 and 20 of 5s); miss-storm 1+3 bursts; origin-flap 3 cycles of 3s healthy + 6s failing (instead of 5 of 5s + 10s); purge-stampede 1+3 passes of 1s + 3s around the purge (instead of 2s + 6s); repeated-bans 1+2 passes of 1s + 5s of bans (instead of 1+5 of 2s + 20s)"
+const QuickText = "1 warm-up and 3 measured passes of 2s (instead of 3 and 20 of 5s); miss-storm 1+3 bursts; origin-flap 3 cycles of 3s healthy + 6s failing (instead of 5 of 5s + 10s); purge-stampede 1+3 passes of 1s + 3s around the purge (instead of 2s + 6s); repeated-bans 1+2 passes of 1s + 5s of bans (instead of 1+5 of 2s + 20s); live-audience 1+1 passes of 4s ramp + 8s watching, and 1+1 at each other store size (instead of 1+3 of 10s + 30s)"
 
 func (c Config) withDefaults() Config {
 	d := Defaults()
@@ -127,6 +151,27 @@ func (c Config) withDefaults() Config {
 	if c.BanFor == 0 {
 		c.BanFor = d.BanFor
 	}
+	if c.Viewers == 0 {
+		c.Viewers = d.Viewers
+	}
+	if c.AudienceZipf == 0 {
+		c.AudienceZipf = d.AudienceZipf
+	}
+	if c.VODShare == 0 {
+		c.VODShare = d.VODShare
+	}
+	if c.SwitchShare == 0 {
+		c.SwitchShare = d.SwitchShare
+	}
+	if c.Ramp == 0 {
+		c.Ramp = d.Ramp
+	}
+	if c.Watch == 0 {
+		c.Watch = d.Watch
+	}
+	if c.AudiencePasses == 0 {
+		c.AudiencePasses = d.AudiencePasses
+	}
 	return c
 }
 
@@ -156,8 +201,48 @@ func (c Config) Validate() error {
 		return fieldErr("ban-passes", "%d: want 1 or more", c.BanPasses)
 	case c.BanFor < 4*BanEvery:
 		return fieldErr("ban-for", "%v: want at least %v of repeated bans", c.BanFor, 4*BanEvery)
+	case c.Viewers < 1 || c.Viewers > 100000:
+		return fieldErr("viewers", "%d: want 1 to 100000", c.Viewers)
+	case c.AudienceZipf > 10 || math.IsNaN(c.AudienceZipf):
+		return fieldErr("audience-zipf", "%v: want an exponent from 0 (uniform) to 10", c.AudienceZipf)
+	case c.VODShare > 1 || math.IsNaN(c.VODShare):
+		return fieldErr("vod-share", "%v: want a share from 0 to 1", c.VODShare)
+	case c.SwitchShare > 1 || math.IsNaN(c.SwitchShare):
+		return fieldErr("switch-share", "%v: want a share from 0 to 1", c.SwitchShare)
+	case c.Watch < time.Second:
+		return fieldErr("watch", "%v: want at least 1s of watching after the ramp", c.Watch)
+	case c.AudiencePasses < 1:
+		return fieldErr("audience-passes", "%d: want 1 or more", c.AudiencePasses)
+	}
+	for _, n := range c.StoreSizes {
+		if n < 1<<20 {
+			return fieldErr("store-sizes", "%d bytes: want sizes of at least 1MiB", n)
+		}
+	}
+	if _, err := origin.New(origin.Config{Live: origin.Live{Channels: c.Channels, Titles: c.Titles, Ladder: c.Ladder,
+		TargetDuration: c.TargetDuration}}); err != nil {
+		var ce *origin.ConfigError
+		if errors.As(err, &ce) {
+			return fieldErr(liveFlag(ce.Field), "%s", ce.Msg)
+		}
+		return err
 	}
 	return nil
+}
+
+// liveFlag is the setting behind an origin.Live field.
+func liveFlag(field string) string {
+	switch field {
+	case "Live.Channels":
+		return "channels"
+	case "Live.Titles":
+		return "titles"
+	case "Live.Ladder":
+		return "ladder"
+	case "Live.TargetDuration":
+		return "target-duration"
+	}
+	return strings.ToLower(strings.TrimPrefix(field, "Live."))
 }
 
 // validMethod is an HTTP method token (RFC 9110: tchar), not GET or HEAD,
@@ -198,6 +283,8 @@ type Spec struct {
 	Policy engines.Policy
 	// SegmentSize is the origin's segment size, when not its default.
 	SegmentSize int64
+	// Live is the origin's live channels and VOD titles (live-audience).
+	Live origin.Live
 
 	w Workload
 }
@@ -281,7 +368,7 @@ func (s Spec) WithRate(rate float64) Spec {
 // OriginConfig is the origin for a workload: its Cache-Control follows the
 // policy's TTLs, so a proxy that obeys the origin gets the same TTLs.
 func (s Spec) OriginConfig() origin.Config {
-	return origin.Config{SegmentSize: s.SegmentSize, CacheControl: origin.CacheControl{
+	return origin.Config{SegmentSize: s.SegmentSize, Live: s.Live, CacheControl: origin.CacheControl{
 		Master:   engines.MaxAge(s.Policy.ManifestTTL),
 		Manifest: engines.MaxAge(s.Policy.ManifestTTL),
 		Segment:  engines.MaxAge(s.Policy.SegmentTTL),

@@ -29,6 +29,7 @@ func testConfig() Config {
 	c.Clients = 200
 	c.PurgeBefore, c.PurgeAfter = time.Second, 2*time.Second
 	c.BanPasses, c.BanFor = 1, 4*time.Second
+	c.Viewers, c.Ramp, c.Watch, c.AudiencePasses, c.StoreSizes = 60, time.Second, 3*time.Second, 1, []int64{}
 	c.Timeout = 10 * time.Second
 	return c
 }

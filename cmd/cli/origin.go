@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,14 @@ type OriginOptions struct {
 	Seed            uint64
 	CacheControl    origin.CacheControl
 	CPUs            string // pin the process to these CPUs, e.g. "0-1"
+
+	// The live channels and VOD titles (origin.Live).
+	Channels       int
+	Titles         int
+	Ladder         bitrates
+	TargetDuration time.Duration
+	Window         int
+	TitleSegments  int
 }
 
 func newOriginCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -34,6 +43,7 @@ func newOriginCmd(stdout, stderr io.Writer) *cobra.Command {
 		ManifestSize: origin.DefaultManifestSize,
 		SegmentSize:  origin.DefaultSegmentSize,
 		TransferRate: origin.DefaultTransferRate,
+		Ladder:       bitrates(slices.Clone(origin.DefaultLadder)),
 	}
 	c := &cobra.Command{
 		Use:   "origin",
@@ -45,6 +55,17 @@ Data listener (--listen):
   /stream/index.m3u8      media playlist of exactly --manifest-size bytes
   /stream/segment-N.ts    segment N (any N >= 0) of exactly --segment-size bytes,
                           deterministic bytes; ranges, ETag, If-None-Match
+  /live/C/master.m3u8     live channel C (0 to --channels - 1): one variant
+                          R/index.m3u8 per --ladder bitrate, R = 0 the lowest
+  /live/C/R/index.m3u8    the newest --window segments, moving with the wall
+                          clock: segment N spans [N, N+1) x --target-duration
+                          after the Unix epoch and is listed once it ends;
+                          X-Hlsbench-Live-Edge is the newest N listed
+  /live/C/R/N.ts          segment N once listed (404 before) and ever after,
+                          of bitrate x --target-duration / 8 bytes
+  /vod/T/master.m3u8      VOD title T (0 to --titles - 1), the same ladder
+  /vod/T/R/index.m3u8     --title-segments segments, then EXT-X-ENDLIST
+  /vod/T/R/K.ts           segment K, of bitrate x --target-duration / 8 bytes
   /health                 200 "ok", 503 while failing
 Every object answer carries X-Hlsbench-Crc32c (whole object), X-Origin-Generated
 (Unix ns) and X-Origin-Version (per request URI), after --first-byte-delay and
@@ -54,7 +75,8 @@ Control listener (--control): GET /healthz, GET /mode,
 POST /mode?set=healthy|5xx|refuse|drop, GET /stats, POST /stats/reset.
 It has no authentication: keep it on loopback.
 
-Sizes take a unit: 2048, 4MiB, 25MiB (also KiB, GiB, kB, MB, GB).`,
+Sizes take a unit: 2048, 4MiB, 25MiB (also KiB, GiB, kB, MB, GB).
+Bitrates are bits per second, with k or M if you like: 150k,300k,600k,1.2M.`,
 		Example: `  hlsbench origin
   hlsbench origin --listen 127.0.0.1:0 --control 127.0.0.1:0 --first-byte-delay 0 --transfer-rate 0
   curl -X POST 'http://127.0.0.1:8082/mode?set=5xx'`,
@@ -76,6 +98,12 @@ Sizes take a unit: 2048, 4MiB, 25MiB (also KiB, GiB, kB, MB, GB).`,
 	f.StringVar(&o.CacheControl.Manifest, "cache-control-manifest", origin.DefaultManifestCacheControl, "Cache-Control of the media playlist")
 	f.StringVar(&o.CacheControl.Segment, "cache-control-segment", origin.DefaultSegmentCacheControl, "Cache-Control of segments")
 	f.StringVar(&o.CPUs, "cpus", "", "pin every thread of this process to these CPUs, e.g. 0 or 0-2 (hlsbench run passes it)")
+	f.IntVar(&o.Channels, "channels", origin.DefaultChannels, "live channels under /live/")
+	f.IntVar(&o.Titles, "titles", origin.DefaultTitles, "VOD titles under /vod/")
+	f.Var(&o.Ladder, "ladder", "bitrate of each rendition of every channel and title, ascending")
+	f.DurationVar(&o.TargetDuration, "target-duration", origin.DefaultTargetDuration, "duration of every live and VOD segment (whole milliseconds)")
+	f.IntVar(&o.Window, "window", origin.DefaultWindow, "segments a live media playlist lists")
+	f.IntVar(&o.TitleSegments, "title-segments", origin.DefaultTitleSegments, "segments of every VOD title")
 	return c
 }
 
@@ -89,6 +117,12 @@ var originFlags = map[string]string{
 	"CacheControl.Master":   "--cache-control-master",
 	"CacheControl.Manifest": "--cache-control-manifest",
 	"CacheControl.Segment":  "--cache-control-segment",
+	"Live.Channels":         "--channels",
+	"Live.Titles":           "--titles",
+	"Live.Ladder":           "--ladder",
+	"Live.TargetDuration":   "--target-duration",
+	"Live.Window":           "--window",
+	"Live.TitleSegments":    "--title-segments",
 }
 
 // RunOrigin is `hlsbench origin`: it serves until ctx is cancelled.
@@ -134,6 +168,14 @@ func (o OriginOptions) config() (origin.Config, error) {
 		TransferRate:    int64(o.TransferRate),
 		CacheControl:    o.CacheControl,
 		Seed:            o.Seed,
+		Live: origin.Live{
+			Channels:       o.Channels,
+			Titles:         o.Titles,
+			Ladder:         slices.Clone(o.Ladder),
+			TargetDuration: o.TargetDuration,
+			Window:         o.Window,
+			TitleSegments:  o.TitleSegments,
+		},
 	}
 	if o.ManifestSize <= 0 || o.ManifestSize > origin.MaxManifestSize {
 		return cfg, usagef("--manifest-size %d: want 1 to %d bytes", o.ManifestSize, origin.MaxManifestSize)
@@ -164,7 +206,28 @@ func (o OriginOptions) config() (origin.Config, error) {
 			return cfg, usagef("%s: want a Cache-Control value, e.g. \"public, max-age=60\"", f.flag)
 		}
 	}
+	// In origin.Live 0 means the default; on the command line it is a
+	// mistake. Upper bounds are origin.New's, named by originFlags.
+	for _, f := range []struct {
+		flag string
+		v    int
+	}{{"--channels", o.Channels}, {"--titles", o.Titles}, {"--window", o.Window}, {"--title-segments", o.TitleSegments}} {
+		if f.v < 1 {
+			return cfg, usagef("%s %d: want 1 or more", f.flag, f.v)
+		}
+	}
+	if o.TargetDuration <= 0 {
+		return cfg, usagef("--target-duration %v: want a positive duration, e.g. 2s", o.TargetDuration)
+	}
+	if len(o.Ladder) == 0 {
+		return cfg, usagef("--ladder: want at least one bitrate, e.g. %s", defaultLadder())
+	}
 	return cfg, nil
+}
+
+func defaultLadder() string {
+	b := bitrates(origin.DefaultLadder)
+	return b.String()
 }
 
 func isLoopback(addr string) bool {
@@ -223,3 +286,126 @@ func (b *byteSize) Set(s string) error {
 }
 
 func (b *byteSize) Type() string { return "size" }
+
+// bitrates is a flag holding an ABR ladder in bits per second, each written
+// plain or with k (1e3) or M (1e6): 150k,300k,600k,1.2M.
+type bitrates []int64
+
+func (b *bitrates) String() string {
+	parts := make([]string, len(*b))
+	for i, v := range *b {
+		parts[i] = formatBitrate(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+// formatBitrate writes v the way a person would type it, exactly: k or M
+// only when no digits are lost.
+func formatBitrate(v int64) string {
+	switch {
+	case v >= 1e6 && v%1e3 == 0:
+		s := strconv.FormatInt(v/1e6, 10)
+		if frac := v % 1e6 / 1e3; frac != 0 {
+			s += strings.TrimRight(fmt.Sprintf(".%03d", frac), "0")
+		}
+		return s + "M"
+	case v >= 1e3 && v%1e3 == 0:
+		return strconv.FormatInt(v/1e3, 10) + "k"
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func (b *bitrates) Set(s string) error {
+	var v []int64
+	for part := range strings.SplitSeq(s, ",") {
+		bps, ok := parseBitrate(strings.TrimSpace(part))
+		if !ok {
+			return fmt.Errorf("%q: want bitrates in bits per second separated by commas, each plain or with k or M, e.g. %s", s, defaultLadder())
+		}
+		v = append(v, bps)
+	}
+	*b = v
+	return nil
+}
+
+func (b *bitrates) Type() string { return "bitrates" }
+
+// parseBitrate reads 600000, 600k or 0.6M; a fraction must come to whole
+// bits per second.
+func parseBitrate(s string) (int64, bool) {
+	num, mult := s, int64(1)
+	if rest, ok := strings.CutSuffix(s, "k"); ok {
+		num, mult = rest, 1e3
+	} else if rest, ok := strings.CutSuffix(s, "M"); ok {
+		num, mult = rest, 1e6
+	}
+	whole, frac, dotted := strings.Cut(num, ".")
+	if !allDigits(whole) || dotted && !allDigits(frac) {
+		return 0, false
+	}
+	frac = strings.TrimRight(frac, "0")
+	scale := mult // divided by 10 per digit of frac: then the worth of its last
+	for range frac {
+		if scale /= 10; scale == 0 {
+			return 0, false // finer than a bit per second
+		}
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || w > (1<<62)/mult {
+		return 0, false
+	}
+	var f int64
+	if frac != "" {
+		if f, err = strconv.ParseInt(frac, 10, 64); err != nil {
+			return 0, false
+		}
+	}
+	return w*mult + f*scale, true
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// byteSizes is a flag holding a comma list of sizes, as byteSize reads
+// each: 32MiB,128MiB.
+type byteSizes []int64
+
+func (b *byteSizes) String() string {
+	if *b != nil && len(*b) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(*b))
+	for i, v := range *b {
+		bs := byteSize(v)
+		parts[i] = bs.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+func (b *byteSizes) Set(s string) error {
+	if strings.TrimSpace(s) == "none" {
+		*b = []int64{}
+		return nil
+	}
+	var out []int64
+	for _, part := range strings.Split(s, ",") {
+		var v byteSize
+		if err := v.Set(strings.TrimSpace(part)); err != nil {
+			return err
+		}
+		out = append(out, int64(v))
+	}
+	*b = out
+	return nil
+}
+
+func (b *byteSizes) Type() string { return "sizes" }

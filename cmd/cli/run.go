@@ -51,6 +51,8 @@ type RunOptions struct {
 	Quiet        bool
 	Lock         string // wait, fail or none: see runstate.go
 
+	Audience AudienceOptions
+
 	set map[string]bool // flags given on the command line
 
 	// nightly picks the nightly profile (suite --nightly); suite, when
@@ -82,8 +84,16 @@ hlsbench starts its synthetic HLS origin and the engine, then runs each workload
                20 s, the least popular first: the p99 TTFB drift of the objects
                left alone (last quarter ÷ first), the engine's CPU drift, its
                ban list (Varnish's MAIN.bans), ban duration, stale answers
+  live-audience  --viewers players (default 500) joining over --ramp: live
+               channels whose playlists advance every --target-duration and VOD
+               titles (Zipf), an ABR --ladder, a share switching rendition; hit
+               ratio and byte offload at the origin, origin requests per new live
+               segment, playlist and segment TTFB, stall risk, live-edge
+               staleness (the origin's stamps), engine memory per object, and a
+               miss-ratio curve over --store-sizes (the engine restarted for each)
 Each workload has 3 warm-up and 20 measured passes (5 s for rate workloads;
-repeated-bans 1 and 5 of 22 s);
+repeated-bans 1 and 5 of 22 s; live-audience 1 and 3 of 40 s, then 1 and 1
+at each other store size);
 headline percentiles come from all measured samples merged.
 
 --quick: ` + workloads.QuickText + `.
@@ -143,6 +153,121 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how hit-path and segment reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), proxyv2 (a TLS terminator in front speaking PROXY v2 to the engine), a comma list, or all")
 	f.StringVar(&o.Terminator, "terminator", engines.DefaultTerminator, "the TLS terminator of topology proxyv2: hitch (write-proxy-v2) or haproxy (send-proxy-v2)")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
+
+	audienceFlags(f, &o.Audience)
+}
+
+// AudienceOptions are live-audience's flags (workloads.Config).
+type AudienceOptions struct {
+	Viewers        int
+	Channels       int
+	Titles         int
+	Ladder         bitrates
+	TargetDuration time.Duration
+	AudienceZipf   float64
+	VODShare       float64
+	SwitchShare    float64
+	Ramp, Watch    time.Duration
+	AudiencePasses int
+	StoreSizes     byteSizes
+}
+
+// audienceFlags binds live-audience's flags to o.
+func audienceFlags(f *pflag.FlagSet, o *AudienceOptions) {
+	d := workloads.Defaults()
+	o.Ladder = bitrates(slices.Clone(origin.DefaultLadder))
+	o.StoreSizes = byteSizes(slices.Clone(workloads.DefaultStoreSizes))
+	f.IntVar(&o.Viewers, "viewers", d.Viewers, "live-audience: players joining over --ramp, each with its own clock")
+	f.IntVar(&o.Channels, "channels", origin.DefaultChannels, "live-audience: live channels, chosen with Zipf popularity")
+	f.IntVar(&o.Titles, "titles", origin.DefaultTitles, "live-audience: VOD titles of 30 segments, chosen with Zipf popularity")
+	f.Var(&o.Ladder, "ladder", "live-audience: the ABR ladder, bits per second, ascending (a segment is bitrate × --target-duration / 8 bytes)")
+	f.DurationVar(&o.TargetDuration, "target-duration", origin.DefaultTargetDuration, "live-audience: every segment's duration; live playlists move on by one segment this often")
+	f.Float64Var(&o.AudienceZipf, "audience-zipf", d.AudienceZipf, "live-audience: the Zipf exponent of channel and title popularity (0: uniform)")
+	f.Float64Var(&o.VODShare, "vod-share", d.VODShare, "live-audience: the share of viewers on VOD, 0 to 1")
+	f.Float64Var(&o.SwitchShare, "switch-share", d.SwitchShare, "live-audience: the share of viewers switching rendition every 3 to 6 segments, 0 to 1")
+	f.DurationVar(&o.Ramp, "ramp", d.Ramp, "live-audience: viewers join at random over this long in each pass")
+	f.DurationVar(&o.Watch, "watch", d.Watch, "live-audience: then every viewer watches this long")
+	f.IntVar(&o.AudiencePasses, "audience-passes", d.AudiencePasses, "live-audience: measured passes after its warm-up")
+	f.Var(&o.StoreSizes, "store-sizes", "live-audience: the miss-ratio curve's store sizes besides the policy's 512MiB, each after an engine restart and a warm-up (comma list, or none)")
+}
+
+// audienceNames are live-audience's flags.
+func audienceNames() []string {
+	var names []string
+	fs := pflag.NewFlagSet("audience", pflag.ContinueOnError)
+	audienceFlags(fs, &AudienceOptions{})
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	return names
+}
+
+// copyAudience sets o's audience flags to their values in fs, which binds
+// them to another AudienceOptions.
+func copyAudience(fs *pflag.FlagSet, o *AudienceOptions) error {
+	mine := pflag.NewFlagSet("audience", pflag.ContinueOnError)
+	audienceFlags(mine, o)
+	for _, name := range audienceNames() {
+		if f := fs.Lookup(name); f != nil {
+			if err := mine.Set(name, f.Value.String()); err != nil {
+				return fmt.Errorf("--%s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// audience applies live-audience's flags to cfg: given ones, and the rest
+// unless a profile (--quick) chose them.
+func (ro *RunOptions) audience(cfg *workloads.Config, profile bool) error {
+	o := &ro.Audience
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"audience-zipf", o.AudienceZipf}, {"vod-share", o.VODShare}, {"switch-share", o.SwitchShare}} {
+		if f.v < 0 {
+			return usagef("--%s %v: want 0 or more", f.name, f.v)
+		}
+	}
+	if o.Ramp < 0 {
+		return usagef("--ramp %v: want 0 (every viewer at once) or more", o.Ramp)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"channels", o.Channels}, {"titles", o.Titles}} {
+		if f.v < 1 {
+			return usagef("--%s %d: want 1 or more", f.name, f.v)
+		}
+	}
+	if o.TargetDuration <= 0 {
+		return usagef("--target-duration %v: want a positive duration, e.g. 2s", o.TargetDuration)
+	}
+	if len(o.Ladder) == 0 {
+		return usagef("--ladder: want at least one bitrate, e.g. %s", defaultLadder())
+	}
+	given := func(name string) bool { return ro.set[name] || !profile }
+	cfg.Viewers, cfg.Channels, cfg.Titles = o.Viewers, o.Channels, o.Titles
+	cfg.Ladder, cfg.TargetDuration = slices.Clone(o.Ladder), o.TargetDuration
+	cfg.AudienceZipf, cfg.VODShare, cfg.SwitchShare = o.AudienceZipf, o.VODShare, o.SwitchShare
+	// Zero is a setting here; in workloads.Config it takes the default.
+	for _, v := range []*float64{&cfg.AudienceZipf, &cfg.VODShare, &cfg.SwitchShare} {
+		if *v == 0 {
+			*v = -1
+		}
+	}
+	cfg.StoreSizes = slices.Clone([]int64(o.StoreSizes))
+	if given("ramp") {
+		cfg.Ramp = o.Ramp
+		if cfg.Ramp == 0 {
+			cfg.Ramp = -1 // all at once
+		}
+	}
+	if given("watch") {
+		cfg.Watch = o.Watch
+	}
+	if given("audience-passes") {
+		cfg.AudiencePasses = o.AudiencePasses
+	}
+	return nil
 }
 
 // runJSON is `hlsbench run --json`: the saved run document (see the
@@ -197,6 +322,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		return usagef("--fail-mode %q: want 5xx, refuse or drop", o.FailMode)
 	}
 	cfg.PurgeMode, cfg.PurgeMethod = o.PurgeMode, o.PurgeMethod
+	if err := o.audience(&cfg, profile); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return protocolErr(err)
 	}
@@ -279,7 +407,11 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		"miss_storm_clients": cfg.Clients, "timeout": cfg.Timeout.String(),
 		"purge_stampede": map[string]any{"mode": cfg.PurgeMode, "method": cfg.PurgeMethod,
 			"before": cfg.PurgeBefore.String(), "after": cfg.PurgeAfter.String()},
-		"repeated_bans": map[string]any{"passes": cfg.BanPasses, "for": cfg.BanFor.String(), "every": workloads.BanEvery.String()}}
+		"repeated_bans": map[string]any{"passes": cfg.BanPasses, "for": cfg.BanFor.String(), "every": workloads.BanEvery.String()},
+		"live_audience": map[string]any{"viewers": cfg.Viewers, "channels": o.Audience.Channels, "titles": o.Audience.Titles,
+			"ladder_bps": []int64(o.Audience.Ladder), "target_duration": o.Audience.TargetDuration.String(), "zipf": o.Audience.AudienceZipf,
+			"vod_share": o.Audience.VODShare, "switch_share": o.Audience.SwitchShare, "ramp": max(cfg.Ramp, 0).String(), "watch": cfg.Watch.String(),
+			"passes": cfg.AudiencePasses, "store_sizes": []int64(o.Audience.StoreSizes)}}
 	pols := map[string]any{}
 	for _, s := range specs {
 		pols[s.Name] = map[string]any{"rate": s.Rate, "connections": s.Connections, "policy": s.Policy}
@@ -459,7 +591,9 @@ func protocolErr(err error) error {
 		return err
 	}
 	switch fe.Field {
-	case "workload", "passes", "pass-duration", "rate", "warmups", "purge-mode", "purge-method":
+	case "workload", "passes", "pass-duration", "rate", "warmups", "purge-mode", "purge-method",
+		"viewers", "channels", "titles", "ladder", "target-duration", "audience-zipf", "vod-share", "switch-share",
+		"ramp", "watch", "audience-passes", "store-sizes":
 		return usagef("--%s %s", fe.Field, fe.Msg)
 	}
 	return usagef("%s %s (set by the profile; see --quick)", fe.Field, fe.Msg)

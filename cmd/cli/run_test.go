@@ -64,6 +64,18 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"serve-cache", "--policy", "{"}, "--policy"},
 		{[]string{"serve-cache", "--cpus", "x"}, "--cpus"},
 		{[]string{"origin", "--manifest-size", "10"}, "manifest-size"},
+		{[]string{"run", "--workload", "live-audience", "--viewers", "0"}, "--viewers"},
+		{[]string{"run", "--workload", "live-audience", "--vod-share", "1.5"}, "--vod-share"},
+		{[]string{"run", "--workload", "live-audience", "--switch-share", "-0.1"}, "--switch-share"},
+		{[]string{"run", "--workload", "live-audience", "--audience-zipf", "11"}, "--audience-zipf"},
+		{[]string{"run", "--workload", "live-audience", "--ramp", "-1s"}, "--ramp"},
+		{[]string{"run", "--workload", "live-audience", "--watch", "10ms"}, "--watch"},
+		{[]string{"run", "--workload", "live-audience", "--channels", "0"}, "--channels"},
+		{[]string{"run", "--workload", "live-audience", "--ladder", "600k,300k"}, "--ladder"},
+		{[]string{"run", "--workload", "live-audience", "--target-duration", "1500us"}, "--target-duration"},
+		{[]string{"run", "--workload", "live-audience", "--store-sizes", "10KiB"}, "--store-sizes"},
+		{[]string{"run", "--workload", "live-audience", "--store-sizes", "lots"}, "--store-sizes"},
+		{[]string{"run", "--workload", "live-audience", "--audience-passes", "0"}, "--audience-passes"},
 	} {
 		code, _, errs := runCLI(t, context.Background(), tc.args...)
 		if code != ExitUsage || !strings.Contains(errs, tc.want) {

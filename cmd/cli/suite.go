@@ -101,6 +101,9 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 		saved.set = map[string]bool{}
 		cmd.Flags().Visit(func(f *pflag.Flag) { saved.set[f.Name] = true })
 		readSuiteFlags(cmd.Flags(), &saved)
+		if err := copyAudience(cmd.Flags(), &saved.Audience); err != nil {
+			return usagef("--resume %s: %s: %v", o.Resume, results.ManifestName, err)
+		}
 		ro = saved.RunOptions
 		ro.nightly = saved.Nightly
 		ro.JSON, ro.Quiet, ro.Lock = o.JSON, o.Quiet, o.Lock
@@ -166,6 +169,15 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	add("topology", o.Topology)
 	add("terminator", o.Terminator)
 	add("memory", o.Memory.String())
+	// The audience's values as their flags write them: flags bound to a
+	// copy of o's (binding sets the defaults, so the copy comes after).
+	fs := pflag.NewFlagSet("audience", pflag.ContinueOnError)
+	var audience AudienceOptions
+	audienceFlags(fs, &audience)
+	audience = o.Audience
+	for _, name := range audienceNames() {
+		add(name, fs.Lookup(name).Value.String())
+	}
 	for _, im := range o.Images {
 		args = append(args, "--image", im)
 	}

@@ -3,10 +3,15 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/hlsbench/hlsbench/results"
 )
@@ -74,5 +79,39 @@ func TestSuiteResume(t *testing.T) {
 	code, _, errs = runCLI(t, context.Background(), "suite", "--quiet", "--out", dir)
 	if code != ExitUsage || !strings.Contains(errs, "--resume") {
 		t.Errorf("a second suite into the same directory: exit %d: %s", code, errs)
+	}
+}
+
+// A suite's audience flags are saved for --resume as their flags write
+// them, and read back to the same values.
+func TestSuiteAudienceArgs(t *testing.T) {
+	cmd := newSuiteCmd(io.Discard, io.Discard)
+	given := []string{"--viewers", "70", "--ladder", "100k,1.5M", "--store-sizes", "64MiB,none", "--vod-share", "0"}
+	if err := cmd.ParseFlags(given); err == nil {
+		t.Fatal("--store-sizes 64MiB,none: want an error (none stands alone)")
+	}
+	cmd = newSuiteCmd(io.Discard, io.Discard)
+	given = []string{"--viewers", "70", "--ladder", "100k,1.5M", "--store-sizes", "64MiB", "--vod-share", "0", "--ramp", "3s"}
+	if err := cmd.ParseFlags(given); err != nil {
+		t.Fatal(err)
+	}
+	o := SuiteOptions{}
+	set := map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { set[f.Name] = true })
+	if err := copyAudience(cmd.Flags(), &o.Audience); err != nil {
+		t.Fatal(err)
+	}
+	args := suiteArgs(set, &o, "builtin")
+	back := newSuiteCmd(io.Discard, io.Discard)
+	if err := back.ParseFlags(args); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	var again AudienceOptions
+	if err := copyAudience(back.Flags(), &again); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again, o.Audience) || again.Viewers != 70 || len(again.Ladder) != 2 || again.Ladder[1] != 1_500_000 ||
+		len(again.StoreSizes) != 1 || again.StoreSizes[0] != 64<<20 || again.VODShare != 0 || again.Ramp != 3*time.Second {
+		t.Errorf("args %v read back as %+v, want %+v", args, again, o.Audience)
 	}
 }

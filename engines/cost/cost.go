@@ -251,3 +251,27 @@ func CPUNow(g Group) (float64, error) {
 	}
 	return float64(ticks) / procfs.TicksPerSecond, nil
 }
+
+// RSSNow is the resident memory of the group's processes now, summed
+// (pages they share count in each, as for PeakRSSBytes).
+func RSSNow(g Group) (int64, error) {
+	all, err := procfs.All()
+	if err != nil {
+		return 0, fmt.Errorf("read processes: %w", err)
+	}
+	var rss int64
+	n := 0
+	for _, st := range all {
+		if st.PGID != g.PGID {
+			continue
+		}
+		if status, err := procfs.ReadStatus(st.PID); err == nil {
+			rss += status.RSS
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("%s: no process in group %d", g.Name, g.PGID)
+	}
+	return rss, nil
+}

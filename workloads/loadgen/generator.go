@@ -149,13 +149,15 @@ func (g *Generator) spec(p *Pass) (*passSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := &passSpec{reqs: reqs, pick: popularity(len(p.Paths), p.Zipf), ex: ex, timeout: int64(g.opts.Timeout), shards: len(g.shards),
+	sp := &passSpec{reqs: reqs, pick: Popularity(len(p.Paths), p.Zipf), ex: ex, timeout: int64(g.opts.Timeout), shards: len(g.shards),
 		arrival: p.Arrival, rate: p.Rate, seed: p.Seed, requests: p.Requests, burst: p.Burst,
 		stop: new(atomic.Bool), late: int64(p.lateBy)}
 	if err := p.Validate(g.opts.Connections); err != nil {
 		return nil, err
 	}
 	switch {
+	case p.Plan != nil:
+		sp.mode, sp.plan, sp.pick = modePlan, p.Plan, nil // the plan names each object
 	case p.Burst > 0:
 		sp.mode = modeBurst
 	case p.Rate == 0:
@@ -175,6 +177,17 @@ func (g *Generator) spec(p *Pass) (*passSpec, error) {
 
 // Validate checks a pass against a pool of the given size.
 func (p *Pass) Validate(connections int) error {
+	if p.Plan != nil {
+		switch {
+		case p.Rate != 0 || p.Burst != 0 || p.Requests != 0:
+			return cfgErr("plan", "a planned pass sets no rate, burst or request count: its plan decides")
+		case p.Zipf != 0:
+			return cfgErr("zipf", "a planned pass draws no path: its plan names each request's")
+		case p.Duration <= 0:
+			return cfgErr("duration", "%v: a planned pass needs a positive duration", p.Duration)
+		}
+		return nil
+	}
 	switch {
 	case p.Burst < 0:
 		return cfgErr("burst", "%d: want 0 or more", p.Burst)

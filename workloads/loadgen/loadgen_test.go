@@ -874,16 +874,16 @@ func TestPathsZipf(t *testing.T) {
 }
 
 func TestDraw(t *testing.T) {
-	cdf := popularity(3, 0)
+	cdf := Popularity(3, 0)
 	for _, c := range []struct {
 		u    float64
 		want int
 	}{{0, 0}, {0.3333, 0}, {0.3334, 1}, {0.6666, 1}, {0.6667, 2}, {0.9999999, 2}} {
-		if got := draw(cdf, c.u); got != c.want {
-			t.Errorf("draw(%v) = %d, want %d (cdf %v)", c.u, got, c.want, cdf)
+		if got := Draw(cdf, c.u); got != c.want {
+			t.Errorf("Draw(%v) = %d, want %d (cdf %v)", c.u, got, c.want, cdf)
 		}
 	}
-	if popularity(0, 1) != nil {
+	if Popularity(0, 1) != nil {
 		t.Errorf("no paths: want no popularity")
 	}
 }

@@ -157,10 +157,43 @@ type Pass struct {
 	Burst int
 	// Seed makes Poisson arrivals repeatable; 0 picks one.
 	Seed uint64
+	// Plan, when set, decides every request of the pass: what is sent and
+	// when comes from the caller (a player's clock), not from a rate. It
+	// is called once per event loop as the pass starts, with the loop's
+	// index, and that loop sends what its Plan says (see Plan). Paths are
+	// the objects its requests name; Duration bounds the pass; Rate, Zipf,
+	// Requests and Burst must be zero.
+	Plan func(shard int) Plan
 
 	// lateBy makes every dispatch this late: tests use it to make the
 	// generator late on purpose.
 	lateBy time.Duration
+}
+
+// A Plan is one event loop's share of a planned pass: the intended send
+// time of each request is the caller's, and a request may be planned from
+// an earlier answer (a player asks for a segment once a playlist lists it).
+// A request is counted from its intended time whatever the answers before
+// it did, as in a rate pass: a plan that schedules from an answer's arrival
+// (Answered's at) counts from the moment the caller would have asked. Its
+// methods run on the loop's own thread, one at a time: a Plan needs no lock.
+type Plan interface {
+	// Next is the earliest planned request not yet sent; ok is false when
+	// nothing is planned (an answer may plan more).
+	Next() (p Planned, ok bool)
+	// Pop takes the request Next returned; the loop sends it.
+	Pop()
+	// Answered is told every request's outcome as it is known, at the
+	// given time from the pass's start, before Options.OnRecord. check is
+	// as for OnRecord. It must not keep rec.
+	Answered(rec *Record, check BodyCheck, at time.Duration)
+}
+
+// Planned is one request of a Plan.
+type Planned struct {
+	At  time.Duration // its intended send time, from the pass's start
+	Obj int           // the index of its path in Pass.Paths
+	Tag int64         // the caller's, handed back in Record.Tag
 }
 
 // target is the parsed destination.

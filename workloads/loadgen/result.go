@@ -133,7 +133,11 @@ var publishedQuantiles = []float64{50, 90, 95, 99, 99.9, 100}
 // Record is one request's outcome, for Options.OnRecord.
 type Record struct {
 	Intended time.Time // the schedule's send time
-	Object   int       // the index of its path in Pass.Paths (0 with one path)
+	// Lag is how late the generator dispatched it after Intended (its
+	// schedule lag): TTFB - Lag counts from the dispatch instant.
+	Lag    time.Duration
+	Object int   // the index of its path in Pass.Paths (0 with one path)
+	Tag    int64 // a planned request's Planned.Tag
 	// TTFB and Total count from Intended; zero when there was no answer
 	// (Total is the timeout for a timeout).
 	TTFB, Total time.Duration
@@ -161,6 +165,8 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 		r.Mode, r.Target = "closed", 0
 	case modeBurst:
 		r.Mode, r.Target, r.Duration = "burst", 0, 0
+	case modePlan:
+		r.Mode, r.Target = "plan", 0
 	}
 	var samples sampleSet
 	last := sp.t0

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -64,6 +65,7 @@ const (
 type pending struct {
 	intended, dispatched int64
 	obj                  int32 // index in passSpec.reqs
+	tag                  int64 // a planned request's Planned.Tag
 }
 
 type conn struct {
@@ -96,7 +98,12 @@ const (
 	modeRate mode = iota
 	modeClosed
 	modeBurst
+	modePlan // Pass.Plan: the caller's schedule, paced like a rate
 )
+
+// paced reports whether the loop sends on a schedule of intended times
+// (a rate, or a plan) rather than as answers return.
+func (m mode) paced() bool { return m == modeRate || m == modePlan }
 
 // passSpec is what every shard runs in one pass; shards only read it.
 type passSpec struct {
@@ -120,6 +127,8 @@ type passSpec struct {
 	// late delays every dispatch by this much: tests make the generator
 	// late on purpose with it (Pass.lateBy).
 	late int64
+	// plan makes each loop's Plan (modePlan).
+	plan func(shard int) Plan
 }
 
 type shardResult struct {
@@ -159,6 +168,9 @@ type shard struct {
 	sp       *passSpec
 	nextSlot int64 // global slot index of the next send (uniform)
 	nextAt   int64 // intended time of the next send
+	nextObj  int32 // its object and tag, in a planned pass
+	nextTag  int64
+	plan     Plan // this loop's, in a planned pass
 	sent     int64
 	quota    int64
 	rng      *rand.Rand
@@ -589,7 +601,7 @@ func (s *shard) run(sp *passSpec) shardResult {
 			s.interrupt(now)
 			break
 		}
-		if sp.mode == modeRate {
+		if sp.mode.paced() {
 			s.dispatch(now)
 		}
 		if s.owed > 0 {
@@ -609,7 +621,7 @@ func (s *shard) run(sp *passSpec) shardResult {
 			break
 		}
 		var n int
-		if w := s.waitFor(now); sp.mode == modeRate && s.sending(now) && s.nextAt+sp.late <= now+w {
+		if w := s.waitFor(now); sp.mode.paced() && s.sending(now) && s.nextAt+sp.late <= now+w {
 			n = s.waitUntil(s.nextAt + sp.late) // the next slot is what ends the wait
 		} else {
 			n = s.wait(w)
@@ -625,7 +637,7 @@ func (s *shard) run(sp *passSpec) shardResult {
 			s.onEvent(s.conns[ev.Fd], ev.Events)
 			// Many large reads can take a while: a slot that fell due
 			// meanwhile goes out now, not after the whole batch.
-			if sp.mode == modeRate && i+1 < n {
+			if sp.mode.paced() && i+1 < n {
 				if now := nanotime(); s.nextAt+sp.late <= now {
 					s.dispatch(now)
 				}
@@ -663,6 +675,9 @@ func (s *shard) sending(now int64) bool {
 		return s.nextAt < s.sp.end && s.sent < s.quota
 	case modeClosed:
 		return s.canSend(now)
+	case modePlan:
+		// An answer may plan more until the end: the window is the pass.
+		return now < s.sp.end && (s.nextAt < s.sp.end || s.busy > 0 || s.queue.n > 0)
 	}
 	return true
 }
@@ -698,6 +713,7 @@ func (s *shard) setupPacer() {
 	shards := int64(sp.shards)
 	id := int64(s.id)
 	s.quota = math.MaxInt64
+	s.plan = nil
 	if sp.pick != nil {
 		s.pathRNG = rand.New(rand.NewPCG(sp.seed^0x9e3779b97f4a7c15, uint64(id)+1))
 	}
@@ -713,6 +729,9 @@ func (s *shard) setupPacer() {
 		if id < int64(sp.burst)%shards {
 			s.quota++
 		}
+	case modePlan:
+		s.plan = sp.plan(s.id)
+		s.planNext()
 	case modeRate:
 		s.nextSlot = id
 		s.nextAt = sp.t0 + int64(float64(id)*sp.period)
@@ -728,6 +747,15 @@ func (s *shard) setupPacer() {
 // and one that finds the queue full is dropped and counted.
 func (s *shard) dispatch(now int64) {
 	sp := s.sp
+	if sp.mode == modePlan {
+		for s.nextAt+sp.late <= now && s.nextAt < sp.end {
+			p := pending{intended: s.nextAt, dispatched: now, obj: s.nextObj, tag: s.nextTag}
+			s.plan.Pop()
+			s.planNext()
+			s.submit(p, now)
+		}
+		return
+	}
 	for s.nextAt+sp.late <= now && s.nextAt < sp.end && s.sent < s.quota {
 		p := pending{intended: s.nextAt, dispatched: now}
 		if sp.arrival == Poisson {
@@ -740,13 +768,27 @@ func (s *shard) dispatch(now int64) {
 	}
 }
 
+// planNext reads the plan's next request into nextAt and nextObj;
+// nextAt is past any end when nothing is planned.
+func (s *shard) planNext() {
+	p, ok := s.plan.Next()
+	if !ok {
+		s.nextAt = math.MaxInt64
+		return
+	}
+	if p.Obj < 0 || p.Obj >= len(s.sp.reqs) {
+		panic(fmt.Sprintf("loadgen: a plan asked for object %d of %d paths", p.Obj, len(s.sp.reqs)))
+	}
+	s.nextAt, s.nextObj, s.nextTag = s.sp.t0+max(int64(p.At), 0), int32(p.Obj), p.Tag
+}
+
 func (s *shard) canSend(now int64) bool {
 	return now < s.sp.end && s.sent < s.quota
 }
 
 func (s *shard) submit(p pending, now int64) {
 	if s.sp.pick != nil {
-		p.obj = int32(draw(s.sp.pick, s.pathRNG.Float64()))
+		p.obj = int32(Draw(s.sp.pick, s.pathRNG.Float64()))
 	}
 	s.sent++
 	s.m.dispatched++
@@ -1048,7 +1090,7 @@ func (s *shard) finish(c *conn, d errDetail, now int64) {
 		m.cache[c.resp.info.Cache]++
 		m.answered++
 	}
-	if s.g.opts.OnRecord != nil {
+	if s.g.opts.OnRecord != nil || s.plan != nil {
 		s.report(c, d.kind, now)
 	}
 	switch d.kind {
@@ -1113,7 +1155,7 @@ func (s *shard) lose(p pending, d errDetail, now int64) {
 	if d.kind == errTimeout {
 		s.recordTimeout(p.dispatched - p.intended)
 	}
-	s.reportLost(p, d.kind)
+	s.reportLost(p, d.kind, now)
 	if s.sp.mode == modeClosed {
 		s.owed++
 	}
@@ -1157,7 +1199,8 @@ func (s *shard) report(c *conn, kind errKind, now int64) {
 	var check BodyCheck
 	if c != nil {
 		rec.Intended = s.g.wallOf(c.req.intended)
-		rec.Object = int(c.req.obj)
+		rec.Lag = time.Duration(c.req.dispatched - c.req.intended)
+		rec.Object, rec.Tag = int(c.req.obj), c.req.tag
 		rec.Status = c.resp.info.Status
 		rec.Cache = c.resp.info.Cache
 		check = c.resp.check
@@ -1172,18 +1215,31 @@ func (s *shard) report(c *conn, kind errKind, now int64) {
 	if kind != errNone {
 		rec.Err = kind.String()
 	}
-	s.g.opts.OnRecord(s.id, &rec, check)
+	s.tell(&rec, check, now)
 }
 
-func (s *shard) reportLost(p pending, kind errKind) {
-	if s.g.opts.OnRecord == nil {
+func (s *shard) reportLost(p pending, kind errKind, now int64) {
+	if s.g.opts.OnRecord == nil && s.plan == nil {
 		return
 	}
-	rec := Record{Intended: s.g.wallOf(p.intended), Object: int(p.obj), Err: kind.String()}
+	rec := Record{Intended: s.g.wallOf(p.intended), Lag: time.Duration(p.dispatched - p.intended), Object: int(p.obj), Tag: p.tag,
+		Err: kind.String()}
 	if kind == errTimeout {
 		rec.Total = time.Duration(s.sp.timeout)
 	}
-	s.g.opts.OnRecord(s.id, &rec, nil)
+	s.tell(&rec, nil, now)
+}
+
+// tell hands an outcome to the pass's plan, which may plan more, and then
+// to Options.OnRecord.
+func (s *shard) tell(rec *Record, check BodyCheck, now int64) {
+	if s.plan != nil {
+		s.plan.Answered(rec, check, time.Duration(now-s.sp.t0))
+		s.planNext()
+	}
+	if s.g.opts.OnRecord != nil {
+		s.g.opts.OnRecord(s.id, rec, check)
+	}
 }
 
 // connIdle gives a free connection the oldest waiting request, or parks it.
@@ -1228,6 +1284,9 @@ func (s *shard) finished(now int64) bool {
 		return s.nextAt >= s.sp.end || s.sent >= s.quota
 	case modeClosed:
 		return !s.canSend(now)
+	case modePlan:
+		// Nothing in flight can plan more.
+		return s.nextAt >= s.sp.end
 	}
 	return s.sent >= s.quota
 }
@@ -1235,7 +1294,7 @@ func (s *shard) finished(now int64) bool {
 func (s *shard) waitFor(now int64) int64 {
 	w := maxWait
 	sp := s.sp
-	if sp.mode == modeRate && s.nextAt < sp.end && s.sent < s.quota {
+	if sp.mode.paced() && s.nextAt < sp.end && s.sent < s.quota {
 		w = min(w, s.nextAt+sp.late-now)
 	}
 	if s.busy > 0 || s.queue.n > 0 {
@@ -1347,9 +1406,10 @@ func (r *idleRing) remove(c *conn) {
 	}
 }
 
-// popularity is the cumulative distribution of n paths' Zipf weights
-// 1/(i+1)^s, nil for a pass of one path.
-func popularity(n int, s float64) []float64 {
+// Popularity is the cumulative distribution of n items' Zipf weights
+// 1/(i+1)^s (s 0: uniform), nil for none: Pass.Paths' popularity, and
+// any caller's that draws the same way.
+func Popularity(n int, s float64) []float64 {
 	if n == 0 {
 		return nil
 	}
@@ -1366,8 +1426,8 @@ func popularity(n int, s float64) []float64 {
 	return cdf
 }
 
-// draw is the index whose cumulative share first reaches u (0 ≤ u < 1).
-func draw(cdf []float64, u float64) int {
+// Draw is the index whose cumulative share first passes u (0 ≤ u < 1).
+func Draw(cdf []float64, u float64) int {
 	lo, hi := 0, len(cdf)-1
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)

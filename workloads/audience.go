@@ -1,0 +1,656 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/cost"
+	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/stats"
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
+)
+
+// LiveAudience is an audience of players: live channels whose playlists
+// advance in real time and VOD titles, chosen by popularity, each viewer
+// polling and fetching on its own player's clock.
+const LiveAudience = "live-audience"
+
+// The audience's defaults: a load that fits a 2-core machine, the
+// generator on one core (about 500 requests and 35 MB a second).
+const (
+	DefaultViewers        = 500
+	DefaultAudienceZipf   = 1.0
+	DefaultVODShare       = 0.25
+	DefaultSwitchShare    = 0.2
+	DefaultRamp           = 10 * time.Second
+	DefaultWatch          = 30 * time.Second
+	DefaultAudiencePasses = 3
+	// audienceWarmups precede the measured passes, and each curve size's
+	// one measured pass: they fill the cache.
+	audienceWarmups = 1
+	// startFromEnd is where a live player starts: that many segments from
+	// the end of its first playlist (RFC 8216, 6.3.3: not less than three
+	// target durations from the end).
+	startFromEnd = 3
+	// maxAudienceConns bounds the generator's pool.
+	maxAudienceConns = 2000
+	// restartEstimate is an engine restart between curve sizes.
+	restartEstimate = 3 * time.Second
+)
+
+// DefaultStoreSizes are the miss-ratio curve's store sizes besides the
+// policy's (512 MiB): the audience's catalogue is larger than the smaller.
+var DefaultStoreSizes = []int64{128 << 20, 32 << 20}
+
+type liveAudience struct {
+	sizes []int64 // the curve's other store sizes; nil: DefaultStoreSizes
+}
+
+func (liveAudience) Spec() Spec {
+	p := engines.DefaultPolicy()
+	// A live playlist changes every target duration: cached for half of
+	// one (engines count whole seconds) and served past that for a second
+	// at most while it is refreshed. Segments never change.
+	p.ManifestTTL, p.HealthyGrace, p.SegmentTTL = time.Second, time.Second, time.Hour
+	return Spec{Name: LiveAudience, Title: "Live audience", Policy: p,
+		Description: "player-like viewers joining over a ramp: live channels whose playlists advance every target duration and VOD titles, chosen by Zipf popularity over an ABR ladder; hit ratio and offload counted at the origin, live-edge staleness from its stamps, stall risk, and a miss-ratio curve over store sizes"}
+}
+
+// storeSizes are the curve's sizes: the policy's, then the others.
+func (w liveAudience) storeSizes(s *Spec) []int64 {
+	others := w.sizes
+	if others == nil {
+		others = DefaultStoreSizes
+	}
+	return append([]int64{s.Policy.StoreBytes}, others...)
+}
+
+// Tests are live-audience's, known before it runs.
+func (w liveAudience) Tests() []latencyDef {
+	s := w.Spec()
+	defs := []latencyDef{
+		{id: "hit-ratio", title: "Request hit ratio", unit: "%",
+			agg: "1 − origin object answers ÷ answered requests, counted at the origin over the valid measured passes, summed"},
+		{id: "byte-offload", title: "Origin offload in bytes", unit: "%",
+			agg: "1 − body bytes the origin sent ÷ body bytes the viewers received, over the valid measured passes, summed"},
+		{id: "origin-per-segment", title: "Origin requests per new live segment", unit: "x", lower: true,
+			agg: "origin fetches of the live segments published during a pass ÷ how many of them viewers asked for, counted at the origin; the valid measured passes' sums"},
+		{id: "p99-ttfb-playlist", title: "p99 TTFB, playlists", q: 99,
+			agg: "p99 TTFB of every master and media playlist request, from the player's intended send time, of the valid measured passes merged"},
+		{id: "p99-ttfb-segment", title: "p99 TTFB, segments", q: 99,
+			agg: "p99 TTFB of every segment request, from the player's intended send time (when a playlist listed it, or when playback left room for it), of the valid measured passes merged"},
+		{id: "stall-risk", title: "Stall risk", unit: "%", lower: true,
+			agg: "segment downloads slower than the segment's duration (intended send to last byte), or failed, ÷ segment requests; the valid measured passes' sums"},
+		{id: "live-edge-staleness", title: "Live-edge staleness, p99", unit: "s", lower: true,
+			agg: "how long before a live media playlist reached the viewer the origin had published a segment it does not list (from the origin's X-Hlsbench-Live-Edge stamp, not Age; 0 when it listed the newest); p99 of every live playlist answer of the valid measured passes"},
+		{id: "bytes-per-object", title: "Engine memory per cached object", unit: "bytes", lower: true,
+			agg: "the engine's resident memory and cache files after a pass, less what it used when it started, ÷ the distinct objects the origin served it; the median of the valid measured passes"},
+	}
+	for _, size := range w.storeSizes(&s) {
+		defs = append(defs, latencyDef{id: missRatioID(size), title: "Miss ratio, store " + sizeName(size), unit: "%", lower: true,
+			agg: fmt.Sprintf("origin object answers ÷ answered requests with the engine's store at %s, after a warm-up at that size; the valid measured passes' sums", sizeName(size))})
+	}
+	return defs
+}
+
+func missRatioID(size int64) string {
+	return "miss-ratio-" + strings.ToLower(strings.ReplaceAll(sizeName(size), " ", ""))
+}
+
+// sizeName is a store size as people write it: "512 MiB".
+func sizeName(n int64) string {
+	for _, u := range []struct {
+		name string
+		n    int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.n && n%u.n == 0 {
+			return fmt.Sprintf("%d %s", n/u.n, u.name)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func (w liveAudience) Conditions(s Spec, cfg Config) results.Conditions {
+	c := protocol(cfg)
+	c.Warmups, c.Passes = audienceWarmups, cfg.AudiencePasses // its own protocol, as Open runs it
+	a := audienceOf(cfg)
+	c.Connections = a.conns()
+	c.Audience = &results.Audience{Viewers: a.viewers, Channels: a.live.Channels, Titles: a.live.Titles, Zipf: a.zipf,
+		Ladder: a.live.Ladder, TargetDuration: results.Duration(a.live.TargetDuration), Window: a.live.Window,
+		TitleSegments: a.live.TitleSegments, VODShare: a.vodShare, SwitchShare: a.switchShare,
+		Ramp: results.Duration(a.ramp), Watch: results.Duration(a.watch), StoreSizes: w.storeSizes(&s)}
+	return c
+}
+
+func (w liveAudience) Estimate(cfg Config) time.Duration {
+	s := w.Spec()
+	pass := cfg.Ramp + cfg.Watch + 2*time.Second
+	others := len(w.storeSizes(&s)) - 1
+	steps := audienceWarmups + cfg.AudiencePasses + others*(audienceWarmups+1)
+	return startEstimate + time.Duration(steps)*pass + time.Duration(others)*restartEstimate
+}
+
+// WithAudience is the workload with the run's audience: its origin serves
+// the channels and titles, and its curve the run's store sizes.
+func (s Spec) WithAudience(cfg Config) Spec {
+	if _, ok := s.w.(liveAudience); !ok {
+		return s
+	}
+	s.w = liveAudience{sizes: cfg.StoreSizes}
+	s.Live = audienceOf(cfg.withDefaults()).live
+	return s
+}
+
+// audienceSession is live-audience on one target.
+type audienceSession struct {
+	spec  *Spec
+	w     liveAudience
+	cfg   Config
+	a     audience
+	tgt   *Target
+	rc    *Recorder
+	g     *loadgen.Generator
+	sizes []int64
+	q     string
+	plans []*viewerPlan
+
+	memAtStart *int64
+	memWhy     string // why memory cannot be read, or ""
+
+	hit, offload, perSeg, stall *sumTest
+	curve                       []*sumTest
+	stale, perObj               *results.Result
+	playlist, segment           *latencyTest
+
+	// Over the valid measured passes.
+	staleH     *hdr.Histogram
+	perObjects []float64
+}
+
+func (w liveAudience) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
+	as := &audienceSession{spec: &s, w: w, cfg: cfg, a: audienceOf(cfg), tgt: tgt, rc: rc, sizes: w.storeSizes(&s),
+		q: "?run=" + tgt.Nonce + "-audience", staleH: loadgen.NewHistogram()}
+	res := map[string]*results.Result{}
+	for _, d := range w.Tests() {
+		if d.q > 0 {
+			lt := rc.latency(&s, tgt, d.id, d.title, d.q)
+			lt.r.Aggregation = d.agg
+			if d.id == "p99-ttfb-playlist" {
+				as.playlist = lt
+			} else {
+				as.segment = lt
+			}
+			continue
+		}
+		r := rc.newTest(&s, tgt, d)
+		r.LowerIsBetter = d.lower
+		res[d.id] = r
+	}
+	as.hit = &sumTest{r: res["hit-ratio"], value: complement, fetches: true}
+	as.offload = &sumTest{r: res["byte-offload"], value: complement}
+	as.perSeg = &sumTest{r: res["origin-per-segment"], value: ratio, fetches: true}
+	as.stall = &sumTest{r: res["stall-risk"], value: percent}
+	as.stale, as.perObj = res["live-edge-staleness"], res["bytes-per-object"]
+	for _, size := range as.sizes {
+		as.curve = append(as.curve, &sumTest{r: res[missRatioID(size)], value: percent, fetches: true})
+	}
+	if !as.resizable() {
+		why := "an external proxy's store is its operator's: hlsbench cannot size it"
+		for _, t := range as.curve[1:] {
+			t.r.NotApplicable, t.r.NoValue = why, "not applicable: "+why
+		}
+	}
+	switch {
+	case !hasEngineCPU(tgt) && tgt.Engine.Runtime == engines.RuntimeInproc:
+		as.memWhy = "the engine runs inside hlsbench's own process (runtime inproc): its memory is not apart from the generator's"
+	case !hasEngineCPU(tgt):
+		as.memWhy = tgt.Engine.Name + "'s processes were not started by hlsbench: their memory is not read"
+	}
+	if as.memWhy != "" {
+		as.perObj.NotApplicable, as.perObj.NoValue = as.memWhy, "not applicable: "+as.memWhy
+	}
+	if err := as.connect(ctx); err != nil {
+		return nil, err
+	}
+	return as, nil
+}
+
+// connect opens the generator on the target and reads the engine's memory
+// before anything is cached.
+func (as *audienceSession) connect(ctx context.Context) error {
+	g, err := newGenerator(ctx, as.tgt, &as.cfg, as.a.conns(), newEvidenceSet(as.tgt.Seed), nil)
+	if err != nil {
+		return err
+	}
+	as.g = g
+	if as.memWhy == "" && as.memAtStart == nil {
+		if m, err := engineMemory(as.tgt); err == nil {
+			as.memAtStart = &m
+		}
+	}
+	return nil
+}
+
+func (as *audienceSession) resizable() bool { return as.tgt.Engine.Name != "external" }
+
+// phase is which store size step i runs at (0: the policy's), and
+// whether it is a warm-up.
+func (as *audienceSession) phase(i int) (phase int, warmup bool, index int) {
+	main := audienceWarmups + as.cfg.AudiencePasses
+	if i < main {
+		if i < audienceWarmups {
+			return 0, true, i + 1
+		}
+		return 0, false, i + 1 - audienceWarmups
+	}
+	j := i - main
+	per := audienceWarmups + 1
+	k := j % per
+	if k < audienceWarmups {
+		return 1 + j/per, true, k + 1
+	}
+	return 1 + j/per, false, 1
+}
+
+func (as *audienceSession) Steps() int {
+	return audienceWarmups + as.cfg.AudiencePasses + (len(as.sizes)-1)*(audienceWarmups+1)
+}
+
+// PolicyAt is the engine's policy from step i on, when it changes there:
+// each curve size starts with an engine of that store size.
+func (as *audienceSession) PolicyAt(i int) (engines.Policy, bool) {
+	ph, warm, index := as.phase(i)
+	if ph == 0 || !warm || index != 1 || !as.resizable() {
+		return engines.Policy{}, false
+	}
+	p := as.spec.Policy
+	p.StoreBytes = as.sizes[ph]
+	return p, true
+}
+
+// Retarget moves the session to a restarted engine.
+func (as *audienceSession) Retarget(ctx context.Context, tgt *Target) error {
+	as.g.Close()
+	as.tgt = tgt
+	return as.connect(ctx)
+}
+
+func (as *audienceSession) Close() error { return as.g.Close() }
+
+func (as *audienceSession) Step(ctx context.Context, i int) error {
+	ph, warm, index := as.phase(i)
+	if ph > 0 && !as.resizable() {
+		return nil // its tests are not applicable
+	}
+	d := as.a.ramp + as.a.watch
+	what := fmt.Sprintf("pass %d/%d", index, as.cfg.AudiencePasses)
+	switch {
+	case warm && ph > 0:
+		what = "warm-up at store " + sizeName(as.sizes[ph])
+	case warm:
+		what = fmt.Sprintf("warm-up %d/%d", index, audienceWarmups)
+	case ph > 0:
+		what = "pass at store " + sizeName(as.sizes[ph])
+	}
+	as.rc.Progress.step(fmt.Sprintf("%s (%d viewers)", what, as.a.viewers), d)
+
+	start := time.Now()
+	u := newUniverse(&as.a, start, d+5*time.Second)
+	// The measured passes at every store size have the same audience (a
+	// curve compares sizes, not casts); warm-ups have their own.
+	seed := uint64(index)
+	if warm {
+		seed += 1000
+	}
+	seeds := as.a.cast(seed)
+	shards := as.g.Shards()
+	as.plans = make([]*viewerPlan, shards)
+	before := take(ctx, as.tgt)
+	r, runErr := as.g.Run(ctx, loadgen.Pass{Paths: u.paths(as.q), Duration: d, Seed: seed,
+		Plan: func(shard int) loadgen.Plan {
+			as.plans[shard] = newViewerPlan(u, seeds, shard, shards, uint64(i+1))
+			return as.plans[shard]
+		}})
+	if runErr != nil {
+		return runErr
+	}
+	if r.Interrupted {
+		return ctx.Err()
+	}
+	// Failed requests are a finding (stall risk counts them), not a fault
+	// of the pass; the TTFB tests say so.
+	_, verdict := r.Verdict()
+	p := &passInfo{index: index, warmup: warm, lr: r, reasons: verdict, started: start}
+	after := as.rc.observe(ctx, as.spec, as.tgt, p, before)
+	p.ev.Claims = claims(r)
+	p.ev.Generator = generatorFigures(r, 50, 99)
+	fig := as.figures(u, seeds, r, before, after)
+	fig.ev.StoreBytes = as.sizes[ph]
+	p.ev.Audience = fig.ev
+	if ph == 0 {
+		as.record(p, r, fig)
+	}
+	as.recordCurve(ph, p, fig)
+	return as.rc.Save()
+}
+
+// passFigures are a pass's figures, and the histograms its latency tests
+// merge.
+type passFigures struct {
+	ev                       *results.AudienceEvidence
+	playlist, segment, stale *hdr.Histogram
+	// lateness, per latency figure: why the generator's lateness moved it.
+	playlistLate, segmentLate, downloadLate, staleLate []string
+	failedPlaylists, failedSegments                    int64
+	memWhy                                             string
+}
+
+func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.Result, before, after snapshot) *passFigures {
+	td := as.a.live.TargetDuration
+	f := &passFigures{ev: &results.AudienceEvidence{Viewers: len(seeds), BodyBytes: r.BodyBytes},
+		playlist: loadgen.NewHistogram(), segment: loadgen.NewHistogram(), stale: loadgen.NewHistogram()}
+	for _, v := range seeds {
+		if v.live {
+			f.ev.Live++
+		} else {
+			f.ev.VOD++
+		}
+	}
+	plDisp, segDisp, dl, dlDisp := loadgen.NewHistogram(), loadgen.NewHistogram(), loadgen.NewHistogram(), loadgen.NewHistogram()
+	liveLag := loadgen.NewHistogram() // the live playlists' schedule lag
+	edge := map[int32]bool{}          // live segments published in the pass that a viewer asked for
+	passStart := r.Start.UnixNano()
+	for _, p := range as.plans {
+		if p == nil {
+			continue
+		}
+		f.ev.Switches += p.switches
+		for i := range p.log {
+			rec := &p.log[i]
+			f.ev.Requests++
+			if rec.status > 0 {
+				f.ev.Answered++
+			}
+			o := u.object(int(rec.obj))
+			good := rec.good()
+			if o.playlist {
+				f.ev.Playlists++
+				if !good {
+					f.failedPlaylists++
+					continue
+				}
+				_ = f.playlist.RecordValue(max(rec.ttfb, 0))
+				_ = plDisp.RecordValue(max(rec.ttfb-rec.lag, 0))
+				if o.live && o.kind == evMedia {
+					f.ev.LivePlaylists++
+					if rec.edge < 0 {
+						f.ev.Unproven++
+						continue
+					}
+					got := rec.intended + rec.total
+					missed := origin.LivePublished(rec.edge+1, td).UnixNano()
+					_ = f.stale.RecordValue(max(got-missed, 0))
+					_ = liveLag.RecordValue(max(rec.lag, 0))
+				}
+				continue
+			}
+			f.ev.Segments++
+			if o.live && origin.LivePublished(o.seg, td).UnixNano() >= passStart {
+				edge[rec.obj] = true
+			}
+			if !good {
+				f.failedSegments++
+				f.ev.Stalls++
+				continue
+			}
+			if rec.total > int64(td) {
+				f.ev.Stalls++
+			}
+			_ = f.segment.RecordValue(max(rec.ttfb, 0))
+			_ = segDisp.RecordValue(max(rec.ttfb-rec.lag, 0))
+			_ = dl.RecordValue(max(rec.total, 0))
+			_ = dlDisp.RecordValue(max(rec.total-rec.lag, 0))
+		}
+	}
+	ev := f.ev
+	ev.PlaylistP50Ms, ev.PlaylistP99Ms = msq(f.playlist, 50), msq(f.playlist, 99)
+	ev.SegmentP50Ms, ev.SegmentP99Ms = msq(f.segment, 50), msq(f.segment, 99)
+	ev.DownloadP50Ms, ev.DownloadP99Ms = msq(dl, 50), msq(dl, 99)
+	if f.stale.TotalCount() > 0 {
+		ev.StalenessP50S = ptr(round3(float64(f.stale.ValueAtQuantile(50)) / 1e9))
+		ev.StalenessP99S = ptr(round3(float64(f.stale.ValueAtQuantile(99)) / 1e9))
+		ev.StalenessMaxS = ptr(round3(float64(f.stale.Max()) / 1e9))
+	}
+	f.playlistLate = classLateness("playlist TTFB", f.playlist, plDisp, 99)
+	f.segmentLate = classLateness("segment TTFB", f.segment, segDisp, 99)
+	f.downloadLate = classLateness("segment download time", dl, dlDisp, 99)
+	// Staleness is seconds: the generator's lateness moves it by its
+	// schedule lag at most, judged against the same tolerance.
+	if f.stale.TotalCount() > 0 {
+		e := loadgen.LagEffect{Corrected: time.Duration(f.stale.ValueAtQuantile(99))}
+		if lag := time.Duration(liveLag.ValueAtQuantile(99)); lag > e.Tolerance() {
+			f.staleLate = []string{fmt.Sprintf("the generator's schedule lag p99 on live playlists, %.3f ms, is more than the tolerance of the staleness p99 (%.3f ms): fewer viewers, or a quieter machine",
+				float64(lag)/1e6, float64(e.Tolerance())/1e6)}
+		}
+	}
+	ev.EdgeSegments = int64(len(edge))
+	if len(before.errs) == 0 && len(after.errs) == 0 {
+		ev.OriginFetches = ptr(after.origin.Fetches - before.origin.Fetches)
+		ev.OriginBytes = ptr(after.origin.Bytes - before.origin.Bytes)
+		if ev.Answered > 0 {
+			ev.HitRatio = ptr(round3(100 * (1 - float64(*ev.OriginFetches)/float64(ev.Answered))))
+		}
+		if ev.BodyBytes > 0 {
+			ev.ByteOffload = ptr(round3(100 * (1 - float64(*ev.OriginBytes)/float64(ev.BodyBytes))))
+		}
+		var n, most int64
+		for obj := range edge {
+			path := u.path(int(obj), as.q)
+			k := after.origin.Objects[path].Fetches - before.origin.Objects[path].Fetches
+			n += k
+			most = max(most, k)
+		}
+		ev.EdgeFetches, ev.EdgeMostFetches = ptr(n), ptr(most)
+		// What the engine holds: every object the origin served it since
+		// it started (nothing expires but the playlists, which it
+		// replaces), and their bodies.
+		for _, o := range after.origin.Objects {
+			if o.Fetches > 0 {
+				ev.Objects++
+				ev.PayloadBytes += o.Bytes / o.Fetches
+			}
+		}
+	}
+	if as.memWhy == "" {
+		m, err := engineMemory(as.tgt)
+		switch {
+		case err != nil:
+			f.memWhy = "the engine's memory could not be read: " + err.Error()
+		case as.memAtStart == nil:
+			f.memWhy = "the engine's memory could not be read when it started"
+		default:
+			ev.MemoryAtStart, ev.Memory = as.memAtStart, ptr(m)
+		}
+	}
+	return f
+}
+
+// engineMemory is the engine's resident memory and its cache files.
+func engineMemory(tgt *Target) (int64, error) {
+	var g *cost.Group
+	for i := range tgt.Groups {
+		if tgt.Groups[i].Name == costEngine {
+			g = &tgt.Groups[i]
+		}
+	}
+	if g == nil {
+		return 0, fmt.Errorf("no engine process group")
+	}
+	rss, err := cost.RSSNow(*g)
+	if err != nil {
+		return 0, err
+	}
+	if tgt.CacheBytes != nil {
+		files, err := tgt.CacheBytes()
+		if err != nil {
+			return 0, fmt.Errorf("cache files: %w", err)
+		}
+		rss += files
+	}
+	return rss, nil
+}
+
+// classLateness is why the generator's own lateness moved the quantile q of
+// one class of requests past its tolerance (as loadgen judges a whole
+// pass): corrected counts from the intended send time, disp from the
+// dispatch instant.
+func classLateness(name string, corr, disp *hdr.Histogram, q float64) []string {
+	if corr.TotalCount() == 0 {
+		return nil
+	}
+	e := loadgen.LagEffect{Corrected: time.Duration(corr.ValueAtQuantile(q)), FromDispatch: time.Duration(disp.ValueAtQuantile(q))}
+	if e.Corrected-e.FromDispatch <= e.Tolerance() {
+		return nil
+	}
+	return []string{fmt.Sprintf("the generator's own lateness moved the %s p%g from %.3f ms to %.3f ms (tolerance %.3f ms): fewer viewers, or a quieter machine",
+		name, q, float64(e.FromDispatch)/1e6, float64(e.Corrected)/1e6, float64(e.Tolerance())/1e6)}
+}
+
+// record adds a pass at the policy's store to the audience's tests.
+func (as *audienceSession) record(p *passInfo, r *loadgen.Result, f *passFigures) {
+	ev := f.ev
+	noOrigin := "the origin's counters could not be read around the pass"
+	timed := func(late []string) []string {
+		more := append([]string{}, late...)
+		if p.busy != "" {
+			more = append(more, p.busy)
+		}
+		return more
+	}
+
+	// Counts at the origin.
+	why := noOrigin
+	if ev.OriginFetches != nil {
+		why = "no request was answered"
+	}
+	as.hit.add(p, ev.HitRatio, why, deref(ev.OriginFetches), ev.Answered)
+	why = noOrigin
+	if ev.OriginBytes != nil {
+		why = "no body byte was received"
+	}
+	as.offload.add(p, ev.ByteOffload, why, deref(ev.OriginBytes), ev.BodyBytes)
+	var per *float64
+	why = noOrigin
+	switch {
+	case ev.EdgeFetches == nil:
+	case ev.EdgeSegments == 0:
+		why = "no viewer asked for a live segment published during the pass"
+	default:
+		per = ptr(round3(float64(*ev.EdgeFetches) / float64(ev.EdgeSegments)))
+	}
+	as.perSeg.add(p, per, why, deref(ev.EdgeFetches), ev.EdgeSegments)
+
+	// Latency, per class of request.
+	failed := func(n, of int64, what string) []string {
+		if n == 0 {
+			return nil
+		}
+		return []string{fmt.Sprintf("%d of %d %s requests failed (%s over the pass): they have no TTFB", n, of, what, kinds(r.ErrorsByKind))}
+	}
+	for _, t := range []struct {
+		lt         *latencyTest
+		h          *hdr.Histogram
+		late, fail []string
+		n          int64
+	}{{as.playlist, f.playlist, f.playlistLate, failed(f.failedPlaylists, ev.Playlists, "playlist"), ev.Playlists},
+		{as.segment, f.segment, f.segmentLate, failed(f.failedSegments, ev.Segments, "segment"), ev.Segments}} {
+		v, why := p.latencyValue(t.h, t.lt.q)
+		if v == nil && t.n > 0 {
+			why = "every one of them failed"
+		}
+		t.lt.addValue(p, t.h, v, why, append(timed(t.late), t.fail...)...)
+	}
+
+	// Stall risk: a share of downloads, judged on their download time.
+	var sr *float64
+	if ev.Segments > 0 {
+		sr = ptr(round3(100 * float64(ev.Stalls) / float64(ev.Segments)))
+	}
+	as.stall.add(p, sr, "no segment was requested", ev.Stalls, ev.Segments, timed(f.downloadLate)...)
+
+	// Live-edge staleness, proven from the origin's stamps.
+	var st *float64
+	why = "no live playlist was answered"
+	var stMore []string
+	switch {
+	case ev.LivePlaylists > 0 && ev.Unproven == ev.LivePlaylists:
+		why = fmt.Sprintf("none of the %d live playlists carried the origin's %s: their staleness cannot be proven", ev.LivePlaylists, origin.LiveEdgeHeader)
+	case ev.StalenessP99S != nil:
+		st = ev.StalenessP99S
+		if ev.Unproven > 0 {
+			stMore = append(stMore, fmt.Sprintf("%d of %d live playlists carried no %s: their staleness cannot be proven", ev.Unproven, ev.LivePlaylists, origin.LiveEdgeHeader))
+		}
+	}
+	if rp := addPass(as.stale, p, st, why, append(timed(f.staleLate), stMore...)...); !rp.Warmup && rp.Valid {
+		as.staleH.Merge(f.stale)
+		as.stale.Value = ptr(round3(float64(as.staleH.ValueAtQuantile(99)) / 1e9))
+		as.stale.Recount()
+	}
+
+	// Memory per object.
+	if as.memWhy == "" {
+		var bpo *float64
+		why := f.memWhy
+		var more []string
+		switch {
+		case why != "":
+		case ev.Objects == 0:
+			why = "the origin served the engine no object"
+		default:
+			bpo = ptr(float64((*ev.Memory - *ev.MemoryAtStart) / ev.Objects))
+			if ev.PayloadBytes > ev.StoreBytes {
+				more = append(more, fmt.Sprintf("the origin served %s of objects into a store of %s: some were evicted, so fewer objects than counted are held",
+					sizeName(ev.PayloadBytes), sizeName(ev.StoreBytes)))
+			}
+		}
+		if rp := addPass(as.perObj, p, bpo, why, more...); !rp.Warmup && rp.Valid {
+			as.perObjects = append(as.perObjects, *bpo)
+			as.perObj.Value = ptr(stats.Median(as.perObjects))
+			as.perObj.Recount()
+		}
+	}
+}
+
+// recordCurve adds a pass to the miss ratio at its store size.
+func (as *audienceSession) recordCurve(ph int, p *passInfo, f *passFigures) {
+	ev := f.ev
+	var mr *float64
+	why := "the origin's counters could not be read around the pass"
+	if ev.OriginFetches != nil {
+		why = "no request was answered"
+		if ev.Answered > 0 {
+			mr = ptr(round3(100 * float64(*ev.OriginFetches) / float64(ev.Answered)))
+		}
+	}
+	as.curve[ph].add(p, mr, why, deref(ev.OriginFetches), ev.Answered)
+}
+
+// restarter is a session whose later steps need the engine under another
+// policy (live-audience's store sizes): the runner restarts the engine
+// with it before step i, the origin staying, and hands the session the
+// new target.
+type restarter interface {
+	PolicyAt(i int) (engines.Policy, bool)
+	Retarget(ctx context.Context, tgt *Target) error
+}
+
+var (
+	_ Session   = (*audienceSession)(nil)
+	_ restarter = (*audienceSession)(nil)
+)
