@@ -1,4 +1,4 @@
-.PHONY: build run test lint nightly bench-loadgen page page-quick page-from-results screenshot
+.PHONY: build run test lint nightly bench-loadgen audience-sweep page page-quick page-from-results screenshot
 
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
@@ -19,6 +19,23 @@ test:
 # The load generator's figures from issue 2 (takes 2-3 minutes; BENCH_QUICK=1 for a smoke run).
 bench-loadgen:
 	bash workloads/loadgen/bench/bench.sh
+
+# How large an audience one generator core carries validly: live-audience on
+# the built-in cache at each of SWEEP_VIEWERS (a warm-up and 2 passes of
+# 10 s + 20 s, no curve), then per size the requests a second, body MB a
+# second, the generator's schedule lag p99 and busy share, and which tests
+# were valid. A size whose p99 tests are invalid for the generator's
+# lateness is past what it carries.
+SWEEP_VIEWERS ?= 500 750 1000 2000 4000
+SWEEP_OUT     ?= build/audience-sweep
+audience-sweep: build
+	rm -rf $(SWEEP_OUT) && mkdir -p $(SWEEP_OUT)
+	for n in $(SWEEP_VIEWERS); do \
+		bin/hlsbench run --quiet --engine builtin --workload live-audience --audience-passes 2 --store-sizes none \
+			--ramp 10s --watch 20s --viewers $$n --out $(SWEEP_OUT)/$$n > $(SWEEP_OUT)/$$n.txt; \
+		code=$$?; if [ $$code -ne 0 ] && [ $$code -ne 3 ]; then cat $(SWEEP_OUT)/$$n.txt; exit $$code; fi; \
+	done
+	python3 workloads/audience_sweep.py $(SWEEP_OUT) $(SWEEP_VIEWERS)
 
 # The workflows, checked with actionlint (installed with go install).
 ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12

@@ -243,10 +243,13 @@ type AudienceEvidence struct {
 	StoreBytes int64 `json:"store_bytes"`
 	// Viewers joined, live and on VOD, and how many switched rendition
 	// at least once.
-	Viewers   int   `json:"viewers"`
-	Live      int   `json:"live"`
-	VOD       int   `json:"vod"`
-	Switches  int64 `json:"switches"`
+	Viewers  int   `json:"viewers"`
+	Live     int   `json:"live"`
+	VOD      int   `json:"vod"`
+	Switches int64 `json:"switches"`
+	// Unplanned counts segments playlists listed that viewers skipped: more
+	// than 5 minutes older than the pass, past what its plan covers.
+	Unplanned int64 `json:"unplanned,omitempty"`
 	Requests  int64 `json:"requests"`
 	Answered  int64 `json:"answered"`
 	Playlists int64 `json:"playlists"`

@@ -113,6 +113,9 @@ func sizeName(n int64) string {
 			return fmt.Sprintf("%d %s", n/u.n, u.name)
 		}
 	}
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
 	return fmt.Sprintf("%d B", n)
 }
 
@@ -314,7 +317,7 @@ func (as *audienceSession) Step(ctx context.Context, i int) error {
 	before := take(ctx, as.tgt)
 	r, runErr := as.g.Run(ctx, loadgen.Pass{Paths: u.paths(as.q), Duration: d, Seed: seed,
 		Plan: func(shard int) loadgen.Plan {
-			as.plans[shard] = newViewerPlan(u, seeds, shard, shards, uint64(i+1))
+			as.plans[shard] = newViewerPlan(u, seeds, shard, shards, seed)
 			return as.plans[shard]
 		}})
 	if runErr != nil {
@@ -364,6 +367,7 @@ func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.R
 	}
 	plDisp, segDisp, dl, dlDisp := loadgen.NewHistogram(), loadgen.NewHistogram(), loadgen.NewHistogram(), loadgen.NewHistogram()
 	liveLag := loadgen.NewHistogram() // the live playlists' schedule lag
+	staleMax := int64(0)
 	edge := map[int32]bool{}          // live segments published in the pass that a viewer asked for
 	passStart := r.Start.UnixNano()
 	for _, p := range as.plans {
@@ -371,6 +375,7 @@ func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.R
 			continue
 		}
 		f.ev.Switches += p.switches
+		f.ev.Unplanned += p.beyond
 		for i := range p.log {
 			rec := &p.log[i]
 			f.ev.Requests++
@@ -395,7 +400,9 @@ func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.R
 					}
 					got := rec.intended + rec.total
 					missed := origin.LivePublished(rec.edge+1, td).UnixNano()
-					_ = f.stale.RecordValue(max(got-missed, 0))
+					stale := max(got-missed, 0)
+					loadgen.Clamp(f.stale, stale) // past 60 s as 60 s; the max is kept apart
+					staleMax = max(staleMax, stale)
 					_ = liveLag.RecordValue(max(rec.lag, 0))
 				}
 				continue
@@ -425,7 +432,7 @@ func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.R
 	if f.stale.TotalCount() > 0 {
 		ev.StalenessP50S = ptr(round3(float64(f.stale.ValueAtQuantile(50)) / 1e9))
 		ev.StalenessP99S = ptr(round3(float64(f.stale.ValueAtQuantile(99)) / 1e9))
-		ev.StalenessMaxS = ptr(round3(float64(f.stale.Max()) / 1e9))
+		ev.StalenessMaxS = ptr(round3(float64(staleMax) / 1e9))
 	}
 	f.playlistLate = classLateness("playlist TTFB", f.playlist, plDisp, 99)
 	f.segmentLate = classLateness("segment TTFB", f.segment, segDisp, 99)

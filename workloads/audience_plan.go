@@ -43,9 +43,14 @@ const (
 	kindBits  = 2
 )
 
+// liveLookback is how old a live segment a pass's players may still ask
+// for: what a playlist that much older than the pass lists. Older ones are
+// counted (Unplanned), not fetched.
+const liveLookback = 5 * time.Minute
+
 // universe is every object a pass's viewers may ask for, indexed without
 // a map: the live channels' playlists and their segments from m0 for span
-// numbers (a pass's live edges and the window before them), then the VOD
+// numbers (a pass's live edges and liveLookback before them), then the VOD
 // titles'.
 type universe struct {
 	a                                 *audience
@@ -60,7 +65,11 @@ type universe struct {
 func newUniverse(a *audience, start time.Time, d time.Duration) *universe {
 	td := a.live.TargetDuration
 	u := &universe{a: a, rends: len(a.live.Ladder)}
-	u.m0 = max(origin.LiveEdge(start, td)-int64(a.live.Window)-1, 0)
+	// Back far enough for a player handed a stale playlist to fetch what it
+	// lists, as players do (an engine may serve an expired playlist long
+	// past its TTL): liveLookback, or the window.
+	back := max(int64(a.live.Window)+1, int64(liveLookback/td))
+	u.m0 = max(origin.LiveEdge(start, td)-back, 0)
 	u.span = origin.LiveEdge(start.Add(d+td), td) - u.m0 + 1
 	c, t, r, k := a.live.Channels, a.live.Titles, u.rends, a.live.TitleSegments
 	u.liveMaster = 0
@@ -250,8 +259,8 @@ type viewerPlan struct {
 	h   events
 	rng *rand.Rand
 	log []audRec
-	// switches made, segments a viewer could not ask for (past the
-	// universe: never expected).
+	// switches made; segments viewers skipped, older than the universe
+	// (a playlist more than liveLookback old), or past it (never expected).
 	switches, beyond int64
 }
 
@@ -376,6 +385,14 @@ func (p *viewerPlan) fetchNext(vi int32, now int64) {
 	due := now
 	if !v.live && v.next >= startFromEnd && v.play >= 0 {
 		due = max(now, v.play+(v.next-startFromEnd+1)*p.td)
+	}
+	if v.live && v.next < p.u.m0 {
+		// Older than the plan reaches: skipped, counted.
+		p.beyond += p.u.m0 - v.next
+		v.next = p.u.m0
+		if v.next > v.known {
+			return
+		}
 	}
 	if _, ok := p.u.segment(v.live, v.item, v.r, v.next); !ok {
 		p.beyond++

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -69,24 +68,10 @@ func TestOriginChildArgsLive(t *testing.T) {
 	defer cancel()
 	live := origin.Live{Channels: 2, Titles: 3, Ladder: []int64{100_000, 250_000}, TargetDuration: 1500 * time.Millisecond, Window: 3, TitleSegments: 7}
 	cfg := origin.Config{FirstByteDelay: origin.NoDelay, TransferRate: origin.Unlimited, Live: live}
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- Run(ctx, origin.ChildArgs(cfg, "127.0.0.1:0"), pw, io.Discard)
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, pr)
-	f := strings.Fields(line)
-	if len(f) != 5 {
-		t.Fatalf("first line %q", line)
-	}
+	data, done := serveChildArgs(t, ctx, cfg)
 	get := func(path string) (*http.Response, string) {
 		t.Helper()
-		resp, err := http.Get(f[2] + path)
+		resp, err := http.Get(data + path)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,6 +63,31 @@ func TestOriginChildArgs(t *testing.T) {
 	defer cancel()
 	cfg := origin.Config{SegmentSize: 1000, ManifestSize: 3000, FirstByteDelay: origin.NoDelay, TransferRate: origin.Unlimited,
 		CacheControl: origin.CacheControl{Master: "public, max-age=7", Manifest: "public, max-age=8", Segment: "public, max-age=9"}}
+	data, done := serveChildArgs(t, ctx, cfg)
+	for _, c := range []struct {
+		path, cc string
+		size     int
+	}{{origin.SegmentPath(3), "public, max-age=9", 1000}, {origin.ManifestPath, "public, max-age=8", 3000}, {origin.MasterPath, "public, max-age=7", -1}} {
+		resp, err := http.Get(data + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || (c.size >= 0 && len(b) != c.size) || resp.Header.Get("Cache-Control") != c.cc {
+			t.Errorf("%s: %d, %d bytes, Cache-Control %q; want %d bytes and %q", c.path, resp.StatusCode, len(b), resp.Header.Get("Cache-Control"), c.size, c.cc)
+		}
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
+
+// serveChildArgs runs `hlsbench origin` with origin.ChildArgs(cfg) until ctx
+// ends: its data URL, and its exit code once it does.
+func serveChildArgs(t *testing.T, ctx context.Context, cfg origin.Config) (string, <-chan int) {
+	t.Helper()
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
@@ -78,22 +103,5 @@ func TestOriginChildArgs(t *testing.T) {
 	if len(f) != 5 {
 		t.Fatalf("first line %q", line)
 	}
-	for _, c := range []struct {
-		path, cc string
-		size     int
-	}{{origin.SegmentPath(3), "public, max-age=9", 1000}, {origin.ManifestPath, "public, max-age=8", 3000}, {origin.MasterPath, "public, max-age=7", -1}} {
-		resp, err := http.Get(f[2] + c.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || (c.size >= 0 && len(b) != c.size) || resp.Header.Get("Cache-Control") != c.cc {
-			t.Errorf("%s: %d, %d bytes, Cache-Control %q; want %d bytes and %q", c.path, resp.StatusCode, len(b), resp.Header.Get("Cache-Control"), c.size, c.cc)
-		}
-	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Errorf("exit %d", code)
-	}
+	return f[2], done
 }

@@ -21,6 +21,11 @@ func NewHistogram() *hdr.Histogram {
 	return hdr.New(histLowest, int64(MaxLatency), histDigits)
 }
 
+// Clamp records ns in a histogram of NewHistogram, clamped into its range
+// (negative as 0, past MaxLatency as MaxLatency): nothing measured is
+// dropped.
+func Clamp(h *hdr.Histogram, ns int64) { record(h, ns) }
+
 // record clamps into the histogram's range: nothing measured is dropped.
 func record(h *hdr.Histogram, ns int64) {
 	if ns < 0 {
