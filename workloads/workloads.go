@@ -80,7 +80,7 @@ func Defaults() Config {
 		Ramp: DefaultRamp, Watch: DefaultWatch, AudiencePasses: DefaultAudiencePasses}
 }
 
-// Quick is the --quick profile: every workload in under two minutes.
+// Quick is the --quick profile: every workload in about three minutes.
 func Quick() Config {
 	c := Defaults()
 	c.Warmups, c.Passes, c.PassDuration = 1, 3, 2*time.Second
