@@ -89,7 +89,10 @@ func TestPlanFollowsAnswers(t *testing.T) {
 	if r.Mode != "plan" || r.Target != 0 {
 		t.Errorf("mode %q target %v, want plan and no rate", r.Mode, r.Target)
 	}
-	// Every loop ran its plan: 2 × 10 firsts, each followed once.
+	// Every loop ran its plan: 2 × 10 firsts, each followed once. The
+	// server's goroutines wrote hits: read them under its lock.
+	mu.Lock()
+	defer mu.Unlock()
 	if hits["/first"] != 2*chains || hits["/then"] != 2*chains || r.Requests != 4*chains || r.OK != 4*chains {
 		t.Fatalf("hits %v, %d requests %d ok: want %d of each path", hits, r.Requests, r.OK, 2*chains)
 	}
