@@ -368,7 +368,7 @@ func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.R
 	plDisp, segDisp, dl, dlDisp := loadgen.NewHistogram(), loadgen.NewHistogram(), loadgen.NewHistogram(), loadgen.NewHistogram()
 	liveLag := loadgen.NewHistogram() // the live playlists' schedule lag
 	staleMax := int64(0)
-	edge := map[int32]bool{}          // live segments published in the pass that a viewer asked for
+	edge := map[int32]bool{} // live segments published in the pass that a viewer asked for
 	passStart := r.Start.UnixNano()
 	for _, p := range as.plans {
 		if p == nil {
