@@ -332,6 +332,7 @@ func Build(in *Input, o Options) (*Report, error) {
 			}
 			w.Cost = append(w.Cost, cs...)
 		}
+		w.Curves = curves(w)
 		w.Takeaway = takeaway(w, o)
 		rep.Workloads = append(rep.Workloads, w)
 		rep.Learned = append(rep.Learned, w.Title+": "+w.Takeaway)

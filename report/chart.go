@@ -67,16 +67,7 @@ func ChartSVG(w io.Writer, t Test) error {
 	if err != nil {
 		return err
 	}
-	c := vgsvg.New(f.w, f.h)
-	f.draw(draw.New(c))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
-		return fmt.Errorf("chart %s: write svg: %w", t.ID, err)
-	}
-	if _, err := w.Write(fontFallback(b.Bytes())); err != nil {
-		return fmt.Errorf("chart %s: write svg: %w", t.ID, err)
-	}
-	return nil
+	return writeSVG(w, t.ID, f.w, f.h, f.draw)
 }
 
 // ChartPNG writes the chart as a PNG at ChartDPI.
@@ -85,10 +76,29 @@ func ChartPNG(w io.Writer, t Test) error {
 	if err != nil {
 		return err
 	}
-	c := vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(ChartDPI))
-	f.draw(draw.New(c))
+	return writePNG(w, t.ID, f.w, f.h, f.draw)
+}
+
+// writeSVG and writePNG render a drawing of width × height; name is the
+// chart's, for errors.
+func writeSVG(w io.Writer, name string, width, height vg.Length, paint func(draw.Canvas)) error {
+	c := vgsvg.New(width, height)
+	paint(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return fmt.Errorf("chart %s: write svg: %w", name, err)
+	}
+	if _, err := w.Write(fontFallback(b.Bytes())); err != nil {
+		return fmt.Errorf("chart %s: write svg: %w", name, err)
+	}
+	return nil
+}
+
+func writePNG(w io.Writer, name string, width, height vg.Length, paint func(draw.Canvas)) error {
+	c := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(ChartDPI))
+	paint(draw.New(c))
 	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(w); err != nil {
-		return fmt.Errorf("chart %s: write png: %w", t.ID, err)
+		return fmt.Errorf("chart %s: write png: %w", name, err)
 	}
 	return nil
 }

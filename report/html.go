@@ -22,6 +22,8 @@ var page = template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
 	"rss":       rssText,
 	"costTests": costTests,
 	"sig3":      results.Sig3,
+	"curveText": curveText,
+	"sizeText":  sizeText,
 }).ParseFS(templates, "templates/index.html.tmpl"))
 
 // WriteHTML writes the page. Every link and image in it is a relative path

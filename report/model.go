@@ -60,6 +60,9 @@ type Workload struct {
 	// (one set when every run agrees; otherwise each run's, named).
 	Conditions []Fact
 	Tests      []Test
+	// Curves put tests that differ only in a size on one chart (the
+	// miss-ratio curve); the tests are in Tests too.
+	Curves []Curve
 	// Takeaway is a sentence computed from the data; ties are called ties.
 	Takeaway string
 	// Cost is the engines' CPU time and memory in this workload.

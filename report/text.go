@@ -104,6 +104,24 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			}
 			p("\n%s\n\n", mdEscape(t.Finding))
 		}
+		for _, c := range wl.Curves {
+			p("### %s\n\n", c.Title)
+			p("%s.\n\n", curveText(c))
+			p("![%s](charts/%s.png)\n\n", mdEscape(c.Title), c.Slug)
+			p("| Engine |")
+			for _, s := range c.Sizes {
+				p(" %s |", sizeText(s))
+			}
+			p("\n|---|%s\n", strings.Repeat("---:|", len(c.Sizes)))
+			for _, l := range c.Lines {
+				p("| %s |", mdEscape(l.Label))
+				for _, pt := range l.Points {
+					p(" %s |", mdEscape(cellValue(pt, c.Unit)))
+				}
+				p("\n")
+			}
+			p("\n")
+		}
 		if len(wl.Cost) > 0 {
 			if wl.CostByTest() {
 				p("Engine cost in this workload:\n\n| Engine | Tests | CPU-ms per 1000 requests | Peak RSS |\n|---|---|---:|---:|\n")
@@ -164,6 +182,12 @@ func cellValue(c Cell, unit string) string {
 		return "no value: " + c.NoValue
 	}
 	return valueText(*c.Value, unit)
+}
+
+// curveText says what a curve's chart shows.
+func curveText(c Curve) string {
+	return fmt.Sprintf("%s at each %s, a line per engine, %s: each point is that size's test above (its valid passes); a size without a value breaks the line",
+		c.What, c.SizeLabel, direction(c.LowerIsBetter))
 }
 
 func passesText(c Cell) string {

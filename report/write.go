@@ -16,13 +16,16 @@ import (
 const Marker = ".hlsbench-report"
 
 // Files lists what WriteDir writes, relative to the directory: the page,
-// its Markdown and CSV, each test's chart as PNG and SVG, and the result
+// its Markdown and CSV, each test's and curve's chart as PNG and SVG, and the result
 // files (and a suite's manifest) under runs/.
 func Files(rep *Report) []string {
 	f := []string{Marker, "index.html", "report.md", "figures.csv"}
 	for _, w := range rep.Workloads {
 		for _, t := range w.Tests {
 			f = append(f, "charts/"+t.Slug+".png", "charts/"+t.Slug+".svg")
+		}
+		for _, c := range w.Curves {
+			f = append(f, "charts/"+c.Slug+".png", "charts/"+c.Slug+".svg")
 		}
 	}
 	for _, s := range rep.Sources {
@@ -92,6 +95,14 @@ func WriteDir(dir string, rep *Report) (err error) {
 				return err
 			}
 			if err := put("charts/"+t.Slug+".svg", func(w io.Writer) error { return ChartSVG(w, t) }); err != nil {
+				return err
+			}
+		}
+		for _, c := range w.Curves {
+			if err := put("charts/"+c.Slug+".png", func(w io.Writer) error { return CurvePNG(w, c) }); err != nil {
+				return err
+			}
+			if err := put("charts/"+c.Slug+".svg", func(w io.Writer) error { return CurveSVG(w, c) }); err != nil {
 				return err
 			}
 		}
