@@ -52,9 +52,9 @@ func New(ctx context.Context, o Options) (*Generator, error) {
 		return nil, err
 	}
 	g := &Generator{opts: opts, t: t, wall0: time.Now(), mono0: nanotime()}
-	// One P per loop plus a spare: a loop holds its P while it waits in
-	// epoll (a raw system call, see sys_linux.go), so the rest of the
-	// process needs a P of its own.
+	// One P per loop plus a spare: a pinned loop holds its P while it
+	// waits in epoll (a raw system call, see sys_linux.go), and an
+	// unpinned one gives it up only once the runtime's monitor takes it.
 	if runtime.GOMAXPROCS(0) < opts.Shards+1 {
 		runtime.GOMAXPROCS(opts.Shards + 1)
 	}

@@ -188,6 +188,9 @@ type shard struct {
 	wakeLate int64
 	spun     int64
 	spunSend int64
+	// rawWait: this loop's thread is pinned to a CPU of its own
+	// (Options.CPUs), and its waits are raw system calls (sys_linux.go).
+	rawWait bool
 	// owed counts closed-loop sends put off while backing off.
 	owed int64
 
@@ -252,6 +255,7 @@ func (s *shard) serve() {
 		var set unix.CPUSet
 		set.Set(cpus[s.id%len(cpus)])
 		s.pinErr = unix.SchedSetaffinity(0, &set)
+		s.rawWait = s.pinErr == nil
 	}
 	s.calibrate()
 	for f := range s.cmds {
@@ -265,7 +269,7 @@ func (s *shard) calibrate() {
 	late := make([]int64, 0, calibrateWaits)
 	for range calibrateWaits {
 		t := nanotime()
-		if n, e := epollWait(s.epfd, s.events, calibrateWait); n != 0 || e != 0 {
+		if n, e := epollWait(s.epfd, s.events, calibrateWait, s.rawWait); n != 0 || e != 0 {
 			continue
 		}
 		late = append(late, max(nanotime()-t-calibrateWait, 0))
@@ -293,7 +297,7 @@ func (s *shard) margin() int64 {
 func (s *shard) waitUntil(due int64) int {
 	t := nanotime()
 	if early := due - t - s.margin(); early > 0 {
-		n, e := epollWait(s.epfd, s.events, early)
+		n, e := epollWait(s.epfd, s.events, early, s.rawWait)
 		if e != 0 {
 			return 0 // EINTR: the runtime preempted us; just loop
 		}
@@ -701,7 +705,7 @@ func (s *shard) windowEnd() int64 {
 }
 
 func (s *shard) wait(d int64) int {
-	n, e := epollWait(s.epfd, s.events, d)
+	n, e := epollWait(s.epfd, s.events, d, s.rawWait)
 	if e != 0 {
 		return 0 // EINTR: the runtime preempted us; just loop
 	}

@@ -20,22 +20,25 @@ func nanotime() int64
 // one. Reads and writes are on non-blocking sockets and never block, and
 // entersyscall/exitsyscall around each would cost more than the calls.
 //
-// The wait blocks, and is raw too. A loop runs one goroutine for a whole
-// pass without passing through the scheduler, so every 10 ms the runtime's
-// monitor (sysmon) finds the same goroutine on the loop's P. Were the loop
-// in an ordinary system call then, sysmon would take the P from it, and
-// after taking a P it goes back to checking every 20 µs for a millisecond
-// or more. Measured with live-audience at 1000 viewers, where the whole
-// process is pinned to the generator's CPU: sysmon ran there ~4,000 times a
-// second for 4.5 % of the CPU, beside 13-18 % for the loop, and the loop was
-// switched out ~450 times a second; raw, ~100 and 0.3 %, and ~60. Raw, the
-// loop's P is never taken: sysmon's preemption request is a signal, which
-// ends the wait with EINTR, and the loop yields at its next function call
-// like any running goroutine (a stop-the-world for the garbage collector
-// reaches it the same way; without signals, GODEBUG=asyncpreemptoff=1, it
-// waits for the wait's end, at most maxWait). The generator keeps one P
-// more than it has loops (see New), so anything else in the process runs
-// on the spare P meanwhile.
+// The wait blocks. A loop runs one goroutine for a whole pass without
+// passing through the scheduler, so every 10 ms the runtime's monitor
+// (sysmon) finds the same goroutine on the loop's P. In an ordinary system
+// call the loop lets sysmon take that P and hand it to other goroutines
+// while it waits: what an unpinned generator sharing its process with
+// servers (the inproc runtime, tests) needs, since the servers would
+// otherwise have only the spare P. But after taking a P sysmon goes back to
+// checking every 20 µs for a millisecond or more, and where the whole
+// process is pinned to the generator's CPU it runs there. Measured with
+// live-audience at 1000 viewers: sysmon ran ~4,000 times a second for 4.5 %
+// of that CPU, beside 13-18 % for the loop, and the loop was switched out
+// ~450 times a second; with raw waits, ~100 and 0.3 %, and ~60. So a loop
+// pinned to a CPU of its own (Options.CPUs) waits with a raw system call:
+// its P is never taken, sysmon's preemption request is a signal that ends
+// the wait with EINTR, and the loop yields at its next function call like
+// any running goroutine (a stop-the-world for the garbage collector reaches
+// it the same way; without signals, GODEBUG=asyncpreemptoff=1, it waits for
+// the wait's end, at most maxWait). The generator keeps one P more than it
+// has loops (see New), so the rest of the process runs on the spare P.
 
 func rawRead(fd int, p []byte) (int, unix.Errno) {
 	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
@@ -48,15 +51,19 @@ func rawWrite(fd int, p []byte) (int, unix.Errno) {
 }
 
 // epollWait waits up to d (negative: forever) with nanosecond precision
-// (epoll_pwait2, Linux 5.11+).
-func epollWait(epfd int, events []unix.EpollEvent, d int64) (int, unix.Errno) {
+// (epoll_pwait2, Linux 5.11+), as a raw system call if raw.
+func epollWait(epfd int, events []unix.EpollEvent, d int64, raw bool) (int, unix.Errno) {
 	var ts unix.Timespec
 	var tsp uintptr
 	if d >= 0 {
 		ts = unix.NsecToTimespec(d)
 		tsp = uintptr(unsafe.Pointer(&ts))
 	}
-	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd),
+	syscall6 := unix.Syscall6
+	if raw {
+		syscall6 = unix.RawSyscall6
+	}
+	n, _, e := syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd),
 		uintptr(unsafe.Pointer(unsafe.SliceData(events))), uintptr(len(events)), tsp, 0, 0)
 	return int(n), e
 }
