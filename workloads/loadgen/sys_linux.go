@@ -53,18 +53,20 @@ func rawWrite(fd int, p []byte) (int, unix.Errno) {
 // epollWait waits up to d (negative: forever) with nanosecond precision
 // (epoll_pwait2, Linux 5.11+), as a raw system call if raw.
 func epollWait(epfd int, events []unix.EpollEvent, d int64, raw bool) (int, unix.Errno) {
-	var ts unix.Timespec
-	var tsp uintptr
+	var ts *unix.Timespec // nil: no timeout
 	if d >= 0 {
-		ts = unix.NsecToTimespec(d)
-		tsp = uintptr(unsafe.Pointer(&ts))
+		t := unix.NsecToTimespec(d)
+		ts = &t
 	}
-	syscall6 := unix.Syscall6
+	var n uintptr
+	var e unix.Errno
 	if raw {
-		syscall6 = unix.RawSyscall6
+		n, _, e = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd),
+			uintptr(unsafe.Pointer(unsafe.SliceData(events))), uintptr(len(events)), uintptr(unsafe.Pointer(ts)), 0, 0)
+	} else {
+		n, _, e = unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd),
+			uintptr(unsafe.Pointer(unsafe.SliceData(events))), uintptr(len(events)), uintptr(unsafe.Pointer(ts)), 0, 0)
 	}
-	n, _, e := syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd),
-		uintptr(unsafe.Pointer(unsafe.SliceData(events))), uintptr(len(events)), tsp, 0, 0)
 	return int(n), e
 }
 
