@@ -513,22 +513,6 @@ func engineMemory(tgt *Target) (int64, error) {
 	return rss, nil
 }
 
-// classLateness is why the generator's own lateness moved the quantile q of
-// one class of requests past its tolerance (as loadgen judges a whole
-// pass): corrected counts from the intended send time, disp from the
-// dispatch instant.
-func classLateness(name string, corr, disp *hdr.Histogram, q float64) []string {
-	if corr.TotalCount() == 0 {
-		return nil
-	}
-	e := loadgen.LagEffect{Corrected: time.Duration(corr.ValueAtQuantile(q)), FromDispatch: time.Duration(disp.ValueAtQuantile(q))}
-	if e.Corrected-e.FromDispatch <= e.Tolerance() {
-		return nil
-	}
-	return []string{fmt.Sprintf("the generator's own lateness moved the %s p%g from %.3f ms to %.3f ms (tolerance %.3f ms): fewer viewers, or a quieter machine",
-		name, q, float64(e.FromDispatch)/1e6, float64(e.Corrected)/1e6, float64(e.Tolerance())/1e6)}
-}
-
 // record adds a pass at the policy's store to the audience's tests.
 func (as *audienceSession) record(p *passInfo, r *loadgen.Result, f *passFigures) {
 	ev := f.ev

@@ -243,6 +243,7 @@ type flapRec struct {
 	intended time.Time
 	ttfb     time.Duration
 	total    time.Duration
+	lag      time.Duration // the generator's schedule lag
 	status   int
 	err      string
 	claim    loadgen.CacheClaim
@@ -253,7 +254,7 @@ type flapRec struct {
 type flapLog struct{ shards [][]flapRec }
 
 func (l *flapLog) record(shard int, rec *loadgen.Record, check loadgen.BodyCheck) {
-	fr := flapRec{intended: rec.Intended, ttfb: rec.TTFB, total: rec.Total, status: rec.Status, err: rec.Err, claim: rec.Cache}
+	fr := flapRec{intended: rec.Intended, ttfb: rec.TTFB, total: rec.Total, lag: rec.Lag, status: rec.Status, err: rec.Err, claim: rec.Cache}
 	if e, ok := check.(*evidence); ok && rec.Status != 0 {
 		fr.stamp = e.stamp
 	}

@@ -400,6 +400,23 @@ func lateness(r *loadgen.Result, quantiles ...float64) []string {
 	return r.Lateness("ttfb", quantiles...)
 }
 
+// classLateness is why the generator's own lateness moved the quantile q of
+// one class of requests past its tolerance (as loadgen judges a whole
+// pass; purge, bans, origin-flap and live-audience judge the window they
+// publish): corrected counts from the intended send time, disp from the
+// dispatch instant.
+func classLateness(name string, corr, disp *hdr.Histogram, q float64) []string {
+	if corr.TotalCount() == 0 {
+		return nil
+	}
+	e := loadgen.LagEffect{Corrected: time.Duration(corr.ValueAtQuantile(q)), FromDispatch: time.Duration(disp.ValueAtQuantile(q))}
+	if e.Corrected-e.FromDispatch <= e.Tolerance() {
+		return nil
+	}
+	return []string{fmt.Sprintf("the generator's own lateness moved the %s p%g from %.3f ms to %.3f ms (tolerance %.3f ms): fewer viewers, or a quieter machine",
+		name, q, float64(e.FromDispatch)/1e6, float64(e.Corrected)/1e6, float64(e.Tolerance())/1e6)}
+}
+
 func kinds(m map[string]int64) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -733,6 +733,7 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 type purgeRec struct {
 	intended int64 // unix ns
 	ttfb     int64
+	lag      int64 // the generator's schedule lag: ttfb-lag counts from the dispatch
 	obj      int
 	status   int
 	err      bool
@@ -748,7 +749,7 @@ type purgeLog struct {
 }
 
 func (l *purgeLog) record(shard int, rec *loadgen.Record, check loadgen.BodyCheck) {
-	pr := purgeRec{intended: rec.Intended.UnixNano(), ttfb: int64(rec.TTFB), obj: rec.Object, status: rec.Status, err: rec.Err != ""}
+	pr := purgeRec{intended: rec.Intended.UnixNano(), ttfb: int64(rec.TTFB), lag: int64(rec.Lag), obj: rec.Object, status: rec.Status, err: rec.Err != ""}
 	if e, ok := check.(*evidence); ok && rec.Status != 0 {
 		pr.stamp = e.stamp
 	}
