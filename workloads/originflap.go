@@ -110,21 +110,12 @@ type flip struct {
 }
 
 func (o *flapSession) cycle(ctx context.Context, c int) error {
-	cfg, tgt, ttl := o.cfg, o.tgt, o.spec.Policy.ManifestTTL
+	cfg, tgt := o.cfg, o.tgt
 	o.rc.Progress.step(fmt.Sprintf("cycle %d/%d (origin fails after %s)", c, cfg.Cycles, cfg.HealthyPhase), cfg.HealthyPhase+cfg.FailPhase)
 	o.log.reset()
 	before := take(ctx, tgt)
 	flipped := make(chan flip, 1)
-	timer := time.AfterFunc(cfg.HealthyPhase, func() {
-		err := tgt.Origin.SetMode(context.WithoutCancel(ctx), cfg.FailMode)
-		f := flip{at: time.Now(), err: err}
-		if st, err := tgt.Origin.Stats(context.WithoutCancel(ctx)); err == nil {
-			f.lastGen = st.Objects[o.path].LastGenerated
-		} else if f.err == nil {
-			f.err = err
-		}
-		flipped <- f
-	})
+	timer := time.AfterFunc(cfg.HealthyPhase, func() { flipped <- o.fail(context.WithoutCancel(ctx)) })
 	started := time.Now()
 	r, runErr := o.g.Run(ctx, loadgen.Pass{Path: o.path, Rate: o.rate, Duration: cfg.HealthyPhase + cfg.FailPhase})
 	var f flip
@@ -149,8 +140,29 @@ func (o *flapSession) cycle(ctx context.Context, c int) error {
 	if f.err != nil {
 		p.reasons = append(p.reasons, "origin control: "+f.err.Error())
 	}
+	o.judge(p, f)
+	return o.rc.Save()
+}
+
+// fail switches the origin to the failure mode and reads when it started
+// failing and the object's last generation before it.
+func (o *flapSession) fail(ctx context.Context) flip {
+	err := o.tgt.Origin.SetMode(ctx, o.cfg.FailMode)
+	f := flip{at: time.Now(), err: err}
+	if st, err := o.tgt.Origin.Stats(ctx); err == nil {
+		f.lastGen = st.Objects[o.path].LastGenerated
+	} else if f.err == nil {
+		f.err = err
+	}
+	return f
+}
+
+// judge classes the cycle's records against the flip and adds cycle p to
+// the TTFB and grace tests.
+func (o *flapSession) judge(p *passInfo, f flip) {
+	ttl, r := o.spec.Policy.ManifestTTL, p.lr
 	expiry := time.Unix(0, f.lastGen).Add(ttl)
-	fe := &results.FlapEvidence{FailStart: f.at.UTC(), TTLExpiredAt: expiry.UTC(), FailMode: cfg.FailMode.String()}
+	fe := &results.FlapEvidence{FailStart: f.at.UTC(), TTLExpiredAt: expiry.UTC(), FailMode: o.cfg.FailMode.String()}
 	claimed := &results.CacheClaims{}
 	// Every request of the failing phase counts in its latency: an answer
 	// at its TTFB, a timeout at the timeout. Other failures have no
@@ -235,7 +247,6 @@ func (o *flapSession) cycle(ctx context.Context, c int) error {
 		o.gr.Stale, o.gr.GraceErrors, o.gr.Fresh = ptr(o.stale), ptr(o.errs), ptr(o.fresh)
 		o.gr.Recount()
 	}
-	return o.rc.Save()
 }
 
 // flapRec is one request of an origin-flap cycle with its evidence.
