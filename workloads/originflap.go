@@ -75,11 +75,16 @@ func (originFlap) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc 
 		g.Close()
 		return nil, err
 	}
-	o.ttfb = rc.latency(&s, tgt, "p50-ttfb-failing", "p50 TTFB while the origin fails", 50)
-	o.ttfb.r.Aggregation = "p50 of every request sent while the origin failed, of the valid measured cycles merged: answers at their first byte, timeouts at the timeout; a cycle with any other failure is invalid"
-	o.gr = rc.newResult(&s, tgt, "grace-ratio", "Grace hit ratio", "%", false,
-		"stale ÷ (stale + errors + unproven) over requests sent while the origin failed and the object's TTL had expired; stale and fresh proven from the origin's X-Origin-Generated stamp; the valid measured cycles")
+	o.tests()
 	return o, nil
+}
+
+// tests records the workload's tests.
+func (o *flapSession) tests() {
+	o.ttfb = o.rc.latency(o.spec, o.tgt, "p50-ttfb-failing", "p50 TTFB while the origin fails", 50)
+	o.ttfb.r.Aggregation = "p50 of every request sent while the origin failed, of the valid measured cycles merged: answers at their first byte, timeouts at the timeout; a cycle with any other failure is invalid"
+	o.gr = o.rc.newResult(o.spec, o.tgt, "grace-ratio", "Grace hit ratio", "%", false,
+		"stale ÷ (stale + errors + unproven) over requests sent while the origin failed and the object's TTL had expired; stale and fresh proven from the origin's X-Origin-Generated stamp; the valid measured cycles")
 }
 
 // Steps are one healthy warm-up phase, not counted, then the cycles.
