@@ -82,7 +82,7 @@ func (originFlap) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc 
 // tests records the workload's tests.
 func (o *flapSession) tests() {
 	o.ttfb = o.rc.latency(o.spec, o.tgt, "p50-ttfb-failing", "p50 TTFB while the origin fails", 50)
-	o.ttfb.r.Aggregation = "p50 of every request sent while the origin failed, of the valid measured cycles merged: answers at their first byte, timeouts at the timeout; a cycle with any other failure is invalid"
+	o.ttfb.r.Aggregation = "p50 of every request sent while the origin failed, of the valid measured cycles merged: answers at their first byte, timeouts at the timeout; a cycle with any other failure is invalid, and so is one whose failing-phase p50 the generator's own lateness moved (the same requests counted from their dispatch) or during which the generator was busy"
 	o.gr = o.rc.newResult(o.spec, o.tgt, "grace-ratio", "Grace hit ratio", "%", false,
 		"stale ÷ (stale + errors + unproven) over requests sent while the origin failed and the object's TTL had expired; stale and fresh proven from the origin's X-Origin-Generated stamp; the valid measured cycles")
 }
@@ -165,14 +165,16 @@ func (o *flapSession) fail(ctx context.Context) flip {
 // judge classes the cycle's records against the flip and adds cycle p to
 // the TTFB and grace tests.
 func (o *flapSession) judge(p *passInfo, f flip) {
-	ttl, r := o.spec.Policy.ManifestTTL, p.lr
+	ttl := o.spec.Policy.ManifestTTL
 	expiry := time.Unix(0, f.lastGen).Add(ttl)
 	fe := &results.FlapEvidence{FailStart: f.at.UTC(), TTLExpiredAt: expiry.UTC(), FailMode: o.cfg.FailMode.String()}
 	claimed := &results.CacheClaims{}
 	// Every request of the failing phase counts in its latency: an answer
 	// at its TTFB, a timeout at the timeout. Other failures have no
-	// latency worth publishing and make the figure invalid.
-	failHist := loadgen.NewHistogram()
+	// latency worth publishing and make the figure invalid. failDisp counts
+	// the same requests from their dispatch, as loadgen does, so that the
+	// generator's lateness is judged on the phase published, not the pass.
+	failHist, failDisp := loadgen.NewHistogram(), loadgen.NewHistogram()
 	failErrs := map[string]int64{}
 	for _, recs := range o.log.shards {
 		for i := range recs {
@@ -195,8 +197,10 @@ func (o *flapSession) judge(p *passInfo, f flip) {
 			switch {
 			case class != "error":
 				_ = failHist.RecordValue(max(int64(fr.ttfb), 0))
+				_ = failDisp.RecordValue(max(int64(fr.ttfb-fr.lag), 0))
 			case fr.err == "timeout":
 				_ = failHist.RecordValue(int64(fr.total))
+				_ = failDisp.RecordValue(max(int64(fr.total-fr.lag), 0))
 				failErrs[fr.err]++
 			case fr.err != "":
 				failErrs[fr.err]++
@@ -206,7 +210,7 @@ func (o *flapSession) judge(p *passInfo, f flip) {
 		}
 	}
 	p.ev.Claims, p.ev.Flap = claimed, fe
-	p.ev.Generator = generatorFigures(r, 50)
+	p.ev.Generator = generatorFigures(p.lr, 50)
 
 	// TTFB while failing: a value only with good answers behind it.
 	failing, window := fe.Failing, fe.Window
@@ -226,7 +230,13 @@ func (o *flapSession) judge(p *passInfo, f flip) {
 				n, sent, kinds(failErrs)))
 		}
 	}
-	o.ttfb.addValue(p, failHist, tv, "", append(lateness(r, 50), ttfbWhy...)...)
+	// The generator's lateness and a busy generator move a latency, so
+	// they are judged here as for every latency test (latencyTest.add).
+	late := classLateness("failing-phase TTFB", failHist, failDisp, 50)
+	if p.busy != "" {
+		late = append(late, p.busy)
+	}
+	o.ttfb.addValue(p, failHist, tv, "", append(late, ttfbWhy...)...)
 
 	// Grace: only what was proven stale counts for it.
 	var graceWhy []string
