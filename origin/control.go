@@ -10,7 +10,7 @@ import (
 //	GET  /healthz             200 "ok": the control API is up
 //	GET  /mode                {"mode": "healthy"}
 //	POST /mode?set=MODE       MODE is healthy, 5xx, refuse or drop; {"mode": MODE}, 400 for another
-//	GET  /stats               Stats as JSON
+//	GET  /stats               Stats as JSON, with the mode and the instant it took effect
 //	POST /stats/reset         zero the counters; the answer is Stats as they were
 //
 // POST /mode answers 500 when a Server could not apply the mode at once
@@ -44,10 +44,10 @@ func (o *Origin) newControl() http.Handler {
 		writeJSON(w, http.StatusOK, modeAnswer{Mode: m})
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, o.stats.snapshot(false))
+		writeJSON(w, http.StatusOK, o.snapshot(false))
 	})
 	mux.HandleFunc("POST /stats/reset", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, o.stats.snapshot(true))
+		writeJSON(w, http.StatusOK, o.snapshot(true))
 	})
 	return mux
 }

@@ -251,7 +251,8 @@ type Origin struct {
 	crcs  map[crcKey]uint32
 
 	mode     atomic.Int32
-	modeMu   sync.Mutex // serialises mode changes and their watchers
+	modeMu   sync.Mutex                 // serialises mode changes and their watchers
+	changed  atomic.Pointer[modeChange] // the last change, for Stats
 	watchers map[int]func(Mode) error
 	nextID   int
 
@@ -283,6 +284,7 @@ func New(cfg Config) (*Origin, error) {
 		watchers: make(map[int]func(Mode) error),
 	}
 	o.stats.objects = make(map[string]*objectEntry)
+	o.changed.Store(&modeChange{mode: Healthy, at: o.now().UnixNano()})
 	o.master = playlistObject(kindMaster, "m", masterPlaylist(cfg.SegmentSize, cfg.SegmentDuration))
 	o.media = playlistObject(kindManifest, "p", mediaPlaylist(cfg.ManifestSize, cfg.SegmentDuration))
 	o.live = newLiveObjects(cfg.Live)
@@ -313,12 +315,25 @@ func (o *Origin) setMode(m Mode) error {
 	}
 	o.modeMu.Lock()
 	defer o.modeMu.Unlock()
-	o.mode.Store(int32(m))
+	if o.Mode() != m {
+		// Taken before the store, under the lock: every answer in m comes
+		// after it, and the watchers (a Server cutting connections, up to
+		// cutWait) may take long after it, so SetMode's return is no
+		// measure of when the origin started failing.
+		o.changed.Store(&modeChange{mode: m, at: o.now().UnixNano()})
+		o.mode.Store(int32(m))
+	}
 	var errs []error
 	for _, w := range o.watchers {
 		errs = append(errs, w(m))
 	}
 	return errors.Join(errs...)
+}
+
+// modeChange is a mode and the instant (Unix ns) the origin entered it.
+type modeChange struct {
+	mode Mode
+	at   int64
 }
 
 // watch calls fn with the current mode and then with every change, until

@@ -354,3 +354,64 @@ func TestServerRelistenRetries(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The origin reports the instant its mode changed, taken at the change:
+// not when SetMode returns, which in refuse and drop modes waits for the
+// answers it cut (up to cutWait), nor when the counters are read.
+func TestModeChangeInstant(t *testing.T) {
+	o, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{}
+	clk.set(time.Unix(1_700_000_000, 0))
+	o.now = clk.now // before the Server starts: no race
+	s, err := Start(o, "127.0.0.1:0", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c := &Client{BaseURL: "http://" + s.ControlAddr()}
+	ctx := testCtx(t)
+	// A watcher that takes cutWait after every change, as the Server's
+	// may while connections close.
+	unwatch, err := o.watch(func(Mode) error { clk.add(cutWait); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unwatch()
+
+	check := func(what string, want Mode, since time.Time) {
+		t.Helper()
+		for _, read := range []struct {
+			name string
+			get  func() (Stats, error)
+		}{{"in-process", func() (Stats, error) { return o.Stats(), nil }}, {"control API", func() (Stats, error) { return c.Stats(ctx) }}} {
+			st, err := read.get()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode != want || st.ModeSince != since.UnixNano() {
+				t.Errorf("%s, %s: mode %v since %v, want %v since %v (the change's instant; SetMode returned at %v)",
+					what, read.name, st.Mode, time.Unix(0, st.ModeSince).UTC(), want, since.UTC(), clk.now().UTC())
+			}
+		}
+	}
+	failed := time.Unix(1_700_000_100, 0)
+	clk.set(failed)
+	if err := c.SetMode(ctx, Refuse); err != nil {
+		t.Fatal(err)
+	}
+	check("refuse", Refuse, failed)
+	if err := c.SetMode(ctx, Refuse); err != nil { // no change: it has refused since then
+		t.Fatal(err)
+	}
+	if err := c.ResetStats(ctx); err != nil { // not a counter
+		t.Fatal(err)
+	}
+	check("refuse again, counters reset", Refuse, failed)
+	healed := time.Unix(1_700_000_200, 0)
+	clk.set(healed)
+	o.SetMode(Healthy)
+	check("healthy", Healthy, healed)
+}

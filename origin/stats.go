@@ -18,6 +18,14 @@ type Stats struct {
 	// because of a failure mode.
 	Failed int64       `json:"failed"`
 	Health HealthStats `json:"health"`
+	// Mode is the failure mode when the counters were read, and ModeSince
+	// the instant it took effect (the origin's clock, Unix ns), taken as
+	// the mode changed, before a Server cut the connections it had (which
+	// may take up to 2 s): when the origin started or stopped failing.
+	// Resets leave both alone; setting the mode it has changes neither. An
+	// origin older than these fields sends neither: ModeSince is then 0.
+	Mode      Mode  `json:"mode"`
+	ModeSince int64 `json:"mode_since_unix_nano"`
 }
 
 // ObjectStats are one request URI's counters.
@@ -40,11 +48,18 @@ type HealthStats struct {
 	Failed int64 `json:"failed"`
 }
 
-// Stats returns a copy of the counters.
-func (o *Origin) Stats() Stats { return o.stats.snapshot(false) }
+// Stats returns a copy of the counters, and the mode since when.
+func (o *Origin) Stats() Stats { return o.snapshot(false) }
 
 // ResetStats zeroes the counters. Versions keep counting.
-func (o *Origin) ResetStats() { o.stats.snapshot(true) }
+func (o *Origin) ResetStats() { o.snapshot(true) }
+
+func (o *Origin) snapshot(reset bool) Stats {
+	s := o.stats.snapshot(reset)
+	c := o.changed.Load()
+	s.Mode, s.ModeSince = c.mode, c.at
+	return s
+}
 
 type objectEntry struct {
 	ObjectStats
