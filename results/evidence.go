@@ -311,12 +311,16 @@ type BurstEvidence struct {
 // error or unproven from the origin's stamp, per phase; the window is the
 // failing phase after the object's TTL expired.
 type FlapEvidence struct {
-	Healthy      PhaseCounts `json:"healthy"`
-	Failing      PhaseCounts `json:"failing"`
-	Window       PhaseCounts `json:"expired_window"`
-	FailStart    time.Time   `json:"fail_start"`
-	TTLExpiredAt time.Time   `json:"ttl_expired_at"`
-	FailMode     string      `json:"fail_mode"`
+	Healthy PhaseCounts `json:"healthy"`
+	Failing PhaseCounts `json:"failing"`
+	Window  PhaseCounts `json:"expired_window"`
+	// FailStart is when the origin started failing, by its own report;
+	// ModeChangeAnswered is when its control API answered the change, up
+	// to 2 s later in refuse and drop modes (absent if it never did).
+	FailStart          time.Time  `json:"fail_start"`
+	ModeChangeAnswered *time.Time `json:"mode_change_answered,omitempty"`
+	TTLExpiredAt       time.Time  `json:"ttl_expired_at"`
+	FailMode           string     `json:"fail_mode"`
 	// ClaimDisagreements count answers whose X-Cache claim contradicts the
 	// origin's stamp (a stale answer called HIT, say).
 	ClaimDisagreements int64    `json:"claim_disagreements"`

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -109,9 +110,10 @@ func (o *flapSession) Step(ctx context.Context, i int) error {
 // flip is the moment the origin started failing, and the object's last
 // generation before it.
 type flip struct {
-	at      time.Time
-	lastGen int64
-	err     error
+	at       time.Time
+	answered time.Time // when SetMode returned
+	lastGen  int64
+	err      error
 }
 
 func (o *flapSession) cycle(ctx context.Context, c int) error {
@@ -150,14 +152,34 @@ func (o *flapSession) cycle(ctx context.Context, c int) error {
 }
 
 // fail switches the origin to the failure mode and reads when it started
-// failing and the object's last generation before it.
+// failing, by its own report, and the object's last generation before it.
+// SetMode's return is no measure of the start: in refuse and drop modes it
+// waits up to 2 s for the answers the origin cut.
 func (o *flapSession) fail(ctx context.Context) flip {
+	asked := time.Now()
 	err := o.tgt.Origin.SetMode(ctx, o.cfg.FailMode)
-	f := flip{at: time.Now(), err: err}
-	if st, err := o.tgt.Origin.Stats(ctx); err == nil {
-		f.lastGen = st.Objects[o.path].LastGenerated
-	} else if f.err == nil {
-		f.err = err
+	returned := time.Now()
+	f := flip{at: returned, answered: returned, err: err}
+	st, err := o.tgt.Origin.Stats(ctx)
+	if err != nil {
+		f.err = errors.Join(f.err, err)
+		return f
+	}
+	f.lastGen = st.Objects[o.path].LastGenerated
+	// The origin's clock is this machine's: its instant must fall within
+	// the call, or it is of another change.
+	since := time.Unix(0, st.ModeSince)
+	switch {
+	case st.ModeSince == 0:
+		f.err = errors.Join(f.err, fmt.Errorf("the origin did not report when it started failing (an hlsbench origin older than this one?): the failing phase is counted from when it answered the mode change, %v after it was asked",
+			returned.Sub(asked).Round(time.Millisecond)))
+	case st.Mode != o.cfg.FailMode:
+		f.err = errors.Join(f.err, fmt.Errorf("the origin reports mode %v since %v after it was asked for %v", st.Mode, since.UTC().Format(time.RFC3339Nano), o.cfg.FailMode))
+	case since.Before(asked) || since.After(returned):
+		f.err = errors.Join(f.err, fmt.Errorf("the origin reports it started failing at %v, outside the %v it took to answer the mode change (from %v): the failing phase is counted from when it answered",
+			since.UTC().Format(time.RFC3339Nano), returned.Sub(asked).Round(time.Millisecond), asked.UTC().Format(time.RFC3339Nano)))
+	default:
+		f.at = since
 	}
 	return f
 }
@@ -168,6 +190,9 @@ func (o *flapSession) judge(p *passInfo, f flip) {
 	ttl := o.spec.Policy.ManifestTTL
 	expiry := time.Unix(0, f.lastGen).Add(ttl)
 	fe := &results.FlapEvidence{FailStart: f.at.UTC(), TTLExpiredAt: expiry.UTC(), FailMode: o.cfg.FailMode.String()}
+	if !f.answered.IsZero() {
+		fe.ModeChangeAnswered = ptr(f.answered.UTC())
+	}
 	claimed := &results.CacheClaims{}
 	// Every request of the failing phase counts in its latency: an answer
 	// at its TTFB, a timeout at the timeout. Other failures have no

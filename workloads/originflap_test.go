@@ -1,11 +1,13 @@
 package workloads
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
@@ -100,4 +102,94 @@ func TestFlapFailingTTFBLatenessOwnWindow(t *testing.T) {
 				val(tt.Value), tt.Passes[0].Valid, reasonsOf(tt))
 		}
 	})
+}
+
+// slowFailOrigin changes its mode at once and returns from SetMode only
+// hold later, as a Server does while it cuts the connections it had in
+// refuse and drop modes. old is an origin that does not report when its
+// mode changed.
+type slowFailOrigin struct {
+	hold    time.Duration
+	old     bool
+	path    string
+	mode    origin.Mode
+	since   int64
+	lastGen int64
+}
+
+func (s *slowFailOrigin) SetMode(_ context.Context, m origin.Mode) error {
+	s.mode, s.since = m, time.Now().UnixNano()
+	time.Sleep(s.hold)
+	return nil
+}
+
+func (s *slowFailOrigin) Stats(context.Context) (origin.Stats, error) {
+	st := origin.Stats{Objects: map[string]origin.ObjectStats{s.path: {Fetches: 1, LastGenerated: s.lastGen}}}
+	if !s.old {
+		st.Mode, st.ModeSince = s.mode, s.since
+	}
+	return st, nil
+}
+
+// Issue 23 item 11: the failing phase starts when the origin started
+// failing, by its own report, not when SetMode returned: the requests
+// refused in between belong to it, not to the healthy phase.
+func TestFlapFailStartIsTheOrigins(t *testing.T) {
+	ctl := &slowFailOrigin{hold: 300 * time.Millisecond}
+	o, _ := flapJudge(t, ctl)
+	o.cfg.FailMode = origin.Refuse
+	ctl.path, ctl.lastGen = o.path, time.Now().Add(-3*time.Second).UnixNano() // expired before the failure
+	f := o.fail(context.Background())
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	if f.at.UnixNano() != ctl.since {
+		t.Errorf("the failing phase starts %v after the origin started failing, want at it", f.at.Sub(time.Unix(0, ctl.since)))
+	}
+	changed := time.Unix(0, ctl.since)
+	var recs []flapRec
+	for i := range 100 { // healthy, fresh
+		in := changed.Add(-time.Second + time.Duration(i)*10*time.Millisecond)
+		recs = append(recs, flapRec{intended: in, ttfb: time.Millisecond, total: 2 * time.Millisecond, status: 200, stamp: in.UnixNano()})
+	}
+	for i := range 20 { // refused while SetMode had not returned
+		recs = append(recs, flapRec{intended: changed.Add(time.Duration(i) * 10 * time.Millisecond), err: "connect"})
+	}
+	for i := range 100 { // then served stale
+		in := changed.Add(ctl.hold + time.Duration(i)*10*time.Millisecond)
+		recs = append(recs, flapRec{intended: in, ttfb: time.Millisecond, total: 2 * time.Millisecond, status: 200, stamp: ctl.lastGen})
+	}
+	o.log.shards[0] = recs
+	p := flapPass()
+	o.judge(p, f)
+	fe := p.ev.Flap
+	if fe.Healthy.Errors != 0 || fe.Failing.Errors != 20 || fe.Healthy.Fresh != 100 {
+		t.Errorf("healthy %+v, failing %+v: want the 20 refused requests in the failing phase", fe.Healthy, fe.Failing)
+	}
+	if !fe.FailStart.Equal(changed) {
+		t.Errorf("fail_start %v, want the origin's %v", fe.FailStart, changed.UTC())
+	}
+	if a := fe.ModeChangeAnswered; a == nil || a.Before(changed.Add(ctl.hold)) {
+		t.Errorf("mode_change_answered %v: want SetMode's return, %v or more after the change", a, ctl.hold)
+	}
+	if o.ttfb.r.Passes[0].Valid {
+		t.Errorf("TTFB while failing valid at %v ms: the refused requests were not counted in it", val(o.ttfb.r.Value))
+	}
+}
+
+// An origin that does not report when its mode changed (older than
+// Stats.ModeSince) leaves the failing phase's start unknown: the cycle
+// says so rather than counting from a zero time or silently from SetMode's
+// return.
+func TestFlapFailStartUnreported(t *testing.T) {
+	ctl := &slowFailOrigin{old: true}
+	o, _ := flapJudge(t, ctl)
+	ctl.path, ctl.lastGen = o.path, time.Now().Add(-time.Second).UnixNano()
+	f := o.fail(context.Background())
+	if f.err == nil || !strings.Contains(f.err.Error(), "did not report") {
+		t.Errorf("error %v: want the missing instant named", f.err)
+	}
+	if f.at.IsZero() || f.at.UnixNano() < ctl.since {
+		t.Errorf("fail start %v: want SetMode's return as the fallback, not a zero time", f.at)
+	}
 }
