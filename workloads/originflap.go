@@ -83,9 +83,9 @@ func (originFlap) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc 
 // tests records the workload's tests.
 func (o *flapSession) tests() {
 	o.ttfb = o.rc.latency(o.spec, o.tgt, "p50-ttfb-failing", "p50 TTFB while the origin fails", 50)
-	o.ttfb.r.Aggregation = "p50 of every request sent while the origin failed, of the valid measured cycles merged: answers at their first byte, timeouts at the timeout; a cycle with any other failure is invalid, and so is one whose failing-phase p50 the generator's own lateness moved (the same requests counted from their dispatch) or during which the generator was busy"
+	o.ttfb.r.Aggregation = "p50 of every request sent while the origin failed (from the instant the origin reports it started failing), of the valid measured cycles merged: answers at their first byte, timeouts at the timeout; a cycle with any other failure is invalid, and so is one whose failing-phase p50 the generator's own lateness moved (the same requests counted from their dispatch) or during which the generator was busy"
 	o.gr = o.rc.newResult(o.spec, o.tgt, "grace-ratio", "Grace hit ratio", "%", false,
-		"stale ÷ (stale + errors + unproven) over requests sent while the origin failed and the object's TTL had expired; stale and fresh proven from the origin's X-Origin-Generated stamp; the valid measured cycles")
+		"stale ÷ (stale + errors + unproven) over requests sent while the origin failed (from the instant it reports) and the object's TTL had expired; stale and fresh proven from the origin's X-Origin-Generated stamp; the valid measured cycles")
 }
 
 // Steps are one healthy warm-up phase, not counted, then the cycles.
