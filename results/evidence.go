@@ -158,11 +158,14 @@ type PurgeEvidence struct {
 }
 
 // PhaseTTFB is the TTFB of the requests sent in one phase of a pass.
+// ErrorsByKind are its failed requests by kind, where the workload counts
+// them (repeated-bans' quarters, which count a timeout at the timeout).
 type PhaseTTFB struct {
-	Requests int64    `json:"requests"`
-	Errors   int64    `json:"errors"`
-	P50Ms    *float64 `json:"p50_ms"`
-	P99Ms    *float64 `json:"p99_ms"`
+	Requests     int64            `json:"requests"`
+	Errors       int64            `json:"errors"`
+	ErrorsByKind map[string]int64 `json:"errors_by_kind,omitempty"`
+	P50Ms        *float64         `json:"p50_ms"`
+	P99Ms        *float64         `json:"p99_ms"`
 }
 
 // PurgeWindow is one window after a purge: its start (ms after the
@@ -201,7 +204,9 @@ type BanEvidence struct {
 	DurationMaxMs *float64 `json:"duration_max_ms"`
 	// First and Last are the requests sent in the pass's first and last
 	// quarter for objects not invalidated in the pass (the first quarter
-	// starts before any call); the drift is Last's p99 ÷ First's.
+	// starts before any call); the drift is Last's p99 ÷ First's. A
+	// timeout counts in their TTFB at the timeout, another failure has
+	// none; either makes the latency tests of the pass invalid.
 	First PhaseTTFB `json:"first_quarter"`
 	Last  PhaseTTFB `json:"last_quarter"`
 	// EngineCPUFirst and EngineCPULast are the engine's CPU, in cores, in
@@ -209,7 +214,8 @@ type BanEvidence struct {
 	EngineCPUFirst *float64 `json:"engine_cpu_first"`
 	EngineCPULast  *float64 `json:"engine_cpu_last"`
 	// BanList is the engine's ban list (Varnish's MAIN.bans) read after
-	// the last call; null for an engine that keeps none.
+	// the last call; null for an engine that keeps none, or when the last
+	// call or the read after it failed (never an earlier call's list).
 	BanList *int64 `json:"ban_list"`
 	// AnsweredAfter and StaleAfterPurge are as in PurgeEvidence, for the
 	// invalidated objects: good answers to requests sent after their call
@@ -223,7 +229,8 @@ type BanEvidence struct {
 
 // BanWindow is one second of a repeated-bans pass: its start (ms from the
 // pass's), the requests sent in it for objects not invalidated in the
-// pass, failed ones, their TTFB p99, the calls made so far, the ban list
+// pass, failed ones, their TTFB p99 (a timeout at the timeout, another
+// failure left out), the calls made so far, the ban list
 // read after the window's call, and the engine's CPU in cores.
 type BanWindow struct {
 	AtMs      float64  `json:"at_ms"`

@@ -44,17 +44,17 @@ func (repeatedBans) Spec() Spec {
 func (repeatedBans) Tests() []latencyDef {
 	return []latencyDef{
 		{id: "ttfb-drift", title: "p99 TTFB drift under bans", unit: "x", lower: true,
-			agg: "TTFB p99 of the pass's last quarter ÷ its first quarter (whose start has no ban yet), over requests for objects not invalidated in the pass; the median of the valid measured passes"},
+			agg: "TTFB p99 of the pass's last quarter ÷ its first quarter (whose start has no ban yet), over requests for objects not invalidated in the pass, a timeout counted at the timeout; a pass with any failed request in either quarter, or whose generator's lateness moved either quarter's p99 past its tolerance, is invalid; the median of the valid measured passes"},
 		{id: "p99-ttfb-bans", title: "p99 TTFB, last quarter of bans", q: 99,
-			agg: "p99 TTFB of the requests sent in each pass's last quarter for objects not invalidated in it, of the valid measured passes merged"},
+			agg: "p99 TTFB of the requests sent in each pass's last quarter for objects not invalidated in it, a timeout counted at the timeout; a pass with any failed request in that quarter, or whose generator's lateness moved that quarter's p99 past its tolerance, is invalid; the valid measured passes merged (HDR histogram), per-pass values each pass's own"},
 		{id: "engine-cpu-drift", title: "Engine CPU drift under bans", unit: "x", lower: true,
 			agg: "the engine's CPU time per second in the pass's last quarter ÷ its first quarter; the median of the valid measured passes"},
 		{id: "ban-list", title: "Ban list at the end", unit: "bans", lower: true,
-			agg: "the engine's ban list (Varnish's MAIN.bans) read after the last call of a pass; the median of the valid measured passes"},
+			agg: "the engine's ban list (Varnish's MAIN.bans) read after the last call of a pass (null for the pass when that call or that read failed, never an earlier call's list); the median of the valid measured passes"},
 		{id: "purge-duration", title: "Ban duration", unit: "ms", lower: true,
 			agg: "from each invalidation call to its return (a ban accepted, or the object's purge answered); the median of every call of the valid measured passes"},
-		{id: "stale-after-purge", title: "Stale answers after a ban", unit: "answers", lower: true,
-			agg: "good answers for an invalidated object to requests sent after its call returned whose copy the origin made before the call (its X-Origin-Generated stamp); the valid measured passes' sum"},
+		{id: "stale-after-purge", title: "Stale answers after a ban", unit: "per 1000 answers", lower: true,
+			agg: "1000 × stale answers ÷ answers whose staleness could be proven, both summed over the valid measured passes: good answers for an invalidated object to requests sent after its call returned that carry the origin's X-Origin-Generated stamp, stale when the origin made that copy before the call was sent; per-pass values are each pass's own per 1000, the result's stale field is the raw count"},
 	}
 }
 
@@ -77,9 +77,17 @@ type banSession struct {
 
 	drift, cpuDrift, list, dur, stale *results.Result
 	late                              *latencyTest
+	staleSum                          *sumTest
+	q                                 quarterHists // the last pass's
 
 	drifts, cpuDrifts, lists, durations []float64
-	staleN                              int64
+}
+
+// quarterHists are a pass's first and last quarters' TTFB, from the
+// intended send time and from the dispatch (ttfb - lag): their difference
+// is the generator's own lateness in the window each figure publishes.
+type quarterHists struct {
+	first, firstDisp, last, lastDisp *hdr.Histogram
 }
 
 func (w repeatedBans) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
@@ -89,17 +97,7 @@ func (w repeatedBans) Open(ctx context.Context, s Spec, cfg Config, tgt *Target,
 		return nil, err
 	}
 	bs := &banSession{purgeSession: ps}
-	res := map[string]*results.Result{}
-	for _, d := range w.Tests() {
-		if d.q > 0 {
-			bs.late = rc.latency(&s, tgt, d.id, d.title, d.q)
-			bs.late.r.Aggregation = d.agg
-			continue
-		}
-		res[d.id] = rc.newTest(&s, tgt, d)
-	}
-	bs.drift, bs.cpuDrift, bs.list = res["ttfb-drift"], res["engine-cpu-drift"], res["ban-list"]
-	bs.dur, bs.stale = res["purge-duration"], res["stale-after-purge"]
+	bs.newTests(rc, &s, tgt)
 	// Which engines keep a ban list is known from their counters.
 	if why := bs.noBanList(ctx); why != "" {
 		bs.list.NotApplicable, bs.list.NoValue = why, "not applicable: "+why
@@ -112,6 +110,22 @@ func (w repeatedBans) Open(ctx context.Context, s Spec, cfg Config, tgt *Target,
 		bs.cpuDrift.NotApplicable, bs.cpuDrift.NoValue = why, "not applicable: "+why
 	}
 	return bs, nil
+}
+
+// newTests records repeated-bans' tests for tgt.
+func (bs *banSession) newTests(rc *Recorder, s *Spec, tgt *Target) {
+	res := map[string]*results.Result{}
+	for _, d := range (repeatedBans{}).Tests() {
+		if d.q > 0 {
+			bs.late = rc.latency(s, tgt, d.id, d.title, d.q)
+			bs.late.r.Aggregation = d.agg
+			continue
+		}
+		res[d.id] = rc.newTest(s, tgt, d)
+	}
+	bs.drift, bs.cpuDrift, bs.list = res["ttfb-drift"], res["engine-cpu-drift"], res["ban-list"]
+	bs.dur, bs.stale = res["purge-duration"], res["stale-after-purge"]
+	bs.staleSum = &sumTest{r: bs.stale, value: func(num, den int64) float64 { return 1000 * ratio(num, den) }}
 }
 
 // noBanList says why the target has no ban list to read, or "".
@@ -150,6 +164,7 @@ type banCall struct {
 	obj            int
 	sent, returned int64 // unix ns
 	list           *int64
+	listErr        error // reading the ban list after the call failed
 	err            error
 	checked        bool  // the check got a good answer
 	stamp          int64 // its origin stamp, 0 without one
@@ -192,7 +207,7 @@ func (bs *banSession) Step(ctx context.Context, i int) error {
 	case be.Failed > 0:
 		p.reasons = append(p.reasons, fmt.Sprintf("%d of %d invalidations failed (%s)", be.Failed, be.Calls, strings.Join(be.FailSamples, "; ")))
 	}
-	bs.record(p, r, be, made)
+	bs.record(p, be, made)
 	return bs.rc.Save()
 }
 
@@ -240,10 +255,15 @@ func (bs *banSession) calls(ctx context.Context, start time.Time, total time.Dur
 			c.checked, c.stamp = err == nil && status == http.StatusOK, stamp
 		}
 		if c.err == nil && bs.list.NotApplicable == "" && bs.tgt.Counters != nil {
-			if m, err := bs.tgt.Counters(ctx); err == nil {
-				if v, ok := m[banListCounter]; ok {
-					c.list = ptr(int64(v))
-				}
+			m, err := bs.tgt.Counters(ctx)
+			v, ok := m[banListCounter]
+			switch {
+			case err != nil:
+				c.listErr = fmt.Errorf("reading the engine's counters: %w", err)
+			case !ok:
+				c.listErr = fmt.Errorf("the engine's counters have no %s", banListCounter)
+			default:
+				c.list = ptr(int64(v))
 			}
 		}
 		out = append(out, c)
@@ -270,14 +290,12 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 			be.Failed++
 			seen[strings.ReplaceAll(c.err.Error(), bs.paths[c.obj], "OBJECT")]++
 		}
-		if c.list != nil {
-			be.BanList = c.list
-		}
 		if c.checked {
 			countAnswer(c.stamp, c.sent, &be.AnsweredAfter, &be.Unproven, &be.StaleAfterPurge)
 		}
 	}
 	be.FailSamples = failSamples(seen)
+	be.BanList, _ = banListAtEnd(made)
 	if len(durs) > 0 {
 		be.DurationP50Ms = ptr(round3(stats.Median(durs)))
 		m := 0.0
@@ -289,7 +307,7 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 
 	t0 := start.UnixNano()
 	quarter := int64(total / 4)
-	firstH, lastH := loadgen.NewHistogram(), loadgen.NewHistogram()
+	q := quarterHists{first: loadgen.NewHistogram(), firstDisp: loadgen.NewHistogram(), last: loadgen.NewHistogram(), lastDisp: loadgen.NewHistogram()}
 	nwin := int((total + BanEvery - 1) / BanEvery)
 	wins := make([]*hdr.Histogram, nwin)
 	for k := range wins {
@@ -314,24 +332,44 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 			w := &be.Windows[min(int(at/int64(BanEvery)), nwin-1)]
 			w.Requests++
 			var ph *results.PhaseTTFB
-			var h *hdr.Histogram
+			var h, hd *hdr.Histogram
 			switch {
 			case at < quarter:
-				ph, h = &be.First, firstH
+				ph, h, hd = &be.First, q.first, q.firstDisp
 			case at >= int64(total)-quarter:
-				ph, h = &be.Last, lastH
+				ph, h, hd = &be.Last, q.last, q.lastDisp
 			}
+			if ph != nil {
+				ph.Requests++
+			}
+			// A failure stays in the figures, as in the purge's refill: a
+			// timeout at the timeout (as loadgen records it), another
+			// failure with no latency; either makes the pass's latency tests
+			// invalid (record). Left out, an engine whose slow answers time
+			// out would score better than one that gave them.
+			v, d := max(rec.ttfb, 0), max(rec.ttfb-rec.lag, 0)
 			if !rec.good() {
 				w.Errors++
-				if ph != nil {
-					ph.Requests++
-					ph.Errors++
+				kind := rec.kind
+				if kind == "" {
+					kind = "status"
 				}
-				continue
+				if ph != nil {
+					ph.Errors++
+					if ph.ErrorsByKind == nil {
+						ph.ErrorsByKind = map[string]int64{}
+					}
+					ph.ErrorsByKind[kind]++
+				}
+				if kind != "timeout" {
+					continue
+				}
+				v, d = int64(bs.cfg.Timeout), max(int64(bs.cfg.Timeout)-rec.lag, 0)
 			}
-			_ = wins[min(int(at/int64(BanEvery)), nwin-1)].RecordValue(max(rec.ttfb, 0))
+			_ = wins[min(int(at/int64(BanEvery)), nwin-1)].RecordValue(v)
 			if ph != nil {
-				phase(ph, h, rec, true)
+				_ = h.RecordValue(v)
+				_ = hd.RecordValue(d)
 			}
 		}
 	}
@@ -349,19 +387,63 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 			}
 		}
 	}
-	be.First.P50Ms, be.First.P99Ms = msq(firstH, 50), msq(firstH, 99)
-	be.Last.P50Ms, be.Last.P99Ms = msq(lastH, 50), msq(lastH, 99)
+	be.First.P50Ms, be.First.P99Ms = msq(q.first, 50), msq(q.first, 99)
+	be.Last.P50Ms, be.Last.P99Ms = msq(q.last, 50), msq(q.last, 99)
 	be.EngineCPUFirst = cpu.cores(start, start.Add(time.Duration(quarter)))
 	be.EngineCPULast = cpu.cores(start.Add(total-time.Duration(quarter)), start.Add(total))
-	bs.log.refill = lastH
+	bs.q = q
 	return be
 }
 
-func (bs *banSession) record(p *passInfo, r *loadgen.Result, be *results.BanEvidence, made []banCall) {
-	more := lateness(r, 99)
-	if p.busy != "" {
-		more = append(more, p.busy)
+// banListAtEnd is the ban list read after the pass's last call, or why
+// there is none: an earlier call's list is not the list at the end (the
+// bans after it are missing from it).
+func banListAtEnd(made []banCall) (*int64, string) {
+	if len(made) == 0 {
+		return nil, "no invalidation was made in the pass"
 	}
+	c := &made[len(made)-1]
+	where := fmt.Sprintf("call %d of %d", len(made), len(made))
+	switch {
+	case c.err != nil:
+		return nil, fmt.Sprintf("the last call failed (%s: %v): the ban list was not read after it", where, c.err)
+	case c.list == nil && c.listErr != nil:
+		return nil, fmt.Sprintf("the ban list could not be read after the last call (%s: %v)", where, c.listErr)
+	case c.list == nil:
+		return nil, fmt.Sprintf("the ban list could not be read after the last call (%s)", where)
+	}
+	return c.list, ""
+}
+
+// quarterFailed is why a quarter's TTFB figures are invalid when any of
+// its requests failed: purge-stampede's refill rule, no failure tolerated.
+func quarterFailed(which string, ph *results.PhaseTTFB) []string {
+	if ph.Errors == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%d of %d requests in the %s quarter failed (%s): a timeout counts at the timeout, another failure has no TTFB, and no failure is tolerated",
+		ph.Errors, ph.Requests, which, kinds(ph.ErrorsByKind))}
+}
+
+// quarterLate is classLateness for a quarter whose histograms may be
+// missing (a pass recorded without its records).
+func quarterLate(name string, corr, disp *hdr.Histogram) []string {
+	if corr == nil || disp == nil {
+		return nil
+	}
+	return classLateness(name, corr, disp, 99)
+}
+
+func (bs *banSession) record(p *passInfo, be *results.BanEvidence, made []banCall) {
+	// The latency figures are judged on the quarters they publish: their
+	// failures, and the generator's lateness there (not over the pass).
+	var busy []string
+	if p.busy != "" {
+		busy = []string{p.busy}
+	}
+	lastWhy := append(quarterFailed("last", &be.Last), quarterLate("last quarter's TTFB", bs.q.last, bs.q.lastDisp)...)
+	driftWhy := append(append(quarterFailed("first", &be.First), quarterLate("first quarter's TTFB", bs.q.first, bs.q.firstDisp)...), lastWhy...)
+	driftWhy, lastWhy = append(driftWhy, busy...), append(lastWhy, busy...)
 
 	// The drift of the p99, last quarter against first.
 	var drift *float64
@@ -376,15 +458,15 @@ func (bs *banSession) record(p *passInfo, r *loadgen.Result, be *results.BanEvid
 	default:
 		drift = ptr(round3(*be.Last.P99Ms / *be.First.P99Ms))
 	}
-	if rp := addPass(bs.drift, p, drift, why, more...); !rp.Warmup && rp.Valid {
+	if rp := addPass(bs.drift, p, drift, why, driftWhy...); !rp.Warmup && rp.Valid {
 		bs.drifts = append(bs.drifts, *drift)
 		bs.drift.Value = ptr(round3(stats.Median(bs.drifts)))
 		bs.drift.Recount()
 	}
 
 	// The last quarter's p99 itself.
-	v, why := p.latencyValue(bs.log.refill, 99)
-	bs.late.addValue(p, bs.log.refill, v, why, more...)
+	v, why := p.latencyValue(bs.q.last, 99)
+	bs.late.addValue(p, bs.q.last, v, why, lastWhy...)
 
 	// The engine's CPU, last quarter against first: time the engine spent,
 	// not latency, so the generator's lateness does not matter.
@@ -408,9 +490,9 @@ func (bs *banSession) record(p *passInfo, r *loadgen.Result, be *results.BanEvid
 
 	if bs.list.NotApplicable == "" {
 		var l *float64
-		why := "the ban list could not be read after the pass's calls"
-		if be.BanList != nil {
-			l = ptr(float64(*be.BanList))
+		list, why := banListAtEnd(made)
+		if list != nil {
+			l = ptr(float64(*list))
 		}
 		if rp := addPass(bs.list, p, l, why); !rp.Warmup && rp.Valid {
 			bs.lists = append(bs.lists, *l)
@@ -433,23 +515,26 @@ func (bs *banSession) record(p *passInfo, r *loadgen.Result, be *results.BanEvid
 		bs.dur.Recount()
 	}
 
+	// Stale answers per 1000 whose staleness the origin's stamps prove:
+	// a sum would grow with the valid passes, and a cell with fewer of them
+	// would read as better.
 	var st *float64
 	stWhy := ""
 	var stMore []string
+	proven := be.AnsweredAfter - be.Unproven
 	switch {
 	case be.AnsweredAfter == 0:
 		stWhy = "no good answer for an invalidated object to a request sent after its call returned"
 	case be.AnsweredAfter == be.Unproven:
 		stWhy = fmt.Sprintf("none of the %d answers after a call carried the origin's stamp (%s): staleness cannot be proven", be.AnsweredAfter, origin.GeneratedHeader)
 	default:
-		st = ptr(float64(be.StaleAfterPurge))
+		st = ptr(round3(1000 * ratio(be.StaleAfterPurge, proven)))
 		if be.Unproven > 0 {
 			stMore = append(stMore, fmt.Sprintf("%d of %d answers after a call carried no origin stamp (%s)", be.Unproven, be.AnsweredAfter, origin.GeneratedHeader))
 		}
 	}
-	if rp := addPass(bs.stale, p, st, stWhy, stMore...); !rp.Warmup && rp.Valid {
-		bs.staleN += be.StaleAfterPurge
-		bs.stale.Value, bs.stale.Stale = ptr(float64(bs.staleN)), ptr(bs.staleN)
-		bs.stale.Recount()
+	bs.staleSum.add(p, st, stWhy, be.StaleAfterPurge, proven, stMore...)
+	if bs.stale.Value != nil {
+		bs.stale.Stale = ptr(bs.staleSum.num)
 	}
 }

@@ -737,6 +737,7 @@ type purgeRec struct {
 	obj      int
 	status   int
 	err      bool
+	kind     string // the error kind ("timeout", …), "" without one
 	stamp    int64
 }
 
@@ -749,7 +750,7 @@ type purgeLog struct {
 }
 
 func (l *purgeLog) record(shard int, rec *loadgen.Record, check loadgen.BodyCheck) {
-	pr := purgeRec{intended: rec.Intended.UnixNano(), ttfb: int64(rec.TTFB), lag: int64(rec.Lag), obj: rec.Object, status: rec.Status, err: rec.Err != ""}
+	pr := purgeRec{intended: rec.Intended.UnixNano(), ttfb: int64(rec.TTFB), lag: int64(rec.Lag), obj: rec.Object, status: rec.Status, err: rec.Err != "", kind: rec.Err}
 	if e, ok := check.(*evidence); ok && rec.Status != 0 {
 		pr.stamp = e.stamp
 	}
