@@ -250,6 +250,8 @@ func unitName(t Test) string {
 		return "Percent"
 	case t.Unit == "answers":
 		return "Answers"
+	case t.Unit == "per 1000 answers":
+		return "Stale answers per 1000 answers whose staleness the origin's stamp proves"
 	case t.Unit == "bans":
 		return "Bans on the engine's list"
 	}
