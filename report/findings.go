@@ -87,11 +87,16 @@ func same(a, b []float64) bool {
 }
 
 // unknownWhy says why cells cannot be told apart from the leader: too few
-// valid passes for the U test ever to reach significance (or no valid pass).
+// valid passes for the U test ever to reach significance, or values so
+// often equal (counts) that no split of them can (or no valid pass).
 func unknownWhy(vs []verdict, o Options) string {
 	d := vs[0].delta
-	if d.BaseN == 0 || d.NewN == 0 {
+	switch {
+	case d.BaseN == 0 || d.NewN == 0:
 		return d.Reason
+	case stats.SmallestP(d.BaseN, d.NewN) < o.Compare.Alpha && d.MinP >= o.Compare.Alpha:
+		return fmt.Sprintf("with %d and %d valid passes of so few distinct values no split of them can reach p < %g (the smallest p is %.3g)",
+			d.BaseN, d.NewN, o.Compare.Alpha, d.MinP)
 	}
 	return fmt.Sprintf("with %d and %d valid passes no difference can reach p < %g; %d passes each can",
 		d.BaseN, d.NewN, o.Compare.Alpha, stats.MinSamples(o.Compare.Alpha))

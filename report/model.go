@@ -102,7 +102,8 @@ type Cell struct {
 	// Passes are the measured passes, in order: each with its value (nil
 	// when it has none) and whether it was valid.
 	Passes []PassPoint
-	Spread results.Spread
+	// Spread is nil when no valid pass has a value.
+	Spread *results.Spread
 	// Invalid explains invalid passes ("pass 3: …").
 	Invalid []string
 	Errors  int64

@@ -411,6 +411,16 @@ func TestFinding(t *testing.T) {
 			"with 3 and 3 valid passes no difference can reach p < 0.05", fmt.Sprintf("%d passes each can", stats.MinSamples(0.05))},
 		not: []string{"tie"},
 	}, {
+		// Counts tie: six passes of 0 against 0,0,1,1,1,1 can never reach
+		// p < 0.05 (the smallest p these ties allow is 56/924, see
+		// results/stats TestCompareTiesExact), however many passes.
+		name:    "ties that cannot be told apart",
+		test:    handTest(handCell("a", 0, 0, 0, 0, 0, 0), handCell("b", 0, 0, 1, 1, 1, 1)),
+		unknown: 1,
+		want: []string{"a is lowest at 0 ms.", "but it cannot be told apart from it",
+			"with 6 and 6 valid passes of so few distinct values no split of them can reach p < 0.05 (the smallest p is 0.0606)"},
+		not: []string{"tie:", "passes each can"},
+	}, {
 		name: "one without a value",
 		test: handTest(handCell("a", 1, 1, 1), handCell("b", 1, 1, 1), noValueCell("c", "every request failed: HTTP 502.")),
 		ties: 1, none: 1,

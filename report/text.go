@@ -31,7 +31,7 @@ func WriteCSV(w io.Writer, rep *Report) error {
 					num(c.Value), t.Unit, strconv.FormatBool(t.LowerIsBetter), strconv.FormatBool(c.Valid), c.NoValue,
 					strconv.Itoa(c.ValidPasses), strconv.Itoa(c.MeasuredPasses), "", "", "",
 					strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10), "", "", c.Source}
-				if c.Spread.N > 0 {
+				if c.Spread != nil {
 					row[15], row[16], row[17] = fnum(c.Spread.Min), fnum(c.Spread.Median), fnum(c.Spread.Max)
 				}
 				row[20] = num(c.CPUMsPer1000)
@@ -199,7 +199,7 @@ func passesText(c Cell) string {
 
 func spreadText(c Cell, unit string) string {
 	switch {
-	case c.Spread.N < 2:
+	case c.Spread == nil || c.Spread.N < 2:
 		return "—"
 	case c.Spread.Min == c.Spread.Max:
 		return "all " + valueText(c.Spread.Min, unit)

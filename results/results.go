@@ -320,7 +320,9 @@ type Result struct {
 	MeasuredPasses int    `json:"passes"`
 	ValidPasses    int    `json:"valid_passes"`
 	Passes         []Pass `json:"pass_records"`
-	Spread         Spread `json:"spread"`
+	// Spread is nil (JSON null) when no valid measured pass has a value,
+	// as Value is: zeros would read as a measurement.
+	Spread *Spread `json:"spread"`
 	// Requests and Errors add up every measured pass's requests and failed
 	// requests (every workload), by kind in ErrorsByKind.
 	Requests     int64            `json:"requests"`
@@ -481,8 +483,8 @@ func (r *Result) firstCause() string {
 }
 
 // SpreadOf computes the spread of the valid measured (non-warm-up) passes
-// that have a value.
-func SpreadOf(ps []Pass) Spread {
+// that have a value; nil when there is none.
+func SpreadOf(ps []Pass) *Spread {
 	var v []float64
 	for _, p := range ps {
 		if !p.Warmup && p.Valid && p.Value != nil {
@@ -490,10 +492,10 @@ func SpreadOf(ps []Pass) Spread {
 		}
 	}
 	if len(v) == 0 {
-		return Spread{}
+		return nil
 	}
 	sort.Float64s(v)
-	return Spread{N: len(v), Min: v[0], Median: stats.Median(v), Max: v[len(v)-1]}
+	return &Spread{N: len(v), Min: v[0], Median: stats.Median(v), Max: v[len(v)-1]}
 }
 
 // EncodeHistogram is the compressed V2 encoding, base64.
@@ -646,6 +648,13 @@ func Load(path string) (*Run, error) {
 	}
 	if probe.SchemaVersion < 3 {
 		upgrade2(&r)
+	}
+	for i := range r.Results {
+		// Files written before spread was null wrote {"n":0,...} for no
+		// valued pass: that was never a measurement.
+		if s := r.Results[i].Spread; s != nil && s.N == 0 {
+			r.Results[i].Spread = nil
+		}
 	}
 	if r.FinishedAt.IsZero() {
 		// The process never said how it ended: killed (or still running).

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +173,78 @@ func TestLoadSchema2File(t *testing.T) {
 				t.Errorf("%s: generator %+v claims %+v", res.ID, g, p.Evidence.Claims)
 			}
 		}
+	}
+}
+
+// spread is null where no valid measured pass has a value, as value is
+// (issue 23, item 17), and survives a round trip; a file written before
+// that, with {"n":0,...}, reads as null too.
+func TestSpreadNull(t *testing.T) {
+	none := Result{ID: "purge-stampede/recovery", Unit: "ms", Passes: []Pass{
+		{Index: 1, Warmup: true, Value: F(5), Valid: true},
+		{Index: 1, NoValue: "no successful request", InvalidReasons: []string{"no successful request"}},
+		{Index: 2, Value: F(7), InvalidReasons: []string{"the generator was late"}}}}
+	none.Recount()
+	some := Result{ID: "hit-path/p99-ttfb", Unit: "ms", Value: F(2), Passes: []Pass{
+		{Index: 1, Value: F(3), Valid: true}, {Index: 2, Value: F(1), Valid: true}, {Index: 3, Value: F(2), Valid: true}}}
+	some.Recount()
+	run := NewRun("v1", "abc123", nil)
+	run.Results = []Result{none, some}
+	run.Status, run.FinishedAt = StatusComplete, time.Now()
+	const (
+		null    = `"spread":null`
+		figures = `"spread":{"n":3,"min":1,"median":2,"max":3}`
+	)
+	compact := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := compact(none); !strings.Contains(got, null) {
+		t.Errorf("no valid pass with a value: %s, want %s", got, null)
+	}
+	if got := compact(some); !strings.Contains(got, figures) {
+		t.Errorf("three valid passes: %s, want %s", got, figures)
+	}
+	dir := t.TempDir()
+	path, err := run.Save(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compact(back.Results[0]); !strings.Contains(got, null) {
+		t.Errorf("after a round trip: %s, want %s", got, null)
+	}
+	if got := compact(back.Results[1]); !strings.Contains(got, figures) {
+		t.Errorf("after a round trip: %s, want %s", got, figures)
+	}
+	// Today's files wrote the empty spread as zeros.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["results"].([]any)[0].(map[string]any)["spread"] = map[string]any{"n": 0, "min": 0, "median": 0, "max": 0}
+	old := filepath.Join(dir, "run-old.json")
+	if err := os.WriteFile(old, []byte(compact(m)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err = Load(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compact(back.Results[0]); !strings.Contains(got, null) {
+		t.Errorf("a file with a zero spread: %s, want %s", got, null)
+	}
+	if got := compact(back.Results[1]); !strings.Contains(got, figures) {
+		t.Errorf("a file with a zero spread, the other result: %s, want %s", got, figures)
 	}
 }

@@ -133,7 +133,8 @@ func FormatValue(r *results.Result) string {
 	}
 	v := *r.Value
 	hi := v
-	if r.Spread.N > 1 {
+	many := r.Spread != nil && r.Spread.N > 1
+	if many {
 		hi = max(hi, r.Spread.Max)
 	}
 	unit, scale := r.Unit, 1.0
@@ -141,7 +142,7 @@ func FormatValue(r *results.Result) string {
 		unit, scale = "s", 1000
 	}
 	s := results.Sig3(v/scale) + " " + unit
-	if r.Spread.N > 1 {
+	if many {
 		s += fmt.Sprintf(" [%s–%s %s]", results.Sig3(r.Spread.Min/scale), results.Sig3(r.Spread.Max/scale), unit)
 	}
 	return s

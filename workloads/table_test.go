@@ -146,7 +146,7 @@ func TestValueFromValidPassesOnly(t *testing.T) {
 		t.Errorf("value %v, %d of %d valid, valid %v, reasons %v, requests %d: want 1 ms from passes 1 and 3",
 			val(r.Value), r.ValidPasses, r.MeasuredPasses, r.Valid, r.InvalidReasons, r.Requests)
 	}
-	if r.Spread.N != 2 || r.Spread.Max > 1.01 {
+	if r.Spread == nil || r.Spread.N != 2 || r.Spread.Max > 1.01 {
 		t.Errorf("spread %+v: want the valid passes only", r.Spread)
 	}
 

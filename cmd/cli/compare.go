@@ -50,7 +50,9 @@ U test gives p < --alpha and the median moved by at least --threshold percent in
 the direction that is worse (or better) for the test; ~ (no significant change)
 otherwise. It is "not comparable" when a side has too few valid passes for the
 test ever to reach p < --alpha: 3 against 3 can never reach 0.05, 4 against 4
-can. Small samples without ties use the exact distribution of U, others the
+can; or when the medians differ but the values tie so often that no split of
+them could (six passes of 0 against 0,0,1,1,1,1: p is at least 0.061). Up to 50
+passes a side p is exact, from the distribution of U given the ties; above, the
 normal approximation with tie correction.
 
 A workload's conditions (rate, connections, object and range sizes, burst,

@@ -467,3 +467,32 @@ func TestRunsResolution(t *testing.T) {
 		}
 	}
 }
+
+// Counts tie (issue 23, item 16). Six passes that each saw 0 stale answers
+// against 0,0,1,1,1,1: the exact p given the ties is 56/924 = 0.061 (see
+// stats.TestCompareTiesExact), the smallest any split of these values can
+// give, so the nightly may not call it a regression (the normal
+// approximation said p 0.025 and did). Eight passes against 2 of 0 and 6
+// of 1 can reach significance despite the ties, and still do.
+func TestRunsTies(t *testing.T) {
+	zeros := func(n int) []float64 { return make([]float64, n) }
+	base := newRun("base", result("miss-storm/stale-6", true, zeros(6)...),
+		result("miss-storm/stale-8", true, zeros(8)...))
+	new := newRun("new", result("miss-storm/stale-6", true, 0, 0, 1, 1, 1, 1),
+		result("miss-storm/stale-8", true, 0, 0, 1, 1, 1, 1, 1, 1))
+	c, err := compare(t, []*results.Run{base}, []*results.Run{new})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rowOf(t, c, "builtin", "miss-storm/stale-6")
+	if r.Verdict != stats.NotComparable || r.P == nil || *r.P < 0.0606 || *r.P > 0.0607 || !r.Exact ||
+		!strings.Contains(r.Reason, "too many ties") {
+		t.Errorf("6 vs 6 with ties: %s (%s) p %v exact %v; want not comparable for the ties, exact p 0.0606", r.Verdict, r.Reason, r.P, r.Exact)
+	}
+	if r := rowOf(t, c, "builtin", "miss-storm/stale-8"); r.Verdict != stats.Regression || !r.Exact {
+		t.Errorf("8 vs 8 with ties: %s (%s), want an exact regression", r.Verdict, r.Reason)
+	}
+	if regs := c.Regressions(); len(regs) != 1 || regs[0].ID != "miss-storm/stale-8" {
+		t.Errorf("regressions %+v, want only stale-8", regs)
+	}
+}

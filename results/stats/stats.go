@@ -5,16 +5,22 @@
 // The U test is chosen over a t-test because pass values (a pass's p99
 // TTFB, say) are skewed and have outliers; it assumes only that passes are
 // independent. Its p-value is two-sided and computed
-//   - exactly, from the null distribution of U, when neither sample has more
-//     than ExactLimit values and no value occurs twice in the pooled samples;
+//   - exactly when neither sample has more than ExactLimit values: from the
+//     null distribution of U without ties, and with ties from the
+//     permutation distribution of the rank sum given the pooled midranks
+//     (every choice of which pooled values are the first sample's equally
+//     likely), since the normal approximation is anti-conservative there:
+//     six passes of 0 against 0,0,1,1,1,1 get 0.025 from it, 0.061 exactly;
 //   - otherwise from the normal approximation with the tie correction of the
 //     variance and a continuity correction of 1/2 (what R's wilcox.test and
 //     SciPy's mannwhitneyu do by default).
 //
 // The exact p-value has a floor: with n1 and n2 values it is never below
 // SmallestP(n1, n2) = 2/C(n1+n2, n1), so 3 passes against 3 can never reach
-// p < 0.05 however far apart they are. Compare says so ("not comparable")
-// rather than calling such a difference insignificant.
+// p < 0.05 however far apart they are. Ties raise the floor further (UTest's
+// MinP: counts, ban lists and coalescing ratios repeat values). Compare says
+// so ("not comparable") rather than calling such a difference
+// insignificant.
 package stats
 
 import (
@@ -32,7 +38,9 @@ const (
 )
 
 // ExactLimit is the largest sample size for which the exact distribution
-// of U is used (when there are no ties).
+// of U is used, with or without ties. Above it the normal approximation is
+// close, and the exact distribution with ties would cost (n1+n2)²·n1² steps
+// per test.
 const ExactLimit = 50
 
 // Median is the middle value of x (the mean of the two middle values for
@@ -58,9 +66,14 @@ type UTest struct {
 	// P is the two-sided p-value: the probability, were both samples
 	// drawn from one distribution, of a U at least as far from its mean.
 	P float64
-	// Exact says P comes from the exact distribution of U; false means
-	// the normal approximation (ties, or a sample over ExactLimit).
+	// Exact says P comes from the exact distribution of U (given the
+	// ties, where there are); false means the normal approximation (a
+	// sample over ExactLimit).
 	Exact bool
+	// MinP is the smallest P any split of the pooled values into samples
+	// of these sizes could give, computed as P is: SmallestP without
+	// ties, more with them (one value everywhere gives 1).
+	MinP float64
 }
 
 // ErrEmpty is returned for a test on an empty sample.
@@ -83,12 +96,94 @@ func MannWhitneyU(x, y []float64) (UTest, error) {
 		r1 += r
 	}
 	u := r1 - float64(n1*(n1+1))/2
-	if tieSum == 0 && n1 <= ExactLimit && n2 <= ExactLimit {
-		// The distribution is symmetric: the lower tail of the nearer end.
-		k := int(math.Round(min(u, float64(n1*n2)-u)))
-		return UTest{U: u, P: min(1, 2*exactCDF(n1, n2, k)), Exact: true}, nil
+	switch {
+	case n1 > ExactLimit || n2 > ExactLimit:
+		// The most extreme split puts the n1 lowest (or highest) ranks in
+		// x: the farther of the two from the mean decides the floor.
+		sorted := slices.Clone(ranks)
+		slices.Sort(sorted)
+		lo, hi := 0.0, 0.0
+		for i := range n1 {
+			lo += sorted[i]
+			hi += sorted[len(sorted)-1-i]
+		}
+		base := float64(n1*(n1+1)) / 2
+		mean := float64(n1*n2) / 2
+		ext := lo - base
+		if hi-base-mean > mean-ext {
+			ext = hi - base
+		}
+		return UTest{U: u, P: normalP(u, n1, n2, tieSum), MinP: normalP(ext, n1, n2, tieSum)}, nil
+	case tieSum > 0:
+		p, minP := exactTies(ranks, n1)
+		return UTest{U: u, P: p, Exact: true, MinP: minP}, nil
 	}
-	return UTest{U: u, P: normalP(u, n1, n2, tieSum)}, nil
+	// The distribution is symmetric: the lower tail of the nearer end.
+	k := int(math.Round(min(u, float64(n1*n2)-u)))
+	return UTest{U: u, P: min(1, 2*exactCDF(n1, n2, k)), Exact: true, MinP: SmallestP(n1, n2)}, nil
+}
+
+// exactTies is the two-sided p-value of the first n1 ranks' sum W from its
+// permutation distribution given the pooled midranks: twice the smaller
+// tail, P(W ≤ w) or P(W ≥ w), over the C(N, n1) equally likely ways of
+// choosing n1 of the N pooled values, as the exact test without ties does.
+// With ties the distribution need not be symmetric, and "as far from the
+// mean" could then fall below 2/C(N, n1): 7,7 against 48 would give 1/3.
+// minP is the smallest p of any W: that of the lowest or highest sum.
+//
+// Midranks are multiples of 1/2, so the sums are counted doubled, as
+// integers, by the subset-sum recurrence over the pooled values
+// (count[j][s]: ways to choose j of the values seen so far with doubled
+// sum s). The counts are floats: past 2⁵³ they lose digits, not range.
+// The smaller sample is counted: its sum's distance from its mean equals
+// the other's.
+func exactTies(ranks []float64, n1 int) (p, minP float64) {
+	n := len(ranks)
+	k := min(n1, n-n1)
+	r2 := make([]int, n)
+	for i, r := range ranks {
+		r2[i] = int(math.Round(2 * r))
+	}
+	obs := 0
+	if k == n1 {
+		for _, v := range r2[:n1] {
+			obs += v
+		}
+	} else {
+		for _, v := range r2[n1:] {
+			obs += v
+		}
+	}
+	maxSum := 0
+	for _, v := range slices.Sorted(slices.Values(r2))[n-k:] {
+		maxSum += v
+	}
+	width := maxSum + 1
+	count := make([]float64, (k+1)*width)
+	count[0] = 1
+	for i, r := range r2 {
+		for j := min(i+1, k); j >= 1; j-- {
+			row, prev := count[j*width:(j+1)*width], count[(j-1)*width:j*width]
+			for s := maxSum; s >= r; s-- {
+				row[s] += prev[s-r]
+			}
+		}
+	}
+	dist := count[k*width:]
+	lowest, highest := slices.IndexFunc(dist, func(c float64) bool { return c > 0 }), maxSum
+	total, below, above := 0.0, 0.0, 0.0
+	for s, c := range dist {
+		total += c
+		if s <= obs {
+			below += c
+		}
+		if s >= obs {
+			above += c
+		}
+	}
+	p = min(1, 2*min(below, above)/total)
+	minP = min(1, 2*min(dist[lowest], dist[highest])/total)
+	return p, minP
 }
 
 // rank gives the pooled samples' ranks (x's first, then y's), ties getting
@@ -239,9 +334,11 @@ type Delta struct {
 	// new one is not; NaN when either is missing.
 	Change float64
 	// P is the U test's two-sided p-value (NaN when it could not run) and
-	// Exact whether it came from the exact distribution.
+	// Exact whether it came from the exact distribution. MinP is the
+	// smallest p the samples' sizes and ties allow (UTest.MinP).
 	P     float64
 	Exact bool
+	MinP  float64
 	// BaseN and NewN are the samples' sizes.
 	BaseN int
 	NewN  int
@@ -257,7 +354,7 @@ type Delta struct {
 // significant change when p ≥ alpha or the change is under threshold; not
 // comparable when a sample is empty or too small to ever reach p < alpha.
 func Compare(base, new []float64, lowerIsBetter bool, threshold, alpha float64) Delta {
-	d := Delta{BaseMedian: Median(base), NewMedian: Median(new), Change: math.NaN(), P: math.NaN(),
+	d := Delta{BaseMedian: Median(base), NewMedian: Median(new), Change: math.NaN(), P: math.NaN(), MinP: math.NaN(),
 		BaseN: len(base), NewN: len(new)}
 	if len(base) > 0 && len(new) > 0 {
 		d.Change = change(d.BaseMedian, d.NewMedian)
@@ -278,11 +375,19 @@ func Compare(base, new []float64, lowerIsBetter bool, threshold, alpha float64) 
 	if err != nil {
 		return d.not(err.Error())
 	}
-	d.P, d.Exact = t.P, t.Exact
+	d.P, d.Exact, d.MinP = t.P, t.Exact, t.MinP
 	if floor := SmallestP(d.BaseN, d.NewN); floor >= alpha {
 		need := MinSamples(alpha)
 		return d.not(fmt.Sprintf("too few valid passes: %d in base and %d in new can never give p < %g (the smallest p is %.3g); %d in each can",
 			d.BaseN, d.NewN, alpha, floor, need))
+	}
+	// Ties can keep every split of the pooled values from p < alpha. That
+	// matters only where p would decide the verdict: medians that differ by
+	// at least the threshold. Elsewhere (one value everywhere, say) the
+	// verdict is no change whatever p is.
+	if t.MinP >= alpha && d.NewMedian != d.BaseMedian && math.Abs(d.Change) >= threshold {
+		return d.not(fmt.Sprintf("too many ties: the %d values in base and new take only %d distinct values, and no split of them into %d and %d can give p < %g (the smallest p is %.3g)",
+			d.BaseN+d.NewN, distinct(base, new), d.BaseN, d.NewN, alpha, t.MinP))
 	}
 	if d.P >= alpha {
 		d.Verdict, d.Reason = NoChange, fmt.Sprintf("p = %.3g is not below alpha %g", d.P, alpha)
@@ -305,6 +410,12 @@ func Compare(base, new []float64, lowerIsBetter bool, threshold, alpha float64) 
 		d.Verdict = Regression
 	}
 	return d
+}
+
+// distinct counts the distinct values of x and y together.
+func distinct(x, y []float64) int {
+	all := slices.Sorted(slices.Values(append(slices.Clone(x), y...)))
+	return len(slices.Compact(all))
 }
 
 func (d Delta) not(reason string) Delta {

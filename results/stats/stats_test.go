@@ -3,6 +3,7 @@ package stats
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,11 +63,6 @@ func TestMannWhitneyUKnown(t *testing.T) {
 			[]float64{17.0, 6.2, 10.1, 8.0, 15.3, 8.2, 15.0, 9.6, 14.9, 10.4, 14.2, 9.8, 13.8, 11.0, 14.0, 11.1, 12.9, 11.6, 12.8, 12.0, 13.1, 12.4, 11.9},
 			86, 2 * 0.0022, 2 * 0.00005, true,
 			"NAG g08ajf example: U 86, exact one-tailed probability 0.0022"},
-		{"nag-ties",
-			[]float64{13, 6, 12, 7, 12, 7, 10, 7, 10, 7, 16, 7, 10, 8, 9, 8},
-			[]float64{17, 6, 10, 8, 15, 8, 15, 10, 15, 10, 14, 10, 14, 11, 14, 11, 13, 12, 13, 12, 13, 12, 12},
-			86, math.Erfc(2.8039 / math.Sqrt2), 2e-5, false,
-			"NAG g08ahf example (ties): U 86, normal statistic -2.8039 (ties and continuity corrected)"},
 		{"r-ties", rep(60, 21, 11, 4, 3, 1), rep(130, 50, 10, 6, 4, 0), 10756, 0.2126, 0.00005, false,
 			"R wilcox.test(x, y, exact = FALSE): W 10756, p 0.2126 (garciparedes/r-examples, non-parametric exercise 10)"},
 	} {
@@ -94,6 +90,20 @@ func TestNormalPSciPy(t *testing.T) {
 	// NAG g08ajf: normal statistic -2.7838, one-tailed 0.0027.
 	if p := normalP(86, 16, 23, 0); !near(p, math.Erfc(2.7838/math.Sqrt2), 2e-5) {
 		t.Errorf("normalP = %g, want the normal statistic -2.7838's two tails", p)
+	}
+	// NAG g08ahf's example with ties: U 86, normal statistic -2.8039 (ties
+	// and continuity corrected). Samples this small now take the exact
+	// distribution given the ties (checked against enumeration in
+	// TestExactTiesAgainstEnumeration); it lies near the approximation.
+	x := []float64{13, 6, 12, 7, 12, 7, 10, 7, 10, 7, 16, 7, 10, 8, 9, 8}
+	y := []float64{17, 6, 10, 8, 15, 8, 15, 10, 15, 10, 14, 10, 14, 11, 14, 11, 13, 12, 13, 12, 13, 12, 12}
+	_, tieSum := rank(x, y)
+	approx := normalP(86, 16, 23, tieSum)
+	if !near(approx, math.Erfc(2.8039/math.Sqrt2), 2e-5) {
+		t.Errorf("normalP with ties = %g, want the normal statistic -2.8039's two tails", approx)
+	}
+	if got, _ := MannWhitneyU(x, y); got.U != 86 || !got.Exact || !near(got.P, approx, 0.002) {
+		t.Errorf("g08ahf's example: %+v, want U 86, exact, near the approximation's %g", got, approx)
 	}
 }
 
@@ -165,13 +175,14 @@ func TestMannWhitneyUProperties(t *testing.T) {
 		t.Errorf("20 vs 20 fully separated: %+v, want p < 1e-6", got)
 	}
 	// Fully separated with ties inside each sample (counts such as
-	// coalescing's 200×): the normal approximation, still far below 1e-6.
+	// coalescing's 200×): exact given the ties, and as extreme as 20
+	// against 20 can be, 2/C(40,20).
 	a, b := make([]float64, 20), make([]float64, 20)
 	for i := range a {
 		a[i], b[i] = 200, 100
 	}
-	if got, _ := MannWhitneyU(a, b); !(got.P < 1e-6) || got.Exact {
-		t.Errorf("20 × 200 vs 20 × 100: %+v, want p < 1e-6 from the normal approximation", got)
+	if got, _ := MannWhitneyU(a, b); !near(got.P, SmallestP(20, 20), 1e-20) || !got.Exact || got.MinP != got.P {
+		t.Errorf("20 × 200 vs 20 × 100: %+v, want the exact p 2/C(40,20)", got)
 	}
 	if got, _ := MannWhitneyU([]float64{1, 2, 3}, []float64{4, 5, 6}); !near(got.P, 0.1, 1e-12) {
 		t.Errorf("3 vs 3 fully separated: p %g, want 0.1", got.P)
@@ -284,5 +295,168 @@ func FuzzMannWhitneyU(f *testing.F) {
 		if got.Exact && got.P < SmallestP(len(x), len(y))-1e-12 {
 			t.Errorf("%v vs %v: exact p %g below the floor %g", x, y, got.P, SmallestP(len(x), len(y)))
 		}
+		if got.P < got.MinP*(1-1e-9) || !(got.MinP > 0) {
+			t.Errorf("%v vs %v: p %g below the smallest p %g the ties allow", x, y, got.P, got.MinP)
+		}
 	})
+}
+
+// The issue's example (issue 23, item 16): six passes of 0 against
+// 0,0,1,1,1,1, as counts and ban lists give. Pooled, 8 values are 0 and 4
+// are 1, so every 0 has midrank 4.5 and every 1 midrank 10.5. Under the
+// null hypothesis each of the C(12,6) = 924 ways of choosing which six
+// values are base's is equally likely. Base's rank sum is 6·4.5 = 27 and
+// its mean is 6·13/2 = 39, 12 below. As far from 39 or farther lie only
+// the sums 27 (six of the eight 0s: C(8,6) = 28 ways) and 51 (all four 1s
+// and two 0s: C(4,4)·C(8,2) = 28 ways), so the exact two-sided p is
+// 56/924 = 0.0606. The normal approximation said 0.0246 and called a
+// regression. It is also the smallest p any split of these twelve values
+// into six and six can give: with these ties no difference reaches 0.05.
+func TestCompareTiesExact(t *testing.T) {
+	base, new := []float64{0, 0, 0, 0, 0, 0}, []float64{0, 0, 1, 1, 1, 1}
+	got, err := MannWhitneyU(base, new)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Exact || !near(got.P, 56.0/924, 1e-12) || got.U != 6 {
+		t.Errorf("MannWhitneyU: %+v, want U 6 and the exact p 56/924 = 0.0606", got)
+	}
+	d := Compare(base, new, true, DefaultThreshold, DefaultAlpha)
+	if d.Verdict != NotComparable || !near(d.P, 56.0/924, 1e-12) || !d.Exact ||
+		!strings.Contains(d.Reason, "12 values in base and new take only 2 distinct values") ||
+		!strings.Contains(d.Reason, "no split of them into 6 and 6 can give p < 0.05 (the smallest p is 0.0606)") {
+		t.Errorf("Compare: %s (%s) p %g exact %v; want not comparable, the ties named, p 0.0606", d.Verdict, d.Reason, d.P, d.Exact)
+	}
+}
+
+// The exact p-value with ties agrees with counting every split of the
+// pooled values (ties drawn from few distinct values): twice the smaller
+// tail of the rank sum. The smallest p the ties allow is what the
+// enumeration finds for the lowest or highest sum.
+func TestExactTiesAgainstEnumeration(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := range 60 {
+		n1, n2 := 1+r.IntN(7), 1+r.IntN(7)
+		levels := 1 + r.IntN(4)
+		pool := make([]float64, n1+n2)
+		for i := range pool {
+			pool[i] = float64(r.IntN(levels)) * 10
+		}
+		x, y := pool[:n1], pool[n1:]
+		got, err := MannWhitneyU(x, y)
+		if err != nil || !got.Exact {
+			t.Fatalf("trial %d: %v vs %v: %v exact %v", trial, x, y, err, got.Exact)
+		}
+		// Rank sums by enumeration, doubled so midranks are integers.
+		ranks, _ := rank(x, y)
+		r2 := make([]int, len(ranks))
+		for i, v := range ranks {
+			r2[i] = int(math.Round(2 * v))
+		}
+		obs := 0
+		for _, v := range r2[:n1] {
+			obs += v
+		}
+		var sums []int
+		for mask := 0; mask < 1<<(n1+n2); mask++ {
+			if popcount(mask) != n1 {
+				continue
+			}
+			s := 0
+			for i := range n1 + n2 {
+				if mask&(1<<i) != 0 {
+					s += r2[i]
+				}
+			}
+			sums = append(sums, s)
+		}
+		tail := func(keep func(s int) bool) float64 {
+			n := 0
+			for _, s := range sums {
+				if keep(s) {
+					n++
+				}
+			}
+			return float64(n) / float64(len(sums))
+		}
+		lo, hi := slices.Min(sums), slices.Max(sums)
+		want := min(1, 2*min(tail(func(s int) bool { return s <= obs }), tail(func(s int) bool { return s >= obs })))
+		wantMin := min(1, 2*min(tail(func(s int) bool { return s == lo }), tail(func(s int) bool { return s == hi })))
+		if !near(got.P, want, 1e-12) || !near(got.MinP, wantMin, 1e-12) {
+			t.Errorf("trial %d: %v vs %v: p %g min %g; enumeration over %d splits: %g, min %g",
+				trial, x, y, got.P, got.MinP, len(sums), want, wantMin)
+		}
+	}
+}
+
+// Without ties the smallest p is the table's: 3 against 3 fully separated
+// gives 2/C(6,3) = 0.1 (exact tables of the U test, e.g. Mann and Whitney
+// 1947: P(U = 0; 3, 3) = 0.05 one-sided).
+func TestExactNoTiesTable(t *testing.T) {
+	got, _ := MannWhitneyU([]float64{1, 2, 3}, []float64{4, 5, 6})
+	if !got.Exact || !near(got.P, 0.1, 1e-12) || !near(got.MinP, 0.1, 1e-12) {
+		t.Errorf("3 vs 3 fully separated: %+v, want exact p 0.1, smallest 0.1", got)
+	}
+}
+
+// The guard judges what the tie structure allows, and only where p decides
+// the verdict.
+func TestCompareTiesGuard(t *testing.T) {
+	rep := func(v float64, n int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		base, new []float64
+		want      Verdict
+		reason    string
+	}{
+		// 8 passes of 0 against 2 of 0 and 6 of 1: the extreme split's p is
+		// 2·C(10,8)/C(16,8) = 90/12870 = 0.007, so these ties can reach 0.05.
+		{"ties that allow it", rep(0, 8), append(rep(0, 2), rep(1, 6)...), Regression, ""},
+		// One pass of 199 among 40 of 200: no split is ever significant,
+		// but the medians are equal, so p never decided the verdict.
+		{"equal medians", rep(200, 20), append(rep(200, 19), 199), NoChange, "not below alpha"},
+		{"all one value", rep(200, 20), rep(200, 20), NoChange, "p = 1 is not below alpha 0.05"},
+		// Two 1s among eight passes: the medians differ (0 and 0.5), yet
+		// no split of six 0s and two 1s into 4 and 4 can reach p < 0.05:
+		// the extreme ones, all 0s on a side, give (15 + 15)/70 = 0.43.
+		{"too many ties", rep(0, 4), []float64{0, 0, 1, 1}, NotComparable, "8 values in base and new take only 2 distinct values"},
+	} {
+		d := Compare(tc.base, tc.new, true, DefaultThreshold, DefaultAlpha)
+		if d.Verdict != tc.want || !strings.Contains(d.Reason, tc.reason) {
+			t.Errorf("%s: %s (%s) p %g, want %s (%s)", tc.name, d.Verdict, d.Reason, d.P, tc.want, tc.reason)
+		}
+	}
+}
+
+// Above ExactLimit ties use the normal approximation with the tie and
+// continuity corrections; where both apply they agree closely.
+func TestTiesLargeSamples(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	draw := func(n, levels, shift int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = float64(r.IntN(levels) + shift)
+		}
+		return out
+	}
+	x, y := draw(60, 8, 0), draw(60, 8, 1)
+	got, _ := MannWhitneyU(x, y)
+	_, tieSum := rank(x, y)
+	if got.Exact || got.P != normalP(got.U, 60, 60, tieSum) {
+		t.Errorf("60 vs 60 with ties: %+v, want the normal approximation %g", got, normalP(got.U, 60, 60, tieSum))
+	}
+	for trial := range 5 {
+		x, y := draw(30, 6, 0), draw(30, 6, trial%3)
+		got, _ := MannWhitneyU(x, y)
+		_, tieSum := rank(x, y)
+		if approx := normalP(got.U, 30, 30, tieSum); !got.Exact || !near(got.P, approx, 0.01) {
+			t.Errorf("trial %d: 30 vs 30 with ties: exact p %g (exact %v), normal approximation %g", trial, got.P, got.Exact, approx)
+		}
+	}
 }
