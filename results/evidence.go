@@ -261,21 +261,37 @@ type AudienceEvidence struct {
 	Answered  int64 `json:"answered"`
 	Playlists int64 `json:"playlists"`
 	Segments  int64 `json:"segments"`
+	// Failed counts the requests without a good answer (no answer, a
+	// status other than 200, a short or wrong body): FailedPlaylists and
+	// FailedSegments of them by class, FailedLivePlaylists the live media
+	// playlists among the playlists. Each is a miss served from nowhere.
+	Failed              int64 `json:"failed"`
+	FailedPlaylists     int64 `json:"failed_playlists"`
+	FailedSegments      int64 `json:"failed_segments"`
+	FailedLivePlaylists int64 `json:"failed_live_playlists"`
 	// OriginFetches and OriginBytes are the origin's object answers and
-	// their body bytes over the pass; BodyBytes what the viewers received.
-	OriginFetches *int64 `json:"origin_fetches"`
-	OriginBytes   *int64 `json:"origin_bytes"`
-	BodyBytes     int64  `json:"body_bytes"`
-	// HitRatio and ByteOffload are percentages: 1 − origin fetches ÷
-	// answered requests, and 1 − origin bytes ÷ bytes received.
+	// their body bytes over the pass; BodyBytes what the viewers received,
+	// error pages included, GoodBodyBytes the good answers' bodies alone,
+	// and UndeliveredBytes the sizes of the segments whose requests failed.
+	OriginFetches    *int64 `json:"origin_fetches"`
+	OriginBytes      *int64 `json:"origin_bytes"`
+	BodyBytes        int64  `json:"body_bytes"`
+	GoodBodyBytes    int64  `json:"good_body_bytes"`
+	UndeliveredBytes int64  `json:"undelivered_bytes"`
+	// HitRatio and ByteOffload are percentages: 1 − (origin fetches +
+	// failed requests) ÷ requests, and 1 − (origin bytes + undelivered
+	// bytes) ÷ (good body bytes + undelivered bytes).
 	HitRatio    *float64 `json:"hit_ratio_pct"`
 	ByteOffload *float64 `json:"byte_offload_pct"`
 	// EdgeSegments are the live segments published during the pass that a
-	// viewer asked for, EdgeFetches the origin's fetches of them, and
-	// EdgeMostFetches the most of one: origin requests per new segment.
+	// viewer asked for, EdgeFetches the origin's fetches of them,
+	// EdgeMostFetches the most of one, and EdgeFailed the failed requests
+	// of them: origin requests per new segment is (EdgeFetches +
+	// EdgeFailed) ÷ EdgeSegments.
 	EdgeSegments    int64  `json:"edge_segments"`
 	EdgeFetches     *int64 `json:"edge_fetches"`
 	EdgeMostFetches *int64 `json:"edge_most_fetches"`
+	EdgeFailed      int64  `json:"edge_failed"`
 	// Playlist and segment TTFB, and segment download time, from the
 	// player's intended send time.
 	PlaylistP50Ms *float64 `json:"playlist_ttfb_p50_ms"`
@@ -287,7 +303,8 @@ type AudienceEvidence struct {
 	// Stalls are segment downloads slower than the segment's duration, or
 	// failed, of Segments.
 	Stalls int64 `json:"stalls"`
-	// LivePlaylists are the good live media playlist answers; Unproven
+	// LivePlaylists are the good live media playlist answers (the failed
+	// ones are FailedLivePlaylists); Unproven
 	// those without the origin's edge stamp; StalenessP50S and P99S how far
 	// behind the origin's live edge they were when they arrived, and
 	// StaleMaxS the most.

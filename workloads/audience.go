@@ -76,11 +76,11 @@ func (w liveAudience) Tests() []latencyDef {
 	s := w.Spec()
 	defs := []latencyDef{
 		{id: "hit-ratio", title: "Request hit ratio", unit: "%",
-			agg: "1 − origin object answers ÷ answered requests, counted at the origin over the valid measured passes, summed"},
+			agg: "1 − (origin object answers + failed requests) ÷ requests, counted at the origin over the valid measured passes, summed: a failed request (no answer, or not a good 200) is a miss served from nowhere, and a pass with any failed request is invalid"},
 		{id: "byte-offload", title: "Origin offload in bytes", unit: "%",
-			agg: "1 − body bytes the origin sent ÷ body bytes the viewers received, over the valid measured passes, summed"},
+			agg: "1 − (body bytes the origin sent + sizes of the segments whose requests failed) ÷ (body bytes of the viewers' good answers + those sizes), over the valid measured passes, summed: an error page's body is no delivered byte, and a pass with any failed request is invalid"},
 		{id: "origin-per-segment", title: "Origin requests per new live segment", unit: "x", lower: true,
-			agg: "origin fetches of the live segments published during a pass ÷ how many of them viewers asked for, counted at the origin; the valid measured passes' sums"},
+			agg: "(origin fetches of the live segments published during a pass + failed requests of them) ÷ how many of them viewers asked for, counted at the origin; the valid measured passes' sums; a pass with any failed request is invalid"},
 		{id: "p99-ttfb-playlist", title: "p99 TTFB, playlists", q: 99,
 			agg: "p99 TTFB of every master and media playlist request, from the player's intended send time, of the valid measured passes merged"},
 		{id: "p99-ttfb-segment", title: "p99 TTFB, segments", q: 99,
@@ -88,13 +88,13 @@ func (w liveAudience) Tests() []latencyDef {
 		{id: "stall-risk", title: "Stall risk", unit: "%", lower: true,
 			agg: "segment downloads slower than the segment's duration (intended send to last byte), or failed, ÷ segment requests; the valid measured passes' sums"},
 		{id: "live-edge-staleness", title: "Live-edge staleness, p99", unit: "s", lower: true,
-			agg: "how long before a live media playlist reached the viewer the origin had published a segment it does not list (from the origin's X-Hlsbench-Live-Edge stamp, not Age; 0 when it listed the newest); p99 of every live playlist answer of the valid measured passes"},
+			agg: "how long before a live media playlist reached the viewer the origin had published a segment it does not list (from the origin's X-Hlsbench-Live-Edge stamp, not Age; 0 when it listed the newest); p99 of every live playlist answer of the valid measured passes; a pass in which a live playlist request failed is invalid"},
 		{id: "bytes-per-object", title: "Engine memory per cached object", unit: "bytes", lower: true,
 			agg: "the engine's resident memory and cache files after a pass, less what it used when it started, ÷ the distinct objects the origin served it; the median of the valid measured passes"},
 	}
 	for _, size := range w.storeSizes(&s) {
 		defs = append(defs, latencyDef{id: missRatioID(size), title: "Miss ratio, store " + sizeName(size), unit: "%", lower: true,
-			agg: fmt.Sprintf("origin object answers ÷ answered requests with the engine's store at %s, after a warm-up at that size; the valid measured passes' sums", sizeName(size))})
+			agg: fmt.Sprintf("(origin object answers + failed requests) ÷ requests with the engine's store at %s, in the first measured pass after one warm-up on an engine started at that size (every size alike: at the policy's, the first of its measured passes); invalid with any failed request", sizeName(size))})
 	}
 	return defs
 }
@@ -339,7 +339,9 @@ func (as *audienceSession) Step(ctx context.Context, i int) error {
 	if ph == 0 {
 		as.record(p, r, fig)
 	}
-	as.recordCurve(ph, p, fig)
+	if as.curvePass(i) {
+		as.recordCurve(ph, p, fig)
+	}
 	return as.rc.Save()
 }
 
@@ -350,7 +352,6 @@ type passFigures struct {
 	playlist, segment, stale *hdr.Histogram
 	// lateness, per latency figure: why the generator's lateness moved it.
 	playlistLate, segmentLate, downloadLate, staleLate []string
-	failedPlaylists, failedSegments                    int64
 	memWhy                                             string
 }
 
@@ -384,10 +385,18 @@ func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.R
 			}
 			o := u.object(int(rec.obj))
 			good := rec.good()
+			if good {
+				f.ev.GoodBodyBytes += rec.body
+			} else {
+				f.ev.Failed++
+			}
 			if o.playlist {
 				f.ev.Playlists++
 				if !good {
-					f.failedPlaylists++
+					f.ev.FailedPlaylists++
+					if o.live && o.kind == evMedia {
+						f.ev.FailedLivePlaylists++
+					}
 					continue
 				}
 				_ = f.playlist.RecordValue(max(rec.ttfb, 0))
@@ -408,12 +417,19 @@ func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.R
 				continue
 			}
 			f.ev.Segments++
-			if o.live && origin.LivePublished(o.seg, td).UnixNano() >= passStart {
+			isEdge := o.live && origin.LivePublished(o.seg, td).UnixNano() >= passStart
+			if isEdge {
 				edge[rec.obj] = true
 			}
 			if !good {
-				f.failedSegments++
+				f.ev.FailedSegments++
 				f.ev.Stalls++
+				// What the viewer did not get: the segment's size, as the
+				// origin makes it.
+				f.ev.UndeliveredBytes += as.a.live.SegmentSize(o.r)
+				if isEdge {
+					f.ev.EdgeFailed++
+				}
 				continue
 			}
 			if rec.total > int64(td) {
@@ -450,11 +466,14 @@ func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.R
 	if len(before.errs) == 0 && len(after.errs) == 0 {
 		ev.OriginFetches = ptr(after.origin.Fetches - before.origin.Fetches)
 		ev.OriginBytes = ptr(after.origin.Bytes - before.origin.Bytes)
-		if ev.Answered > 0 {
-			ev.HitRatio = ptr(round3(100 * (1 - float64(*ev.OriginFetches)/float64(ev.Answered))))
+		// A failed request is a miss served from nowhere: it counts as an
+		// origin fetch it did not cost, and its segment's bytes as bytes
+		// the origin would have sent, so failing fast never scores.
+		if ev.Requests > 0 {
+			ev.HitRatio = ptr(round3(complement(hitMisses(ev), ev.Requests)))
 		}
-		if ev.BodyBytes > 0 {
-			ev.ByteOffload = ptr(round3(100 * (1 - float64(*ev.OriginBytes)/float64(ev.BodyBytes))))
+		if n, of := offloadSums(ev); of > 0 {
+			ev.ByteOffload = ptr(round3(complement(n, of)))
 		}
 		var n, most int64
 		for obj := range edge {
@@ -525,17 +544,20 @@ func (as *audienceSession) record(p *passInfo, r *loadgen.Result, f *passFigures
 		return more
 	}
 
-	// Counts at the origin.
+	// Counts at the origin, a failed request counted as a miss served
+	// from nowhere; any failure makes them invalid (failedCounts).
+	failures := failedCounts(ev, r)
 	why := noOrigin
 	if ev.OriginFetches != nil {
-		why = "no request was answered"
+		why = "no request was sent"
 	}
-	as.hit.add(p, ev.HitRatio, why, deref(ev.OriginFetches), ev.Answered)
+	as.hit.add(p, ev.HitRatio, why, hitMisses(ev), ev.Requests, failures...)
 	why = noOrigin
 	if ev.OriginBytes != nil {
 		why = "no body byte was received"
 	}
-	as.offload.add(p, ev.ByteOffload, why, deref(ev.OriginBytes), ev.BodyBytes)
+	n, of := offloadSums(ev)
+	as.offload.add(p, ev.ByteOffload, why, n, of, failures...)
 	var per *float64
 	why = noOrigin
 	switch {
@@ -543,9 +565,9 @@ func (as *audienceSession) record(p *passInfo, r *loadgen.Result, f *passFigures
 	case ev.EdgeSegments == 0:
 		why = "no viewer asked for a live segment published during the pass"
 	default:
-		per = ptr(round3(float64(*ev.EdgeFetches) / float64(ev.EdgeSegments)))
+		per = ptr(round3(float64(*ev.EdgeFetches+ev.EdgeFailed) / float64(ev.EdgeSegments)))
 	}
-	as.perSeg.add(p, per, why, deref(ev.EdgeFetches), ev.EdgeSegments)
+	as.perSeg.add(p, per, why, deref(ev.EdgeFetches)+ev.EdgeFailed, ev.EdgeSegments, failures...)
 
 	// Latency, per class of request.
 	failed := func(n, of int64, what string) []string {
@@ -559,8 +581,8 @@ func (as *audienceSession) record(p *passInfo, r *loadgen.Result, f *passFigures
 		h          *hdr.Histogram
 		late, fail []string
 		n          int64
-	}{{as.playlist, f.playlist, f.playlistLate, failed(f.failedPlaylists, ev.Playlists, "playlist"), ev.Playlists},
-		{as.segment, f.segment, f.segmentLate, failed(f.failedSegments, ev.Segments, "segment"), ev.Segments}} {
+	}{{as.playlist, f.playlist, f.playlistLate, failed(ev.FailedPlaylists, ev.Playlists, "playlist"), ev.Playlists},
+		{as.segment, f.segment, f.segmentLate, failed(ev.FailedSegments, ev.Segments, "segment"), ev.Segments}} {
 		v, why := p.latencyValue(t.h, t.lt.q)
 		if v == nil && t.n > 0 {
 			why = "every one of them failed"
@@ -575,10 +597,16 @@ func (as *audienceSession) record(p *passInfo, r *loadgen.Result, f *passFigures
 	}
 	as.stall.add(p, sr, "no segment was requested", ev.Stalls, ev.Segments, timed(f.downloadLate)...)
 
-	// Live-edge staleness, proven from the origin's stamps.
+	// Live-edge staleness, proven from the origin's stamps. A failed live
+	// playlist is a failure of the test: an engine that fails its stale
+	// playlists would otherwise look fresher.
 	var st *float64
 	why = "no live playlist was answered"
 	var stMore []string
+	if n := ev.FailedLivePlaylists; n > 0 {
+		stMore = append(stMore, fmt.Sprintf("%d of %d live playlist requests failed (%s over the pass): their staleness is unknown",
+			n, n+ev.LivePlaylists, kinds(r.ErrorsByKind)))
+	}
 	switch {
 	case ev.LivePlaylists > 0 && ev.Unproven == ev.LivePlaylists:
 		why = fmt.Sprintf("none of the %d live playlists carried the origin's %s: their staleness cannot be proven", ev.LivePlaylists, origin.LiveEdgeHeader)
@@ -618,18 +646,68 @@ func (as *audienceSession) record(p *passInfo, r *loadgen.Result, f *passFigures
 	}
 }
 
-// recordCurve adds a pass to the miss ratio at its store size.
+// recordCurve adds a pass to the miss ratio at its store size: failed
+// requests are misses, and any makes the pass invalid, as for the hit
+// ratio.
 func (as *audienceSession) recordCurve(ph int, p *passInfo, f *passFigures) {
 	ev := f.ev
-	var mr *float64
 	why := "the origin's counters could not be read around the pass"
 	if ev.OriginFetches != nil {
-		why = "no request was answered"
-		if ev.Answered > 0 {
-			mr = ptr(round3(100 * float64(*ev.OriginFetches) / float64(ev.Answered)))
-		}
+		why = "no request was sent"
 	}
-	as.curve[ph].add(p, mr, why, deref(ev.OriginFetches), ev.Answered)
+	as.curve[ph].add(p, missRatio(ev), why, hitMisses(ev), ev.Requests, failedCounts(ev, p.lr)...)
+}
+
+// curvePass says whether step i's pass is one of the miss-ratio curve's.
+// Every size is measured alike: an engine started with that store, one
+// warm-up, and the first measured pass after it. At the policy's size that
+// is the engine the session started on and its first measured pass; the
+// later ones are warmer and stay out of the curve.
+func (as *audienceSession) curvePass(i int) bool {
+	ph, warm, index := as.phase(i)
+	return ph > 0 || warm || index == 1
+}
+
+// hitMisses are a pass's misses: the origin's object answers, and the
+// failed requests, each a miss served from nowhere.
+func hitMisses(ev *results.AudienceEvidence) int64 { return deref(ev.OriginFetches) + ev.Failed }
+
+// missRatio is (origin object answers + failed requests) ÷ requests, in
+// percent; nil without the origin's counters or a request.
+func missRatio(ev *results.AudienceEvidence) *float64 {
+	if ev.OriginFetches == nil || ev.Requests == 0 {
+		return nil
+	}
+	return ptr(round3(percent(hitMisses(ev), ev.Requests)))
+}
+
+// offloadSums are byte offload's sums: the origin's body bytes and the
+// failed segments' sizes (bytes a viewer did not get are not offloaded),
+// of the good answers' body bytes and those sizes. An error page's body is
+// no delivered byte.
+func offloadSums(ev *results.AudienceEvidence) (n, of int64) {
+	return deref(ev.OriginBytes) + ev.UndeliveredBytes, ev.GoodBodyBytes + ev.UndeliveredBytes
+}
+
+// audienceFailureTolerance is how many failed requests a pass's counts at
+// the origin tolerate: none. The origin never fails in live-audience, so a
+// failure is the engine's (or the generator's), and a failed request's
+// would-be origin fetch is unknown: counted as a miss it may over-charge
+// an engine, left out it would flatter one that fails fast.
+const audienceFailureTolerance = 0
+
+// failedCounts is why a pass's hit ratio, byte offload, origin requests per
+// segment and miss ratio are invalid: its failed requests, counted.
+func failedCounts(ev *results.AudienceEvidence, r *loadgen.Result) []string {
+	if ev.Failed <= audienceFailureTolerance {
+		return nil
+	}
+	var by string
+	if r != nil && len(r.ErrorsByKind) > 0 {
+		by = "; " + kinds(r.ErrorsByKind)
+	}
+	return []string{fmt.Sprintf("%d of %d requests failed (%d of %d playlists, %d of %d segments%s): each counts as a miss served from nowhere, and any failure makes the counts at the origin invalid",
+		ev.Failed, ev.Requests, ev.FailedPlaylists, ev.Playlists, ev.FailedSegments, ev.Segments, by)}
 }
 
 // restarter is a session whose later steps need the engine under another

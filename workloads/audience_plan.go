@@ -318,7 +318,7 @@ func (p *viewerPlan) Answered(rec *loadgen.Record, check loadgen.BodyCheck, at t
 	}
 	good := rec.Err == "" && rec.Status == 200
 	p.log = append(p.log, audRec{intended: rec.Intended.UnixNano(), ttfb: int64(rec.TTFB), total: int64(rec.Total), lag: int64(rec.Lag),
-		obj: int32(rec.Object), status: int16(rec.Status), err: rec.Err != "", edge: edge})
+		obj: int32(rec.Object), status: int16(rec.Status), err: rec.Err != "", edge: edge, body: rec.BodyBytes})
 	now := int64(at)
 	switch kind {
 	case evMaster:
@@ -410,6 +410,7 @@ type audRec struct {
 	status           int16
 	err              bool
 	edge             int64 // a live media playlist's LiveEdgeHeader; -1 without one
+	body             int64 // body bytes received, an error page's too
 }
 
 func (r *audRec) good() bool { return !r.err && r.status == 200 }

@@ -56,7 +56,41 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	fmt.Fprintln(w, "  value: the test's figure over its valid measured passes; [min–max]: the valid passes' own")
 	fmt.Fprintln(w, "  values; valid: valid of measured passes")
 	writeCost(w, rs)
+	writeAudienceFailures(w, rs)
 	causes.write(w)
+}
+
+// writeAudienceFailures prints, per engine, live-audience's failed requests
+// over the measured passes at the policy's store: the hit ratio, byte
+// offload and origin requests per segment count each as a miss served from
+// nowhere, and any makes them invalid, so the count stands beside them.
+func writeAudienceFailures(w io.Writer, rs []*results.Result) {
+	seen := map[string]bool{}
+	for _, r := range rs {
+		eng := EngineLabel(r)
+		if seen[eng] {
+			continue
+		}
+		var n, of, pl, ofPl, seg, ofSeg int64
+		found := false
+		for _, p := range r.Passes {
+			if p.Warmup || p.Evidence == nil || p.Evidence.Audience == nil {
+				continue
+			}
+			a := p.Evidence.Audience
+			found = true
+			n, of, pl, ofPl, seg, ofSeg = n+a.Failed, of+a.Requests, pl+a.FailedPlaylists, ofPl+a.Playlists, seg+a.FailedSegments, ofSeg+a.Segments
+		}
+		if !found {
+			continue
+		}
+		seen[eng] = true
+		line := fmt.Sprintf("failed requests, %s (%s's passes): %d of %d (%d of %d playlists, %d of %d segments)", eng, r.Test, n, of, pl, ofPl, seg, ofSeg)
+		if n > 0 {
+			line += ": each a miss served from nowhere; hit ratio, byte offload, origin requests per segment and miss ratio are invalid in those passes"
+		}
+		fmt.Fprintln(w, wrap(line, TableWidth, "  ", "    "))
+	}
 }
 
 // writeCost prints each engine's CPU per 1000 requests and peak memory,

@@ -183,9 +183,11 @@ type Plan interface {
 	Next() (p Planned, ok bool)
 	// Pop takes the request Next returned; the loop sends it.
 	Pop()
-	// Answered is told every request's outcome as it is known, at the
-	// given time from the pass's start, before Options.OnRecord. check is
-	// as for OnRecord. It must not keep rec.
+	// Answered is told every request's outcome as it is known, before
+	// Options.OnRecord; at, from the pass's start, is when the outcome
+	// reached the generator (the answer's arrival, the timeout's instant),
+	// not when the loop handled it. check is as for OnRecord. It must not
+	// keep rec.
 	Answered(rec *Record, check BodyCheck, at time.Duration)
 }
 

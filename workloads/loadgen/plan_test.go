@@ -177,3 +177,76 @@ func TestPlanEndAndFailures(t *testing.T) {
 		t.Errorf("a plan without a duration: %v, want a config error", err)
 	}
 }
+
+// busyPlan sends /a and /b at the start; told /a's answer it keeps the
+// loop busy for `busy` (a generator behind its work), told /b's it plans a
+// follow-up for /c at the given instant.
+type busyPlan struct {
+	busy time.Duration
+	next []Planned
+	told []Record
+}
+
+func (p *busyPlan) Next() (Planned, bool) {
+	if len(p.next) == 0 {
+		return Planned{}, false
+	}
+	return p.next[0], true
+}
+
+func (p *busyPlan) Pop() { p.next = p.next[1:] }
+
+func (p *busyPlan) Answered(rec *Record, _ BodyCheck, at time.Duration) {
+	p.told = append(p.told, *rec)
+	switch rec.Object {
+	case 0:
+		time.Sleep(p.busy)
+	case 1:
+		p.next = append(p.next, Planned{At: at, Obj: 2})
+	}
+}
+
+// A follow-up is intended at the instant its answer arrived, not when the
+// loop got round to it: a loop kept busy while /b's answer waited in its
+// socket sends /c late, and that lateness is the generator's (its Lag), not
+// taken off /c's TTFB.
+func TestPlanFollowUpFromArrival(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/b" {
+			time.Sleep(20 * time.Millisecond) // arrives while the loop is busy with /a
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	g := newGen(t, Options{URL: srv.URL, Connections: 2, Shards: 1})
+	const busy = 300 * time.Millisecond
+	var p *busyPlan
+	r := run(t, g, Pass{Paths: []string{"/a", "/b", "/c"}, Duration: 2 * time.Second, Plan: func(int) Plan {
+		p = &busyPlan{busy: busy, next: []Planned{{At: 0, Obj: 0}, {At: 0, Obj: 1}}}
+		return p
+	}})
+	if r.OK != 3 || len(p.told) != 3 {
+		t.Fatalf("%d ok, %d told: want /a, /b and /c answered", r.OK, len(p.told))
+	}
+	var b, c *Record
+	for i := range p.told {
+		switch p.told[i].Object {
+		case 1:
+			b = &p.told[i]
+		case 2:
+			c = &p.told[i]
+		}
+	}
+	if b == nil || c == nil {
+		t.Fatalf("told %+v: want /b and /c", p.told)
+	}
+	arrived := b.Intended.Add(b.TTFB) // /b's answer fits one read: its first byte's stamp is its arrival
+	if !c.Intended.Equal(arrived) {
+		t.Errorf("/c intended at %v, /b's answer arrived at %v: want the follow-up intended at the arrival",
+			c.Intended.Sub(r.Start), arrived.Sub(r.Start))
+	}
+	// The loop sent /c only after its busy spell: that delay is its lag.
+	if c.Lag < busy/2 {
+		t.Errorf("/c's schedule lag %v: want the loop's busy spell (about %v) counted against it", c.Lag, busy-20*time.Millisecond)
+	}
+}

@@ -144,6 +144,9 @@ type Record struct {
 	Status      int
 	Err         string // "" or the error kind
 	Cache       CacheClaim
+	// BodyBytes are the answer's body bytes read, whatever its outcome (a
+	// 503's too): a caller that counts delivered bytes counts good ones.
+	BodyBytes int64
 }
 
 // CacheCounts are the proxy's claims, from X-Cache and Age.

@@ -85,6 +85,7 @@ type conn struct {
 	written int64
 	first   int64
 	rx      int64 // kernel receive time of the answer's first byte (nanotime), 0 if unknown
+	last    int64 // when the answer's latest bytes had arrived, at the latest (see arrival)
 	woff    int   // bytes of the request already written (plain sockets)
 
 	fc   *fdConn
@@ -842,7 +843,7 @@ func (s *shard) payOwed(now int64) {
 
 func (s *shard) send(c *conn, p pending) {
 	c.req = p
-	c.first, c.rx = 0, 0
+	c.first, c.rx, c.last = 0, 0, 0
 	c.woff = 0
 	c.resp.reset()
 	s.setState(c, connBusy)
@@ -1012,6 +1013,11 @@ func (s *shard) received(c *conn, p []byte, now int64) {
 		if s.batchRead {
 			record(s.m.stampDelay, now-c.first)
 		}
+		c.last = c.first
+	} else {
+		// Later bytes have no stamp of their own (one more system call a
+		// read): they were there by the wake that read them.
+		c.last = max(s.woke, c.first)
 	}
 	used, done, err := c.resp.feed(p, &s.sp.ex)
 	switch {
@@ -1050,6 +1056,9 @@ func (s *shard) eof(c *conn, now int64) {
 	kind := c.resp.eof(&s.sp.ex)
 	c.resp.close = true
 	s.m.bodyBytes += c.resp.bodyRead
+	if c.first != 0 {
+		c.last = max(s.woke, c.first) // a body that ends with the connection ends at its close
+	}
 	switch kind {
 	case errNone:
 		s.finish(c, errDetail{}, now)
@@ -1207,6 +1216,7 @@ func (s *shard) report(c *conn, kind errKind, now int64) {
 		rec.Object, rec.Tag = int(c.req.obj), c.req.tag
 		rec.Status = c.resp.info.Status
 		rec.Cache = c.resp.info.Cache
+		rec.BodyBytes = c.resp.bodyRead
 		check = c.resp.check
 		if kind == errNone {
 			rec.TTFB = time.Duration(c.first - c.req.intended)
@@ -1219,7 +1229,24 @@ func (s *shard) report(c *conn, kind errKind, now int64) {
 	if kind != errNone {
 		rec.Err = kind.String()
 	}
-	s.tell(&rec, check, now)
+	s.tell(&rec, check, s.arrival(c, kind, now))
+}
+
+// arrival is when a request's outcome reached the generator, for a Plan's
+// follow-up: the answer's arrival (the first byte's receive stamp for an
+// answer read at once, else the wake that read its last bytes), the
+// timeout's instant for a timeout, and now for a failure without an
+// answer. A follow-up is intended then, as a player would have asked, so
+// whatever kept the loop from handling the answer sooner counts against the
+// follow-up (its Lag) instead of moving its intended time.
+func (s *shard) arrival(c *conn, kind errKind, now int64) int64 {
+	switch {
+	case kind == errTimeout && c != nil:
+		return min(c.req.intended+s.sp.timeout, now)
+	case c != nil && c.last != 0:
+		return min(c.last, now)
+	}
+	return now
 }
 
 func (s *shard) reportLost(p pending, kind errKind, now int64) {
@@ -1228,17 +1255,19 @@ func (s *shard) reportLost(p pending, kind errKind, now int64) {
 	}
 	rec := Record{Intended: s.g.wallOf(p.intended), Lag: time.Duration(p.dispatched - p.intended), Object: int(p.obj), Tag: p.tag,
 		Err: kind.String()}
+	at := now
 	if kind == errTimeout {
 		rec.Total = time.Duration(s.sp.timeout)
+		at = min(p.intended+s.sp.timeout, now)
 	}
-	s.tell(&rec, nil, now)
+	s.tell(&rec, nil, at)
 }
 
-// tell hands an outcome to the pass's plan, which may plan more, and then
-// to Options.OnRecord.
-func (s *shard) tell(rec *Record, check BodyCheck, now int64) {
+// tell hands an outcome, known at the instant at (see arrival), to the
+// pass's plan, which may plan more, and then to Options.OnRecord.
+func (s *shard) tell(rec *Record, check BodyCheck, at int64) {
 	if s.plan != nil {
-		s.plan.Answered(rec, check, time.Duration(now-s.sp.t0))
+		s.plan.Answered(rec, check, time.Duration(at-s.sp.t0))
 		s.planNext()
 	}
 	if s.g.opts.OnRecord != nil {
