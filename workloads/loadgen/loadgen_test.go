@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -885,5 +886,54 @@ func TestDraw(t *testing.T) {
 	}
 	if Popularity(0, 1) != nil {
 		t.Errorf("no paths: want no popularity")
+	}
+}
+
+// hostCPUs lists the CPUs this process may run on, in order.
+func hostCPUs(t testing.TB) []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int
+	for i := 0; i < 1024; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus
+}
+
+// Each event loop runs on the CPU it was given, not on the list's first:
+// the loops are asked for the host's CPUs in reverse order, and each
+// reports, from its own thread, the CPU it runs on and its affinity.
+func TestLoopsRunOnTheirCPUs(t *testing.T) {
+	host := hostCPUs(t)
+	if len(host) < 2 {
+		t.Skipf("this process may use %d CPU (%v): two loops need two", len(host), host)
+	}
+	cpus := host[max(0, len(host)-4):] // at most four loops on a large host
+	cpus = append([]int(nil), cpus...)
+	slices.Reverse(cpus)
+	url := zeroAllocServer(t, fixedResponse(10))
+	g := newGen(t, Options{URL: url, Connections: 2 * len(cpus), CPUs: cpus})
+	if g.Shards() != len(cpus) {
+		t.Fatalf("CPUs %v: %d event loops, want %d", cpus, g.Shards(), len(cpus))
+	}
+	for i, s := range g.shards {
+		var ran int
+		var set unix.CPUSet
+		var err error
+		s.do(func() {
+			ran = currentCPU()
+			err = unix.SchedGetaffinity(0, &set)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ran != cpus[i] || set.Count() != 1 || !set.IsSet(cpus[i]) {
+			t.Errorf("loop %d of CPUs %v ran on CPU %d with affinity of %d CPUs (CPU %d in it: %v), want CPU %d alone",
+				i, cpus, ran, set.Count(), cpus[i], set.IsSet(cpus[i]), cpus[i])
+		}
 	}
 }
