@@ -504,6 +504,9 @@ func TestConfigErrors(t *testing.T) {
 		{Options{URL: "http://127.0.0.1/", Header: [][2]string{{"Bad Name", "x"}}}, "header"},
 		{Options{URL: "http://127.0.0.1/", Header: [][2]string{{"Range", "bytes=1-2,4-5"}}}, "header"},
 		{Options{URL: "https://127.0.0.1/", CAFile: "/nonexistent/ca.pem"}, "ca"},
+		// Two loops on one core would measure each other.
+		{Options{URL: "http://127.0.0.1/", CPUs: []int{0, 0}}, "cpus"},
+		{Options{URL: "http://127.0.0.1/", CPUs: []int{-1}}, "cpus"},
 	} {
 		_, err := New(context.Background(), tc.o)
 		if tc.field == "header" && err == nil {
@@ -935,5 +938,53 @@ func TestLoopsRunOnTheirCPUs(t *testing.T) {
 			t.Errorf("loop %d of CPUs %v ran on CPU %d with affinity of %d CPUs (CPU %d in it: %v), want CPU %d alone",
 				i, cpus, ran, set.Count(), cpus[i], set.IsSet(cpus[i]), cpus[i])
 		}
+	}
+}
+
+// The decision of how many loops run and which CPU each is pinned to, for
+// CPU lists this host does not have: one loop per listed CPU, loop i on
+// cpus[i], never two on one; no pinning without a list.
+func TestLoopCPUs(t *testing.T) {
+	for _, c := range []struct {
+		cpus        []int
+		connections int
+		host        int
+		want        []int // the CPU of each loop
+		loops       int
+	}{
+		{[]int{0, 1, 2, 3}, 100, 16, []int{0, 1, 2, 3}, 4},
+		{[]int{2, 5, 7}, 100, 16, []int{2, 5, 7}, 3},
+		{[]int{12, 13, 14, 15}, 100, 16, []int{12, 13, 14, 15}, 4},
+		{[]int{1}, 100, 16, []int{1}, 1},
+		{[]int{2, 5, 7}, 2, 16, []int{2, 5}, 2}, // no more loops than connections
+		{nil, 100, 16, nil, 15},                 // unpinned: one loop per CPU but one
+		{[]int{}, 100, 2, nil, 1},
+		{nil, 100, 1, nil, 1},
+	} {
+		loops := defaultLoops(c.cpus, c.connections, c.host)
+		if loops != c.loops {
+			t.Errorf("CPUs %v, %d connections, %d host CPUs: %d loops, want %d", c.cpus, c.connections, c.host, loops, c.loops)
+		}
+		got := loopCPUs(c.cpus, loops)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("CPUs %v, %d loops: pinned to %v, want %v", c.cpus, loops, got, c.want)
+		}
+		seen := map[int]bool{}
+		for i, cpu := range got {
+			if seen[cpu] || !slices.Contains(c.cpus, cpu) {
+				t.Errorf("CPUs %v: loop %d on CPU %d, given twice or not listed", c.cpus, i, cpu)
+			}
+			seen[cpu] = true
+		}
+	}
+	// Options agree: LoopCPUs is what New pins.
+	if got := LoopCPUs(Options{CPUs: []int{2, 5, 7}, Connections: 8}); !slices.Equal(got, []int{2, 5, 7}) {
+		t.Errorf("LoopCPUs of CPUs [2 5 7]: %v", got)
+	}
+	if got := LoopCPUs(Options{CPUs: []int{2, 5, 7}, Connections: 8, Shards: 2}); !slices.Equal(got, []int{2, 5}) {
+		t.Errorf("LoopCPUs of CPUs [2 5 7], 2 shards: %v", got)
+	}
+	if got := LoopCPUs(Options{Connections: 8, Shards: 2}); got != nil {
+		t.Errorf("LoopCPUs without CPUs: %v, want none pinned", got)
 	}
 }
