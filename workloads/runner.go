@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/certs"
@@ -74,24 +77,45 @@ type CPUPlan struct {
 	Generator, Servers []int
 }
 
-// PlanCPUs pins apart where the machine allows: a quarter of the CPUs (at
-// least one) for the generator, the rest for what it measures.
-func PlanCPUs() CPUPlan { return planCPUs(runtime.NumCPU()) }
+// PlanCPUs pins apart where the machine allows: a quarter of the CPUs this
+// process may use (at least one) for the generator, the rest for what it
+// measures.
+func PlanCPUs() CPUPlan { return planCPUs(startCPUs) }
 
-func planCPUs(n int) CPUPlan {
-	if n < 2 {
-		return CPUPlan{}
+// startCPUs are the CPUs this process could use when it started, as
+// runtime.NumCPU counts them: by their numbers, since a cpuset need not
+// start at 0 nor be contiguous. Read once, because Execute confines the
+// whole process to the generator's CPUs.
+var startCPUs = allowedCPUs()
+
+func allowedCPUs() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		cpus := make([]int, runtime.NumCPU())
+		for i := range cpus {
+			cpus[i] = i
+		}
+		return cpus
 	}
-	gen := max(1, n/4)
-	var p CPUPlan
-	for i := 0; i < n; i++ {
-		if i < n-gen {
-			p.Servers = append(p.Servers, i)
-		} else {
-			p.Generator = append(p.Generator, i)
+	var cpus []int
+	for c := 0; len(cpus) < set.Count(); c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
 		}
 	}
-	return p
+	return cpus
+}
+
+// planCPUs splits cpus (the CPUs this process may use): the generator gets
+// the highest quarter (at least one), one event loop on each, the engine
+// and the origin the rest. With fewer than two nothing is pinned.
+func planCPUs(cpus []int) CPUPlan {
+	if len(cpus) < 2 {
+		return CPUPlan{}
+	}
+	cpus = slices.Sorted(slices.Values(cpus))
+	split := len(cpus) - max(1, len(cpus)/4)
+	return CPUPlan{Servers: cpus[:split:split], Generator: cpus[split:]}
 }
 
 // originHandle is our origin, in-process or a child process.

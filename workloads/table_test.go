@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,18 +71,36 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// The generator gets the last quarter of the CPUs this process may use (at
+// least one), one event loop pinned on each in order, and the engine and
+// origin the rest. The lists are hosts this one is not: a cpuset such as
+// [2 5 7] is pinned by its own numbers, not by 0 to its count.
 func TestPlanCPUs(t *testing.T) {
-	for n, want := range map[int][2]int{1: {0, 0}, 2: {1, 1}, 3: {1, 2}, 4: {1, 3}, 16: {4, 12}} {
-		p := planCPUs(n)
-		if len(p.Generator) != want[0] || len(p.Servers) != want[1] {
-			t.Errorf("%d CPUs: generator %v servers %v", n, p.Generator, p.Servers)
+	seq := func(from, to int) []int {
+		var s []int
+		for i := from; i < to; i++ {
+			s = append(s, i)
 		}
-		seen := map[int]bool{}
-		for _, c := range append(append([]int{}, p.Generator...), p.Servers...) {
-			if seen[c] || c < 0 || c >= n {
-				t.Errorf("%d CPUs: CPU %d given twice or out of range", n, c)
-			}
-			seen[c] = true
+		return s
+	}
+	for _, c := range []struct{ cpus, gen, servers []int }{
+		{nil, nil, nil},
+		{[]int{1}, nil, nil},
+		{[]int{0, 1}, []int{1}, []int{0}},
+		{[]int{0, 1, 2, 3}, []int{3}, []int{0, 1, 2}},
+		{[]int{2, 5, 7}, []int{7}, []int{2, 5}},
+		{[]int{7, 2, 5}, []int{7}, []int{2, 5}},
+		{seq(4, 12), []int{10, 11}, seq(4, 10)},
+		{seq(0, 16), seq(12, 16), seq(0, 12)},
+	} {
+		p := planCPUs(c.cpus)
+		if !slices.Equal(p.Generator, c.gen) || !slices.Equal(p.Servers, c.servers) {
+			t.Errorf("CPUs %v: generator %v servers %v, want %v and %v", c.cpus, p.Generator, p.Servers, c.gen, c.servers)
+		}
+		// What the generator's loops are pinned to, from the plan alone.
+		loops := loadgen.LoopCPUs(loadgen.Options{CPUs: p.Generator, Connections: 100})
+		if !slices.Equal(loops, c.gen) {
+			t.Errorf("CPUs %v: event loops pinned to %v, want one on each of %v", c.cpus, loops, c.gen)
 		}
 	}
 }

@@ -293,3 +293,34 @@ func TestFirstByteStampedOnArrival(t *testing.T) {
 		t.Errorf("TTFBs %v and %v after a first of %v: the answers arrived about 2 ms in, want their arrival, not the loop's wake after %v", a, b, ttfb[0], spin)
 	}
 }
+
+// Several event loops connect at once, before the pass (openAll) and during
+// it (a server that closes after every answer makes each loop reconnect for
+// every request). Four loops are forced whatever the host's CPUs, so that
+// under the race detector this catches loops sharing state while they
+// connect, as they once shared the target's Sockaddr, which unix.Connect
+// writes into (2d45f1b).
+func TestLoopsConnectConcurrently(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.Write([]byte("x"))
+	}))
+	defer srv.Close()
+	const loops, perLoop = 4, 2
+	g := newGen(t, Options{URL: srv.URL, Connections: loops * perLoop, Shards: loops, Timeout: 5 * time.Second})
+	if g.Shards() != loops {
+		t.Fatalf("%d event loops, want %d", g.Shards(), loops)
+	}
+	r := run(t, g, Pass{Rate: 400, Duration: 500 * time.Millisecond})
+	if r.OK != 200 {
+		t.Errorf("ok %d of 200, errors %v", r.OK, r.ErrorsByKind)
+	}
+	for i, s := range g.shards {
+		var opened int64
+		s.do(func() { opened = s.opened })
+		// Its own connections, then one more for each answer it had.
+		if opened < perLoop+10 {
+			t.Errorf("loop %d opened %d sockets: it did not reconnect during the pass", i, opened)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -503,6 +504,9 @@ func TestConfigErrors(t *testing.T) {
 		{Options{URL: "http://127.0.0.1/", Header: [][2]string{{"Bad Name", "x"}}}, "header"},
 		{Options{URL: "http://127.0.0.1/", Header: [][2]string{{"Range", "bytes=1-2,4-5"}}}, "header"},
 		{Options{URL: "https://127.0.0.1/", CAFile: "/nonexistent/ca.pem"}, "ca"},
+		// Two loops on one core would measure each other.
+		{Options{URL: "http://127.0.0.1/", CPUs: []int{0, 0}}, "cpus"},
+		{Options{URL: "http://127.0.0.1/", CPUs: []int{-1}}, "cpus"},
 	} {
 		_, err := New(context.Background(), tc.o)
 		if tc.field == "header" && err == nil {
@@ -885,5 +889,102 @@ func TestDraw(t *testing.T) {
 	}
 	if Popularity(0, 1) != nil {
 		t.Errorf("no paths: want no popularity")
+	}
+}
+
+// hostCPUs lists the CPUs this process may run on, in order.
+func hostCPUs(t testing.TB) []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int
+	for i := 0; i < 1024; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus
+}
+
+// Each event loop runs on the CPU it was given, not on the list's first:
+// the loops are asked for the host's CPUs in reverse order, and each
+// reports, from its own thread, the CPU it runs on and its affinity.
+func TestLoopsRunOnTheirCPUs(t *testing.T) {
+	host := hostCPUs(t)
+	if len(host) < 2 {
+		t.Skipf("this process may use %d CPU (%v): two loops need two", len(host), host)
+	}
+	cpus := host[max(0, len(host)-4):] // at most four loops on a large host
+	cpus = append([]int(nil), cpus...)
+	slices.Reverse(cpus)
+	url := zeroAllocServer(t, fixedResponse(10))
+	g := newGen(t, Options{URL: url, Connections: 2 * len(cpus), CPUs: cpus})
+	if g.Shards() != len(cpus) {
+		t.Fatalf("CPUs %v: %d event loops, want %d", cpus, g.Shards(), len(cpus))
+	}
+	for i, s := range g.shards {
+		var ran int
+		var set unix.CPUSet
+		var err error
+		s.do(func() {
+			ran = currentCPU()
+			err = unix.SchedGetaffinity(0, &set)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ran != cpus[i] || set.Count() != 1 || !set.IsSet(cpus[i]) {
+			t.Errorf("loop %d of CPUs %v ran on CPU %d with affinity of %d CPUs (CPU %d in it: %v), want CPU %d alone",
+				i, cpus, ran, set.Count(), cpus[i], set.IsSet(cpus[i]), cpus[i])
+		}
+	}
+}
+
+// The decision of how many loops run and which CPU each is pinned to, for
+// CPU lists this host does not have: one loop per listed CPU, loop i on
+// cpus[i], never two on one; no pinning without a list.
+func TestLoopCPUs(t *testing.T) {
+	for _, c := range []struct {
+		cpus        []int
+		connections int
+		host        int
+		want        []int // the CPU of each loop
+		loops       int
+	}{
+		{[]int{0, 1, 2, 3}, 100, 16, []int{0, 1, 2, 3}, 4},
+		{[]int{2, 5, 7}, 100, 16, []int{2, 5, 7}, 3},
+		{[]int{12, 13, 14, 15}, 100, 16, []int{12, 13, 14, 15}, 4},
+		{[]int{1}, 100, 16, []int{1}, 1},
+		{[]int{2, 5, 7}, 2, 16, []int{2, 5}, 2}, // no more loops than connections
+		{nil, 100, 16, nil, 15},                 // unpinned: one loop per CPU but one
+		{[]int{}, 100, 2, nil, 1},
+		{nil, 100, 1, nil, 1},
+	} {
+		loops := defaultLoops(c.cpus, c.connections, c.host)
+		if loops != c.loops {
+			t.Errorf("CPUs %v, %d connections, %d host CPUs: %d loops, want %d", c.cpus, c.connections, c.host, loops, c.loops)
+		}
+		got := loopCPUs(c.cpus, loops)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("CPUs %v, %d loops: pinned to %v, want %v", c.cpus, loops, got, c.want)
+		}
+		seen := map[int]bool{}
+		for i, cpu := range got {
+			if seen[cpu] || !slices.Contains(c.cpus, cpu) {
+				t.Errorf("CPUs %v: loop %d on CPU %d, given twice or not listed", c.cpus, i, cpu)
+			}
+			seen[cpu] = true
+		}
+	}
+	// Options agree: LoopCPUs is what New pins.
+	if got := LoopCPUs(Options{CPUs: []int{2, 5, 7}, Connections: 8}); !slices.Equal(got, []int{2, 5, 7}) {
+		t.Errorf("LoopCPUs of CPUs [2 5 7]: %v", got)
+	}
+	if got := LoopCPUs(Options{CPUs: []int{2, 5, 7}, Connections: 8, Shards: 2}); !slices.Equal(got, []int{2, 5}) {
+		t.Errorf("LoopCPUs of CPUs [2 5 7], 2 shards: %v", got)
+	}
+	if got := LoopCPUs(Options{Connections: 8, Shards: 2}); got != nil {
+		t.Errorf("LoopCPUs without CPUs: %v, want none pinned", got)
 	}
 }

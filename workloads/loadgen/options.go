@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -239,13 +240,37 @@ func (o *Options) withDefaults() Options {
 		c.Method = "GET"
 	}
 	if c.Shards == 0 {
-		if len(c.CPUs) > 0 {
-			c.Shards = max(1, min(len(c.CPUs), c.Connections))
-		} else {
-			c.Shards = max(1, min(runtime.NumCPU()-1, c.Connections))
-		}
+		c.Shards = defaultLoops(c.CPUs, c.Connections, runtime.NumCPU())
 	}
 	return c
+}
+
+// defaultLoops is how many event loops run when Options.Shards is zero:
+// one per CPU of cpus when they are listed, else one fewer than the host's
+// CPUs (hostCPUs); at least one, at most connections. It is a function of
+// its arguments alone so that hosts this one is not can be tested.
+func defaultLoops(cpus []int, connections, hostCPUs int) int {
+	if len(cpus) > 0 {
+		return max(1, min(len(cpus), connections))
+	}
+	return max(1, min(hostCPUs-1, connections))
+}
+
+// loopCPUs is the CPU each of loops event loops is pinned to: loop i on
+// cpus[i], so no two share a core (validate keeps loops at most len(cpus)
+// and the CPUs distinct). Nil when cpus is empty: no loop is pinned.
+func loopCPUs(cpus []int, loops int) []int {
+	if len(cpus) == 0 {
+		return nil
+	}
+	return slices.Clone(cpus[:min(loops, len(cpus))])
+}
+
+// LoopCPUs is the CPU each event loop of a generator made with o is pinned
+// to, loop by loop (nil: none is pinned).
+func LoopCPUs(o Options) []int {
+	o = o.withDefaults()
+	return loopCPUs(o.CPUs, o.Shards)
 }
 
 func (o *Options) validate() (*target, error) {
@@ -257,6 +282,14 @@ func (o *Options) validate() (*target, error) {
 	}
 	if o.Shards < 1 || o.Shards > o.Connections {
 		return nil, cfgErr("shards", "%d: want 1 to the number of connections (%d)", o.Shards, o.Connections)
+	}
+	for i, c := range o.CPUs {
+		if c < 0 || c >= cpuSetBits {
+			return nil, cfgErr("cpus", "%v: CPU %d is not a CPU number (want 0 to %d)", o.CPUs, c, cpuSetBits-1)
+		}
+		if slices.Contains(o.CPUs[:i], c) {
+			return nil, cfgErr("cpus", "%v lists CPU %d twice: two event loops on one core would measure each other", o.CPUs, c)
+		}
 	}
 	if len(o.CPUs) > 0 && o.Shards > len(o.CPUs) {
 		return nil, cfgErr("shards", "%d event loops on %d pinned CPUs (cpus %v): want at most one loop per CPU; lower shards or list more cpus",

@@ -252,9 +252,9 @@ func newShard(g *Generator, id int) (*shard, error) {
 func (s *shard) serve() {
 	runtime.LockOSThread() // never unlocked: the thread dies with the shard
 	preciseTimers()
-	if cpus := s.g.opts.CPUs; len(cpus) > 0 {
+	if pin := loopCPUs(s.g.opts.CPUs, s.g.opts.Shards); s.id < len(pin) {
 		var set unix.CPUSet
-		set.Set(cpus[s.id%len(cpus)])
+		set.Set(pin[s.id])
 		s.pinErr = unix.SchedSetaffinity(0, &set)
 		s.rawWait = s.pinErr == nil
 	}

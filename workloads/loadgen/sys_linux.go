@@ -79,6 +79,10 @@ func threadCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// cpuSetBits is how many CPUs an affinity mask can name: a larger number
+// would be dropped from it silently.
+const cpuSetBits = 8 * int(unsafe.Sizeof(unix.CPUSet{}))
+
 // currentCPU is the CPU the calling thread runs on (-1 if unknown).
 func currentCPU() int {
 	var cpu uint32
