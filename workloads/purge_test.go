@@ -323,8 +323,10 @@ func TestPurgeEvidenceArithmetic(t *testing.T) {
 	if pe.RecoveredMs == nil || *pe.RecoveredMs != 100 {
 		t.Errorf("recovered at %v ms, want 100 (window 0's second holds the 45 ms repeat requests)", val(pe.RecoveredMs))
 	}
-	if pe.Refill.Requests != 22 || pe.Before.Requests != 1000 || pe.After.Requests != 2700 {
-		t.Errorf("phases before %d refill %d after %d, want 1000, 22, 2700", pe.Before.Requests, pe.Refill.Requests, pe.After.Requests)
+	// The refill is the first second from the purge's start, whenever the
+	// engine recovered: the 22 requests of the first 7 ms and 700 hits.
+	if pe.Refill.Requests != 722 || pe.Before.Requests != 1000 || pe.After.Requests != 2000 || pe.RefillWindowMs != 1000 {
+		t.Errorf("phases before %d refill %d (%v ms) after %d, want 1000, 722 (1000 ms), 2000", pe.Before.Requests, pe.Refill.Requests, pe.RefillWindowMs, pe.After.Requests)
 	}
 	if pe.ReferenceP99Ms == nil || *pe.ReferenceP99Ms != 1 {
 		t.Errorf("reference p99 %v ms, want 1", val(pe.ReferenceP99Ms))
@@ -383,7 +385,7 @@ func newSynthPurge(t *testing.T, objects int) *synthPurge {
 	for i := range objects {
 		ps.paths = append(ps.paths, fmt.Sprintf("/o%d", i))
 	}
-	synthTests(ps, &s, tgt, rc)
+	ps.newTests(rc)
 	sp := &synthPurge{ps: ps, t0: time.Unix(1000, 0).UnixNano()}
 	sp.start = sp.t0 + int64(cfg.PurgeBefore)
 	sp.pd = &purgeDone{start: time.Unix(0, sp.start), returned: time.Unix(0, sp.start+5*int64(time.Millisecond))}
@@ -545,8 +547,8 @@ func TestPurgeThatRemovedNothingIsInvalid(t *testing.T) {
 			t.Errorf("%s: valid %v value %v (%v): want invalid, the purge removed nothing", r.Test, p.Valid, val(r.Value), p.InvalidReasons)
 		}
 	}
-	if p := lastPass(t, ps.stale); !p.Valid || ps.stale.Value == nil || *ps.stale.Value == 0 {
-		t.Errorf("stale after purge: valid %v value %v (%v): want the stale answers counted", p.Valid, val(ps.stale.Value), p.InvalidReasons)
+	if p := lastPass(t, ps.stale.r); !p.Valid || ps.stale.r.Value == nil || *ps.stale.r.Value == 0 {
+		t.Errorf("stale after purge: valid %v value %v (%v): want the stale answers counted", p.Valid, val(ps.stale.r.Value), p.InvalidReasons)
 	}
 
 	// Objects 40 to 49 fail after the purge: 40 objects were answered.
@@ -613,7 +615,7 @@ func TestPurgeStaleIsPerThousand(t *testing.T) {
 		}
 		few.pass(oneStale(few), 1, nil, bad...)
 	}
-	a, f := all.ps.stale, few.ps.stale
+	a, f := all.ps.stale.r, few.ps.stale.r
 	if a.Value == nil || f.Value == nil || *a.Value != *f.Value {
 		t.Errorf("stale after purge %v with 3 valid passes, %v with 1: want the same rate", val(a.Value), val(f.Value))
 	}
@@ -671,22 +673,21 @@ func TestPurgeLatenessJudgedOnWindow(t *testing.T) {
 	}
 }
 
-// synthTests records purge-stampede's tests on ps as Open does.
-func synthTests(ps *purgeSession, s *Spec, tgt *Target, rc *Recorder) {
-	res := map[string]*results.Result{}
-	for _, d := range (purgeStampede{}).Tests() {
-		if d.q == 0 {
-			res[d.id] = rc.newTest(s, tgt, d)
-			continue
+// A refill request that timed out counts at the timeout, and makes the
+// refill's figures invalid with the count.
+func TestPurgeRefillTimeoutCounts(t *testing.T) {
+	sp := newSynthPurge(t, 50)
+	pe := sp.pass(func(k int64, obj int) purgeRec {
+		if k < 20 {
+			return purgeRec{err: true, timeout: true}
 		}
-		lt := rc.latency(s, tgt, d.id, d.title, d.q)
-		lt.r.Aggregation = d.agg
-		if d.q == 50 {
-			ps.p50 = lt
-		} else {
-			ps.p99 = lt
-		}
+		return sp.fastRefill(k, obj)
+	}, 1, nil)
+	near := func(v *float64) bool { return v != nil && *v >= 10000 && *v <= 10100 } // the histogram's resolution
+	if pe.Refill.Errors != 20 || pe.RefillTimeouts != 20 || !near(pe.Refill.P99Ms) {
+		t.Errorf("refill: %d errors, %d timeouts, p99 %v ms: want 20, 20, the 10 s timeout", pe.Refill.Errors, pe.RefillTimeouts, val(pe.Refill.P99Ms))
 	}
-	ps.amp = &sumTest{r: res["refill-amplification"], value: ratio, fetches: true}
-	ps.recovery, ps.stale, ps.dur = res["recovery"], res["stale-after-purge"], res["purge-duration"]
+	if p := lastPass(t, sp.ps.p99.r); p.Valid || !near(p.Value) || !says(p, "20 of 1000 requests during the refill failed: they timed out and count at the 10s timeout") {
+		t.Errorf("p99 during the refill: valid %v value %v (%v)", p.Valid, val(p.Value), p.InvalidReasons)
+	}
 }
