@@ -119,9 +119,10 @@ type PurgeEvidence struct {
 	// from the pass's start to the purge (0 when the cache held them all);
 	// FetchesAfter from the purge's start to the pass's end, the most of
 	// one object in MaxObjectFetches (null when the origin's counters could
-	// not be read); DistinctAfter the objects asked for by requests sent
-	// after their invalidation returned. Amplification is FetchesAfter ÷
-	// DistinctAfter.
+	// not be read); DistinctAfter the objects with a good answer to a
+	// request sent after their invalidation returned. Amplification is
+	// FetchesAfter ÷ DistinctAfter; fewer fetches than objects prove the
+	// purge left copies behind.
 	FetchesBefore    *int64 `json:"fetches_before"`
 	FetchesAfter     *int64 `json:"fetches_after"`
 	DistinctAfter    int64  `json:"distinct_after"`
@@ -138,15 +139,24 @@ type PurgeEvidence struct {
 	// requests came back within 10 % of it, counting the requests for
 	// objects already asked for since the purge (a first request after a
 	// purge goes to the origin on any engine: FirstAfter counts them), at
-	// 100 ms steps; null when it did not in the pass.
-	ReferenceP99Ms *float64 `json:"reference_p99_ms"`
-	RecoveredMs    *float64 `json:"recovered_ms"`
-	FirstAfter     int64    `json:"first_after"`
-	// Before, Refill and After are the requests sent before the purge,
-	// from it to the recovery, and after the recovery.
-	Before PhaseTTFB `json:"before"`
-	Refill PhaseTTFB `json:"refill"`
-	After  PhaseTTFB `json:"after"`
+	// 100 ms steps; null when it did not in the pass. RecoveryJudgedMs is
+	// how far it was looked for: every step before it has a whole second
+	// of the pass after it (null when none has), so a pass that did not
+	// recover took at least that long.
+	ReferenceP99Ms   *float64 `json:"reference_p99_ms"`
+	RecoveredMs      *float64 `json:"recovered_ms"`
+	RecoveryJudgedMs *float64 `json:"recovery_judged_ms"`
+	FirstAfter       int64    `json:"first_after"`
+	// Before, Refill and After are the requests sent before the purge, in
+	// the refill window (RefillWindowMs from the purge's start, the same on
+	// every engine), and after it. A refill request that timed out counts
+	// in the refill's TTFB at the timeout (RefillTimeouts); other failures
+	// have none.
+	Before         PhaseTTFB `json:"before"`
+	Refill         PhaseTTFB `json:"refill"`
+	After          PhaseTTFB `json:"after"`
+	RefillWindowMs float64   `json:"refill_window_ms"`
+	RefillTimeouts int64     `json:"refill_timeouts,omitempty"`
 	// Windows are the 100 ms windows from the purge's start on (in the
 	// recovery test's passes only).
 	Windows []PurgeWindow `json:"windows,omitempty"`

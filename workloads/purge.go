@@ -43,6 +43,12 @@ const (
 	purgeWindow  = 100 * time.Millisecond
 	recoverBound = 1.10
 	recoverSpan  = time.Second
+	// refillSpan is the refill window: the requests sent in the first
+	// second from the purge's start (all of the pass after it when that is
+	// shorter). It is the same on every engine: a window that ended at the
+	// engine's own recovery would judge a fast engine on its misses and
+	// one that never recovers on seconds of hits.
+	refillSpan = time.Second
 	// purgeWorkers send a per-object purge's requests side by side.
 	purgeWorkers = 16
 	// cpuEvery is how often the engine's CPU time is read during a pass.
@@ -72,15 +78,15 @@ func (purgeStampede) Spec() Spec {
 func (purgeStampede) Tests() []latencyDef {
 	return []latencyDef{
 		{id: "refill-amplification", title: "Refill amplification", unit: "x", lower: true,
-			agg: "origin fetches of the stream's objects from the purge's start to the pass's end ÷ distinct objects requested after the purge returned, counted at the origin; the valid measured passes' sums"},
+			agg: "origin fetches of the stream's objects from the purge's start to the pass's end ÷ distinct objects with a good answer to a request sent after the purge returned, counted at the origin; the valid measured passes' sums. A pass with fewer fetches than objects is invalid: the purge left copies behind"},
 		{id: "recovery", title: "Time to recover", unit: "s", lower: true,
-			agg: "from the purge's start until the TTFB p99 of the next second of requests, but the first for each object since the purge (a miss on any engine), is back within 10 % of the p99 before the purge, at 100 ms steps; the median of the valid measured passes"},
-		{id: "stale-after-purge", title: "Stale answers after the purge", unit: "answers", lower: true,
-			agg: "good answers to requests sent after the purge returned whose copy the origin made before the purge started (its X-Origin-Generated stamp); the valid measured passes' sum"},
+			agg: "from the purge's start until the TTFB p99 of the next second of requests, but the first for each object since the purge (a miss on any engine; a failure counts at the timeout), is back within 10 % of the p99 before the purge, at 100 ms steps; the median of the valid measured passes, a pass that did not recover counting as the longest (its value the least it can be: how far recovery was looked for), null when the median pass did not recover. A pass whose purge removed nothing is invalid"},
+		{id: "stale-after-purge", title: "Stale answers after the purge", unit: "per 1000 answers", lower: true,
+			agg: "1000 × good answers to requests sent after the purge returned whose copy the origin made before the purge started ÷ such answers whose staleness could be proven (they carried the origin's X-Origin-Generated stamp), the valid measured passes' sums; each pass's value is its own rate, the result's stale count the raw sum"},
 		{id: "p50-ttfb-refill", title: "p50 TTFB during the refill", q: 50,
-			agg: "p50 TTFB of every request sent from the purge's start to the recovery (to the pass's end without one), of the valid measured passes merged"},
+			agg: "p50 TTFB of every request sent in the refill window, the first second from the purge's start (the same on every engine; the pass after the purge when shorter), a timeout counted at the timeout, of the valid measured passes merged; a failed request there makes the pass invalid"},
 		{id: "p99-ttfb-refill", title: "p99 TTFB during the refill", q: 99,
-			agg: "p99 TTFB of every request sent from the purge's start to the recovery (to the pass's end without one), of the valid measured passes merged"},
+			agg: "p99 TTFB of every request sent in the refill window, the first second from the purge's start (the same on every engine; the pass after the purge when shorter), a timeout counted at the timeout, of the valid measured passes merged; a failed request there makes the pass invalid"},
 		{id: "purge-duration", title: "Purge duration", unit: "ms", lower: true,
 			agg: "from the purge call to its return (a ban accepted, or every per-object request answered); the median of the valid measured passes"},
 	}
@@ -126,13 +132,13 @@ type purgeSession struct {
 	rate   float64
 	client *http.Client
 
-	amp                  *sumTest
-	recovery, stale, dur *results.Result
-	p50, p99             *latencyTest
+	amp, stale    *sumTest
+	recovery, dur *results.Result
+	p50, p99      *latencyTest
 
 	// Over the valid measured passes.
-	staleN                int64
-	recoveries, durations []float64
+	recoveries []recoveryOutcome
+	durations  []float64
 }
 
 func (w purgeStampede) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
@@ -140,13 +146,19 @@ func (w purgeStampede) Open(ctx context.Context, s Spec, cfg Config, tgt *Target
 	if err != nil {
 		return nil, err
 	}
+	ps.newTests(rc)
+	return ps, nil
+}
+
+// newTests records purge-stampede's tests for ps's target.
+func (ps *purgeSession) newTests(rc *Recorder) {
 	res := map[string]*results.Result{}
-	for _, d := range w.Tests() {
+	for _, d := range (purgeStampede{}).Tests() {
 		if d.q == 0 {
-			res[d.id] = rc.newTest(&s, tgt, d)
+			res[d.id] = rc.newTest(ps.spec, ps.tgt, d)
 			continue
 		}
-		lt := rc.latency(&s, tgt, d.id, d.title, d.q)
+		lt := rc.latency(ps.spec, ps.tgt, d.id, d.title, d.q)
 		lt.r.Aggregation = d.agg
 		if d.q == 50 {
 			ps.p50 = lt
@@ -155,9 +167,12 @@ func (w purgeStampede) Open(ctx context.Context, s Spec, cfg Config, tgt *Target
 		}
 	}
 	ps.amp = &sumTest{r: res["refill-amplification"], value: ratio, fetches: true}
-	ps.recovery, ps.stale, ps.dur = res["recovery"], res["stale-after-purge"], res["purge-duration"]
-	return ps, nil
+	ps.stale = &sumTest{r: res["stale-after-purge"], value: perThousand}
+	ps.recovery, ps.dur = res["recovery"], res["purge-duration"]
 }
+
+// perThousand is a sumTest value: num per 1000 of den.
+func perThousand(num, den int64) float64 { return 1000 * ratio(num, den) }
 
 // openStream makes the stream's objects, the generator over them and the
 // client that warms and purges them, on tgt (purge-stampede and
@@ -471,9 +486,17 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 		pe.FetchesBefore, pe.FetchesAfter, pe.MaxObjectFetches = ptr(fb), ptr(fa), ptr(most)
 	}
 	start := pd.start.UnixNano()
+	refillLen := max(min(refillSpan, ps.cfg.PurgeAfter), 0)
+	refillEnd := start + int64(refillLen)
+	pe.RefillWindowMs = float64(refillLen) / 1e6
+	timeout := int64(ps.cfg.Timeout)
 	requested := make([]bool, len(ps.paths)) // since its invalidation was sent
-	seen := make([]bool, len(ps.paths))      // since it returned
-	beforeH, refillH, afterH := loadgen.NewHistogram(), loadgen.NewHistogram(), loadgen.NewHistogram()
+	seen := make([]bool, len(ps.paths))      // answered since it returned
+	// Each window's TTFBs from the intended send time and, beside them,
+	// from the dispatch (TTFB - lag): the generator's own lateness is
+	// judged on the window a figure is made of, not the whole pass.
+	beforeH, beforeD := loadgen.NewHistogram(), loadgen.NewHistogram()
+	refillH, refillD, afterH := loadgen.NewHistogram(), loadgen.NewHistogram(), loadgen.NewHistogram()
 	var recs []purgeRec
 	for _, s := range ps.log.shards {
 		recs = append(recs, s...)
@@ -483,7 +506,7 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 	// were not the first for their object since its invalidation (what
 	// recovery is judged on).
 	type window struct {
-		all, repeat            *hdr.Histogram
+		all, repeat, repeatD   *hdr.Histogram
 		n, first, errs, staleN int64
 	}
 	var wins []window
@@ -492,11 +515,14 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 		good := rec.good()
 		if rec.intended < start {
 			phase(&pe.Before, beforeH, rec, good)
+			if good {
+				_ = beforeD.RecordValue(max(rec.ttfb-rec.lag, 0))
+			}
 			continue
 		}
 		k := int((rec.intended - start) / int64(purgeWindow))
 		for len(wins) <= k {
-			wins = append(wins, window{all: loadgen.NewHistogram(), repeat: loadgen.NewHistogram()})
+			wins = append(wins, window{all: loadgen.NewHistogram(), repeat: loadgen.NewHistogram(), repeatD: loadgen.NewHistogram()})
 		}
 		w := &wins[k]
 		w.n++
@@ -516,19 +542,39 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 		}
 		if !first {
 			// A failure counts at the timeout: it is no recovery.
-			v := max(rec.ttfb, 0)
+			v, d := max(rec.ttfb, 0), max(rec.ttfb-rec.lag, 0)
 			if !good {
-				v = int64(ps.cfg.Timeout)
+				v, d = timeout, timeout
 			}
 			_ = w.repeat.RecordValue(v)
+			_ = w.repeatD.RecordValue(d)
 		}
-		if rec.intended >= pd.done[rec.obj] {
+		if rec.intended >= pd.done[rec.obj] && good {
+			// A failed answer refilled nothing: it is not an object the
+			// amplification counts.
 			seen[rec.obj] = true
-			if good {
-				was := pe.StaleAfterPurge
-				countAnswer(rec.stamp, pd.sent[rec.obj], &pe.AnsweredAfter, &pe.Unproven, &pe.StaleAfterPurge)
-				w.staleN += pe.StaleAfterPurge - was
-			}
+			was := pe.StaleAfterPurge
+			countAnswer(rec.stamp, pd.sent[rec.obj], &pe.AnsweredAfter, &pe.Unproven, &pe.StaleAfterPurge)
+			w.staleN += pe.StaleAfterPurge - was
+		}
+		if rec.intended >= refillEnd {
+			phase(&pe.After, afterH, rec, good)
+			continue
+		}
+		// The refill: a timeout counts at the timeout; another failure has
+		// no TTFB (the count makes the refill's figures invalid).
+		pe.Refill.Requests++
+		switch {
+		case good:
+			_ = refillH.RecordValue(max(rec.ttfb, 0))
+			_ = refillD.RecordValue(max(rec.ttfb-rec.lag, 0))
+		case rec.kind == "timeout":
+			pe.Refill.Errors++
+			pe.RefillTimeouts++
+			_ = refillH.RecordValue(timeout)
+			_ = refillD.RecordValue(timeout)
+		default:
+			pe.Refill.Errors++
 		}
 	}
 	for _, s := range seen {
@@ -541,18 +587,30 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 	// Recovery: the first step from which the repeat requests' p99 over
 	// the next recoverSpan is within the bound of the reference. Only
 	// steps with a whole span of the schedule after them are judged.
+	// Lateness is judged on what the decision rests on: the reference,
+	// and the span of every step up to the one recovered at (all of them
+	// when none was).
+	late := classLateness("TTFB before the purge", beforeH, beforeD, 99)
 	span := int(recoverSpan / purgeWindow)
 	whole := int(end.Sub(pd.start) / purgeWindow) // windows the schedule fills
+	judged := min(whole, len(wins)) - span + 1    // steps with a whole span after them
+	if judged > 0 {
+		pe.RecoveryJudgedMs = ptr(float64(time.Duration(judged)*purgeWindow) / 1e6)
+	}
 	recovered := -1
 	for k := 0; k < len(wins); k++ {
 		w := &wins[k]
 		var next *float64
-		if k+span <= min(whole, len(wins)) {
-			h := loadgen.NewHistogram()
+		if k < judged {
+			h, hd := loadgen.NewHistogram(), loadgen.NewHistogram()
 			for j := k; j < k+span; j++ {
 				h.Merge(wins[j].repeat)
+				hd.Merge(wins[j].repeatD)
 			}
 			next = msq(h, 99)
+			if recovered < 0 && len(late) == 0 {
+				late = classLateness(fmt.Sprintf("TTFB of repeat requests in the second from %s after the purge", time.Duration(k)*purgeWindow), h, hd, 99)
+			}
 		}
 		pe.Windows = append(pe.Windows, results.PurgeWindow{AtMs: float64(time.Duration(k)*purgeWindow) / 1e6,
 			Requests: w.n, First: w.first, Errors: w.errs, Stale: w.staleN, P99Ms: msq(w.all, 99), NextP99Ms: next})
@@ -560,33 +618,14 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 			recovered = k
 		}
 	}
-	// The refill is at least the first step: a recovery at once still
-	// has the requests sent as the purge began.
-	refillEnd := int64(-1)
 	if recovered >= 0 {
 		pe.RecoveredMs = ptr(float64(time.Duration(recovered)*purgeWindow) / 1e6)
-		refillEnd = start + int64(max(recovered, 1))*int64(purgeWindow)
-	}
-	for i := range recs {
-		rec := &recs[i]
-		if rec.intended < start {
-			continue
-		}
-		if refillEnd < 0 || rec.intended < refillEnd {
-			phase(&pe.Refill, refillH, rec, rec.good())
-		} else {
-			phase(&pe.After, afterH, rec, rec.good())
-		}
 	}
 	pe.Refill.P50Ms, pe.Refill.P99Ms = msq(refillH, 50), msq(refillH, 99)
 	pe.After.P50Ms, pe.After.P99Ms = msq(afterH, 50), msq(afterH, 99)
-	ps.log.refill = refillH
-	cpuEnd := end
-	if refillEnd >= 0 {
-		cpuEnd = time.Unix(0, refillEnd)
-	}
+	ps.log.refill, ps.log.refillDisp, ps.log.recoveryLate = refillH, refillD, late
 	pe.EngineCPUBefore = cpu.cores(time.Time{}, pd.start)
-	pe.EngineCPURefill = cpu.cores(pd.start, cpuEnd)
+	pe.EngineCPURefill = cpu.cores(pd.start, time.Unix(0, min(refillEnd, end.UnixNano())))
 	return pe
 }
 
@@ -626,16 +665,29 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 			noPurge += ": " + pd.err.Error()
 		}
 	}
-	// Amplification: a value only when the origin was counted and objects
-	// were asked for after the purge.
+	// A purge that left copies behind has no refill to measure: its
+	// amplification, recovery, refill TTFB and duration would be those of
+	// a cache that kept serving hits.
+	miss := ""
+	if pe != nil {
+		miss = missed(pe)
+	}
+
+	// Amplification: a value only when the origin was counted, objects
+	// were answered after the purge, and every one of them was fetched
+	// again.
 	var amp *float64
 	ampWhy := noPurge
+	var ampMore []string // the missed purge makes the pass invalid, whatever else does
 	switch {
 	case pe == nil:
 	case pe.FetchesAfter == nil:
 		ampWhy = "the origin's counters could not be read around the purge"
 	case pe.DistinctAfter == 0:
-		ampWhy = "no object was requested after the purge returned"
+		ampWhy = "no object had a good answer to a request sent after the purge returned"
+	case miss != "":
+		ampWhy = miss
+		ampMore = append(ampMore, miss)
 	default:
 		amp = ptr(round3(float64(*pe.FetchesAfter) / float64(pe.DistinctAfter)))
 	}
@@ -643,75 +695,116 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 	if pe != nil {
 		fetched, distinct = deref(pe.FetchesAfter), pe.DistinctAfter
 	}
-	ps.amp.add(p, amp, ampWhy, fetched, distinct)
+	ps.amp.add(p, amp, ampWhy, fetched, distinct, ampMore...)
 
-	// Recovery, in seconds; latency moved by the generator's lateness
-	// cannot say when the engine recovered.
+	// Recovery, in seconds. A pass that did not recover is a finding: its
+	// value is the least it can be (how far recovery was looked for), and
+	// the test's median counts it as the longest. Latency moved by the
+	// generator's lateness in the windows it was decided on cannot say when
+	// the engine recovered.
 	var rec *float64
 	recWhy := noPurge
+	censored := false
 	switch {
 	case pe == nil:
+	case miss != "":
+		recWhy = miss
 	case pe.ReferenceP99Ms == nil:
 		recWhy = "no good answer before the purge: nothing to recover to"
-	case pe.RecoveredMs == nil:
-		recWhy = fmt.Sprintf("the TTFB p99 of repeat requests over %s did not come back within 10%% of its %s ms before the purge in the %s after it",
-			recoverSpan, results.Sig3(*pe.ReferenceP99Ms), ps.cfg.PurgeAfter)
-	default:
+	case pe.RecoveredMs != nil:
 		rec = ptr(round3(*pe.RecoveredMs / 1e3))
+	case pe.RecoveryJudgedMs == nil:
+		recWhy = fmt.Sprintf("no step after the purge had the %s of requests after it that a recovery is judged on", recoverSpan)
+	default:
+		censored = true
+		rec = ptr(round3(*pe.RecoveryJudgedMs / 1e3))
 	}
-	more := lateness(r, 99)
+	var more []string
+	if miss != "" {
+		more = append(more, miss)
+	}
+	more = append(more, ps.log.recoveryLate...)
 	if p.busy != "" {
 		more = append(more, p.busy)
 	}
-	if rp := addPass(ps.recovery, full, rec, recWhy, more...); !rp.Warmup && rp.Valid {
-		ps.recoveries = append(ps.recoveries, *rec)
-		ps.recovery.Value = ptr(round3(stats.Median(ps.recoveries)))
+	rp := addPass(ps.recovery, full, rec, recWhy, more...)
+	if censored {
+		rp.NoValue = fmt.Sprintf("did not recover within %s s: the TTFB p99 of repeat requests over %s never came back within 10%% of its %s ms before the purge; %s s is the least it can be",
+			results.Sig3(*rec), recoverSpan, results.Sig3(*pe.ReferenceP99Ms), results.Sig3(*rec))
+	}
+	if !rp.Warmup && rp.Valid {
+		ps.recoveries = append(ps.recoveries, recoveryOutcome{v: *rec, censored: censored})
+		if m, ok := censoredMedian(ps.recoveries); ok {
+			ps.recovery.Value = ptr(round3(m))
+		} else {
+			ps.recovery.Value, ps.recovery.NoValue = nil, notRecovered(ps.recoveries)
+		}
 		ps.recovery.Recount()
 	}
 
-	// Stale answers after the purge: a count of what the origin's stamps
-	// prove, over the answers that carry one.
+	// Stale answers after the purge, per 1000 of the answers whose
+	// staleness the origin's stamps prove: a rate, so cells with different
+	// numbers of valid passes compare.
 	var st *float64
 	stWhy := noPurge
 	var stMore []string
+	var stale, proven int64
+	if pe != nil {
+		stale, proven = pe.StaleAfterPurge, pe.AnsweredAfter-pe.Unproven
+	}
 	switch {
 	case pe == nil:
-	case pe.AnsweredAfter-pe.Unproven == 0 && pe.AnsweredAfter > 0:
+	case proven == 0 && pe.AnsweredAfter > 0:
 		stWhy = fmt.Sprintf("none of the %d answers after the purge carried the origin's stamp (%s): staleness cannot be proven", pe.AnsweredAfter, origin.GeneratedHeader)
 	case pe.AnsweredAfter == 0:
 		stWhy = "no good answer to a request sent after the purge returned"
 	default:
-		st = ptr(float64(pe.StaleAfterPurge))
+		st = ptr(round3(perThousand(stale, proven)))
 		if pe.Unproven > 0 {
 			stMore = append(stMore, fmt.Sprintf("%d of %d answers after the purge carried no origin stamp (%s): whether they were stale cannot be proven",
 				pe.Unproven, pe.AnsweredAfter, origin.GeneratedHeader))
 		}
 	}
-	if rp := addPass(ps.stale, p, st, stWhy, stMore...); !rp.Warmup && rp.Valid {
-		ps.staleN += pe.StaleAfterPurge
-		ps.stale.Value, ps.stale.Stale = ptr(float64(ps.staleN)), ptr(ps.staleN)
-		ps.stale.Recount()
+	ps.stale.add(p, st, stWhy, stale, proven, stMore...)
+	if ps.stale.den > 0 {
+		ps.stale.r.Stale = ptr(ps.stale.num)
 	}
 
-	// TTFB during the refill.
+	// TTFB during the refill window, judged for the generator's lateness
+	// on that window's requests.
 	for _, t := range []*latencyTest{ps.p50, ps.p99} {
 		var v *float64
 		why := noPurge
 		var h *hdr.Histogram
+		var more []string
 		if pe != nil {
 			h = ps.log.refill
 			v, why = p.latencyValue(h, t.q)
 			if v == nil && pe.Refill.Requests > 0 && pe.Refill.Errors == pe.Refill.Requests {
 				why = fmt.Sprintf("no good answer during the refill: %d of %d requests failed", pe.Refill.Errors, pe.Refill.Requests)
 			}
+			if miss != "" {
+				more = append(more, miss)
+			}
+			more = append(more, classLateness("refill TTFB", ps.log.refill, ps.log.refillDisp, t.q)...)
 		}
-		more := lateness(r, t.q)
 		if p.busy != "" {
 			more = append(more, p.busy)
 		}
 		if pe != nil && pe.Refill.Errors > 0 && v != nil {
-			more = append(more, fmt.Sprintf("%d of %d requests during the refill failed (%s over the pass): they have no TTFB",
-				pe.Refill.Errors, pe.Refill.Requests, kinds(r.ErrorsByKind)))
+			msg := fmt.Sprintf("%d of %d requests during the refill failed", pe.Refill.Errors, pe.Refill.Requests)
+			if k := kinds(r.ErrorsByKind); k != "" {
+				msg += " (" + k + " over the pass)"
+			}
+			switch t := pe.RefillTimeouts; {
+			case t == pe.Refill.Errors:
+				msg += fmt.Sprintf(": they timed out and count at the %s timeout", ps.cfg.Timeout)
+			case t > 0:
+				msg += fmt.Sprintf(": %d timed out and count at the %s timeout, the others have no TTFB", t, ps.cfg.Timeout)
+			default:
+				msg += ": they have no TTFB"
+			}
+			more = append(more, msg)
 		}
 		t.addValue(p, h, v, why, more...)
 	}
@@ -719,14 +812,83 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 	// The purge call's own duration, from this process: a ban's includes
 	// starting varnishadm (in its container, with docker).
 	var d *float64
+	var dMore []string
 	if pe != nil {
 		d = ptr(pe.DurationMs)
+		if miss != "" {
+			dMore = append(dMore, miss)
+		}
 	}
-	if rp := addPass(ps.dur, p, d, noPurge); !rp.Warmup && rp.Valid {
+	if rp := addPass(ps.dur, p, d, noPurge, dMore...); !rp.Warmup && rp.Valid {
 		ps.durations = append(ps.durations, *d)
 		ps.dur.Value = ptr(round3(stats.Median(ps.durations)))
 		ps.dur.Recount()
 	}
+}
+
+// missed says how a pass's purge left copies behind, or "" when it did
+// not or that cannot be told. Every object answered after its
+// invalidation returned must have been fetched from the origin again, so
+// fewer origin fetches after the purge than such objects (or, without the
+// origin's counters, no answer after it but stale ones) prove the engine
+// kept copies it was told to drop.
+func missed(pe *results.PurgeEvidence) string {
+	proven := pe.AnsweredAfter - pe.Unproven
+	stale := ""
+	if proven > 0 {
+		stale = fmt.Sprintf(", and %d of the %d answers after it that carry the origin's stamp were copies made before it", pe.StaleAfterPurge, proven)
+	}
+	switch {
+	case pe.FetchesAfter != nil && *pe.FetchesAfter == 0 && pe.DistinctAfter > 0:
+		return fmt.Sprintf("the purge removed nothing: 0 origin fetches after it for %d objects%s", pe.DistinctAfter, stale)
+	case pe.FetchesAfter != nil && *pe.FetchesAfter < pe.DistinctAfter:
+		return fmt.Sprintf("the purge left copies behind: %d origin fetches after it for %d objects answered after it%s", *pe.FetchesAfter, pe.DistinctAfter, stale)
+	case pe.FetchesAfter == nil && proven > 0 && pe.StaleAfterPurge == proven:
+		return fmt.Sprintf("the purge removed nothing: all %d answers after it that carry the origin's stamp were copies made before it", proven)
+	}
+	return ""
+}
+
+// recoveryOutcome is a valid measured pass's recovery, in seconds: when
+// it recovered, or (censored) the least it can be when it did not.
+type recoveryOutcome struct {
+	v        float64
+	censored bool
+}
+
+// censoredMedian is the median of the outcomes, a pass that did not
+// recover counting as longer than every one that did; ok is false when
+// the median pass (either middle one, for an even count) did not recover.
+func censoredMedian(o []recoveryOutcome) (m float64, ok bool) {
+	s := append([]recoveryOutcome{}, o...)
+	sort.Slice(s, func(a, b int) bool {
+		if s[a].censored != s[b].censored {
+			return !s[a].censored
+		}
+		return s[a].v < s[b].v
+	})
+	n := len(s)
+	if n == 0 || s[n/2].censored {
+		return 0, false
+	}
+	if n%2 == 1 {
+		return s[n/2].v, true
+	}
+	return (s[n/2-1].v + s[n/2].v) / 2, true
+}
+
+// notRecovered is the recovery test's reason for no value when the median
+// pass did not recover.
+func notRecovered(o []recoveryOutcome) string {
+	var k int
+	var w float64
+	for _, x := range o {
+		if x.censored {
+			k++
+			w = max(w, x.v)
+		}
+	}
+	return fmt.Sprintf("did not recover within %s s in %d of %d passes", results.Sig3(w), k, len(o))
 }
 
 // purgeRec is one request of a pass.
@@ -747,10 +909,15 @@ func (r *purgeRec) good() bool { return !r.err && r.status >= 200 && r.status <=
 type purgeLog struct {
 	shards [][]purgeRec
 	refill *hdr.Histogram // the last pass's refill TTFBs
+	// purge-stampede's alone: the refill's TTFBs from the dispatch, and
+	// why the generator's lateness moved what recovery was decided on.
+	refillDisp   *hdr.Histogram
+	recoveryLate []string
 }
 
 func (l *purgeLog) record(shard int, rec *loadgen.Record, check loadgen.BodyCheck) {
-	pr := purgeRec{intended: rec.Intended.UnixNano(), ttfb: int64(rec.TTFB), lag: int64(rec.Lag), obj: rec.Object, status: rec.Status, err: rec.Err != "", kind: rec.Err}
+	pr := purgeRec{intended: rec.Intended.UnixNano(), ttfb: int64(rec.TTFB), lag: int64(rec.Lag), obj: rec.Object, status: rec.Status, err: rec.Err != "",
+		kind: rec.Err}
 	if e, ok := check.(*evidence); ok && rec.Status != 0 {
 		pr.stamp = e.stamp
 	}
@@ -761,7 +928,7 @@ func (l *purgeLog) reset() {
 	for i := range l.shards {
 		l.shards[i] = l.shards[i][:0]
 	}
-	l.refill = nil
+	l.refill, l.refillDisp, l.recoveryLate = nil, nil, nil
 }
 
 // cpuSeries is the engine's CPU time read through a pass.

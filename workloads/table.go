@@ -160,7 +160,7 @@ func EngineLabel(r *results.Result) string {
 
 // FormatValue is a value with its unit and the spread of the passes behind
 // it, all in one unit: "0.295 ms [0.251–0.410 ms]", "7.16 s [5.20–8.43 s]",
-// "—" when nothing was measured.
+// "0.5 [0–1] per 1000 answers", "—" when nothing was measured.
 func FormatValue(r *results.Result) string {
 	if r.Value == nil {
 		return "—"
@@ -174,6 +174,15 @@ func FormatValue(r *results.Result) string {
 	unit, scale := r.Unit, 1.0
 	if r.Unit == "ms" && hi >= 1000 {
 		unit, scale = "s", 1000
+	}
+	if strings.Contains(unit, " ") {
+		// A unit of several words ("per 1000 answers") is written once,
+		// after the spread: the table stays within its width.
+		s := results.Sig3(v / scale)
+		if r.Spread.N > 1 {
+			s += fmt.Sprintf(" [%s–%s]", results.Sig3(r.Spread.Min/scale), results.Sig3(r.Spread.Max/scale))
+		}
+		return s + " " + unit
 	}
 	s := results.Sig3(v/scale) + " " + unit
 	if many {
