@@ -125,7 +125,7 @@ func (bs *banSession) newTests(rc *Recorder, s *Spec, tgt *Target) {
 	}
 	bs.drift, bs.cpuDrift, bs.list = res["ttfb-drift"], res["engine-cpu-drift"], res["ban-list"]
 	bs.dur, bs.stale = res["purge-duration"], res["stale-after-purge"]
-	bs.staleSum = &sumTest{r: bs.stale, value: func(num, den int64) float64 { return 1000 * ratio(num, den) }}
+	bs.staleSum = &sumTest{r: bs.stale, value: perThousand}
 }
 
 // noBanList says why the target has no ban list to read, or "".
@@ -528,7 +528,7 @@ func (bs *banSession) record(p *passInfo, be *results.BanEvidence, made []banCal
 	case be.AnsweredAfter == be.Unproven:
 		stWhy = fmt.Sprintf("none of the %d answers after a call carried the origin's stamp (%s): staleness cannot be proven", be.AnsweredAfter, origin.GeneratedHeader)
 	default:
-		st = ptr(round3(1000 * ratio(be.StaleAfterPurge, proven)))
+		st = ptr(round3(perThousand(be.StaleAfterPurge, proven)))
 		if be.Unproven > 0 {
 			stMore = append(stMore, fmt.Sprintf("%d of %d answers after a call carried no origin stamp (%s)", be.Unproven, be.AnsweredAfter, origin.GeneratedHeader))
 		}

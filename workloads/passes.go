@@ -368,9 +368,10 @@ func (t *sumTest) add(p *passInfo, v *float64, why string, num, den int64, more 
 }
 
 // ratio and friends are sumTest values.
-func ratio(num, den int64) float64      { return float64(num) / float64(den) }
-func percent(num, den int64) float64    { return 100 * ratio(num, den) }
-func complement(num, den int64) float64 { return 100 * (1 - ratio(num, den)) }
+func ratio(num, den int64) float64       { return float64(num) / float64(den) }
+func percent(num, den int64) float64     { return 100 * ratio(num, den) }
+func perThousand(num, den int64) float64 { return 1000 * ratio(num, den) }
+func complement(num, den int64) float64  { return 100 * (1 - ratio(num, den)) }
 
 // deref is *p, or 0 for nil.
 func deref(p *int64) int64 {

@@ -171,9 +171,6 @@ func (ps *purgeSession) newTests(rc *Recorder) {
 	ps.recovery, ps.dur = res["recovery"], res["purge-duration"]
 }
 
-// perThousand is a sumTest value: num per 1000 of den.
-func perThousand(num, den int64) float64 { return 1000 * ratio(num, den) }
-
 // openStream makes the stream's objects, the generator over them and the
 // client that warms and purges them, on tgt (purge-stampede and
 // repeated-bans share them).
