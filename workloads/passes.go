@@ -414,7 +414,7 @@ func classLateness(name string, corr, disp *hdr.Histogram, q float64) []string {
 	if e.Corrected-e.FromDispatch <= e.Tolerance() {
 		return nil
 	}
-	return []string{fmt.Sprintf("the generator's own lateness moved the %s p%g from %.3f ms to %.3f ms (tolerance %.3f ms): fewer viewers, or a quieter machine",
+	return []string{fmt.Sprintf("the generator's own lateness moved the %s p%g from %.3f ms to %.3f ms (tolerance %.3f ms): less load (a lower rate, fewer viewers) or a quieter machine",
 		name, q, float64(e.FromDispatch)/1e6, float64(e.Corrected)/1e6, float64(e.Tolerance())/1e6)}
 }
 
