@@ -340,8 +340,10 @@ type OtherCPU struct {
 	Seconds      float64  `json:"seconds"`
 	StealSeconds float64  `json:"steal_seconds"`
 	Busiest      []string `json:"busiest,omitempty"`
-	// GeneratorBusyShare is the busiest generator core's share of the pass
-	// it was not idle: at loadgen.CPULimit or more the pass is invalid.
+	// GeneratorBusyShare is, pinned apart, the generator process's CPU over
+	// its sending window (t0 to the last send) as a share of its cores;
+	// unpinned, the least busy CPU's share of the pass: at
+	// loadgen.CPULimit or more the pass's latency tests are invalid.
 	GeneratorBusyShare float64 `json:"generator_busy_share,omitempty"`
 }
 

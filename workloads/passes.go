@@ -195,11 +195,13 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 
 // generatorBusy makes a generator pass's latency tests invalid when the
 // generator had no rest during it: pinned apart, its process used
-// CPULimit or more of its cores over the pass's elapsed time (its event
-// loop, its garbage collector, its TLS decryption); unpinned, no CPU of the
-// machine rested. Answers then waited for the generator to read them, and
-// the latencies are the generator's, not the engine's. The event loop's own
-// check (loadgen) sees only its sending window. Counts (coalescing at the
+// CPULimit or more of its cores over its sending window (its event loops,
+// its garbage collector, its TLS decryption), the window the event loops'
+// own check judges: from t0 to the last send, CPU and time over the same
+// interval. Connections opened before t0 and answers drained after the
+// last send are outside both. Unpinned, no CPU of the machine rested.
+// Answers then waited for the generator to read them, and the latencies
+// are the generator's, not the engine's. Counts (coalescing at the
 // origin, the grace ratio) do not depend on it and stay valid.
 func generatorBusy(tgt *Target, p *passInfo, a, b snapshot) {
 	if p.lr == nil || a.cpu == nil || b.cpu == nil {
@@ -227,19 +229,19 @@ func generatorBusy(tgt *Target, p *passInfo, a, b snapshot) {
 		return
 	}
 	// Pinned apart, this process is the generator alone (the origin and
-	// the engines are processes of their own): its CPU time over the pass
+	// the engines are processes of their own): its CPU time while sending
 	// against the cores it may use.
-	if p.lr.Elapsed <= 0 {
+	if p.lr.SendWindow <= 0 {
 		return
 	}
 	// Polling for a due slot (loadgen's SpinSeconds) is rest it chose.
-	share := max(p.lr.CPUSeconds-p.lr.SpinSeconds, 0) / (p.lr.Elapsed.Seconds() * float64(len(tgt.GeneratorCPUs)))
+	share := max(p.lr.SendCPUSeconds-p.lr.SendSpinSeconds, 0) / (p.lr.SendWindow.Seconds() * float64(len(tgt.GeneratorCPUs)))
 	if p.ev.OtherCPU != nil {
 		p.ev.OtherCPU.GeneratorBusyShare = round3(share)
 	}
 	if share >= loadgen.CPULimit {
 		p.busy = fmt.Sprintf(
-			"the generator used %.0f%% of its %s during the pass: answers waited for it to read them (decrypting TLS, say), so the figures are the generator's, not the engine's: lower the rate, or give the generator more cores",
+			"the generator used %.0f%% of its %s while sending: answers waited for it to read them (decrypting TLS, say), so the figures are the generator's, not the engine's: lower the rate, or give the generator more cores",
 			100*share, plural(len(tgt.GeneratorCPUs), "core"))
 	}
 }
