@@ -354,8 +354,21 @@ type Cost struct {
 	OriginCPUSeconds   *float64 `json:"origin_cpu_seconds"`
 	OriginPeakRSSBytes *int64   `json:"origin_peak_rss_bytes"`
 	// EngineCPUMsPer1000 is the engine's CPU milliseconds per 1000
-	// requests answered: the efficiency figure that survives a noisy host.
+	// answers it gave in the pass: the efficiency figure that survives a
+	// noisy host. Its denominator is Answers + ControlRequests; null when
+	// that is 0.
 	EngineCPUMsPer1000 *float64 `json:"engine_cpu_ms_per_1000"`
+	// Answers are the generator's requests the engine answered with a
+	// status, errors (a 503, a body that failed its check) included: they
+	// cost it CPU too. Requests with no answer (refused, timed out before
+	// a status) are not in it.
+	Answers int64 `json:"answers"`
+	// ControlRequests are hlsbench's own requests to the engine while the
+	// meter ran (purge-stampede's PURGE requests and ban call,
+	// repeated-bans' invalidations and the GET that checks each), answered:
+	// their CPU cannot be told apart from the generator's answers', so
+	// they are counted apart here and added to the denominator.
+	ControlRequests int64 `json:"control_requests"`
 	// The TLS terminator's, in topology proxyv2 (beside the engine's,
 	// not in them).
 	TerminatorCPUSeconds   *float64 `json:"terminator_cpu_seconds,omitempty"`

@@ -185,7 +185,7 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 	after := takeAfter(ctx, tgt)
 	p.ev = delta(tgt, before, after)
 	if used != nil {
-		p.ev.Cost = costOf(used, p.lr)
+		p.ev.Cost = costOf(used, p.lr, p.control)
 	}
 	agree(rc, spec, tgt, p)
 	noteBusy(rc, p)
@@ -265,6 +265,9 @@ type passInfo struct {
 	busy    string
 	started time.Time
 	ev      *results.Evidence // never nil once observed
+	// control counts hlsbench's own requests to the engine while the
+	// meter ran (purges, bans, checks): see costOf.
+	control int64
 }
 
 // latencyValue is a pass's latency quantile, or why it has none: a pass in
@@ -512,10 +515,24 @@ func delta(tgt *Target, a, b snapshot) *results.Evidence {
 	return ev
 }
 
-// costOf is what the engine and the origin used in a pass, and the
-// engine's CPU per 1000 requests served (null when none was).
-func costOf(us []cost.Usage, r *loadgen.Result) *results.Cost {
-	c := &results.Cost{}
+// costOf is what the engine and the origin used in a pass, and their CPU
+// per 1000 answers: every answer the engine gave the generator (errors
+// with a status included) and control, hlsbench's own requests to it while
+// the meter ran, whose CPU is in the meter's reading and cannot be taken
+// out. Null when there was no answer.
+func costOf(us []cost.Usage, r *loadgen.Result, control int64) *results.Cost {
+	c := &results.Cost{ControlRequests: control}
+	if r != nil {
+		for _, n := range r.StatusCodes {
+			c.Answers += n
+		}
+	}
+	perK := func(cpu float64) *float64 {
+		if n := c.Answers + c.ControlRequests; n > 0 {
+			return ptr(round3(cpu * 1e3 / (float64(n) / 1e3)))
+		}
+		return nil
+	}
 	for _, u := range us {
 		if u.Err != nil {
 			c.Errors = append(c.Errors, fmt.Sprintf("%s: %v", u.Name, u.Err))
@@ -525,16 +542,12 @@ func costOf(us []cost.Usage, r *loadgen.Result) *results.Cost {
 		switch u.Name {
 		case costEngine:
 			c.EngineCPUSeconds, c.EnginePeakRSSBytes = cpu, peak
-			if r != nil && r.OK > 0 {
-				c.EngineCPUMsPer1000 = ptr(round3(u.CPUSeconds * 1e3 / (float64(r.OK) / 1e3)))
-			}
+			c.EngineCPUMsPer1000 = perK(u.CPUSeconds)
 		case costOrigin:
 			c.OriginCPUSeconds, c.OriginPeakRSSBytes = cpu, peak
 		case costTerminator:
 			c.TerminatorCPUSeconds, c.TerminatorPeakRSSBytes = cpu, peak
-			if r != nil && r.OK > 0 {
-				c.TerminatorCPUMsPer1000 = ptr(round3(u.CPUSeconds * 1e3 / (float64(r.OK) / 1e3)))
-			}
+			c.TerminatorCPUMsPer1000 = perK(u.CPUSeconds)
 		}
 		if u.Exited > 0 {
 			c.Errors = append(c.Errors, fmt.Sprintf("%s: %d of its processes ended during the pass; part of their CPU time may be missing", u.Name, u.Exited))
