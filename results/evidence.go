@@ -289,7 +289,8 @@ type AudienceEvidence struct {
 	StalenessP50S *float64 `json:"staleness_p50_s"`
 	StalenessP99S *float64 `json:"staleness_p99_s"`
 	StalenessMaxS *float64 `json:"staleness_max_s"`
-	// Memory is the engine's resident memory and its cache files, Objects
+	// Memory is the engine's memory (its processes' proportional set
+	// sizes, so pages they share count once) and its cache files, Objects
 	// the distinct objects the origin served it since it started, and
 	// PayloadBytes their bodies: bytes per object is Memory − MemoryAtStart
 	// over Objects.
