@@ -549,6 +549,9 @@ func conditionFacts(c results.Conditions) []Fact {
 			add("Purge", fmt.Sprintf("the whole stream, %s after the pass starts, then %s of load: %s", c.PurgeBefore, c.PurgeAfter, how))
 		}
 	}
+	if c.EngineCost != "" {
+		add("Engine cost", c.EngineCost)
+	}
 	if c.Cycles > 0 {
 		add("Origin failure", fmt.Sprintf("%d cycles: %s healthy, then %s failing (%s)", c.Cycles, c.HealthyPhase, c.FailPhase, c.FailMode))
 	}

@@ -323,7 +323,8 @@ type AudienceEvidence struct {
 	StalenessP50S *float64 `json:"staleness_p50_s"`
 	StalenessP99S *float64 `json:"staleness_p99_s"`
 	StalenessMaxS *float64 `json:"staleness_max_s"`
-	// Memory is the engine's resident memory and its cache files, Objects
+	// Memory is the engine's memory (its processes' proportional set
+	// sizes, so pages they share count once) and its cache files, Objects
 	// the distinct objects the origin served it since it started, and
 	// PayloadBytes their bodies: bytes per object is Memory − MemoryAtStart
 	// over Objects.
@@ -378,8 +379,10 @@ type OtherCPU struct {
 	Seconds      float64  `json:"seconds"`
 	StealSeconds float64  `json:"steal_seconds"`
 	Busiest      []string `json:"busiest,omitempty"`
-	// GeneratorBusyShare is the busiest generator core's share of the pass
-	// it was not idle: at loadgen.CPULimit or more the pass is invalid.
+	// GeneratorBusyShare is, pinned apart, the generator process's CPU over
+	// its sending window (t0 to the last send) as a share of its cores;
+	// unpinned, the least busy CPU's share of the pass: at
+	// loadgen.CPULimit or more the pass's latency tests are invalid.
 	GeneratorBusyShare float64 `json:"generator_busy_share,omitempty"`
 }
 
@@ -390,8 +393,21 @@ type Cost struct {
 	OriginCPUSeconds   *float64 `json:"origin_cpu_seconds"`
 	OriginPeakRSSBytes *int64   `json:"origin_peak_rss_bytes"`
 	// EngineCPUMsPer1000 is the engine's CPU milliseconds per 1000
-	// requests answered: the efficiency figure that survives a noisy host.
+	// answers it gave in the pass: the efficiency figure that survives a
+	// noisy host. Its denominator is Answers + ControlRequests; null when
+	// that is 0.
 	EngineCPUMsPer1000 *float64 `json:"engine_cpu_ms_per_1000"`
+	// Answers are the generator's requests the engine answered with a
+	// status, errors (a 503, a body that failed its check) included: they
+	// cost it CPU too. Requests with no answer (refused, timed out before
+	// a status) are not in it.
+	Answers int64 `json:"answers"`
+	// ControlRequests are hlsbench's own requests to the engine while the
+	// meter ran (purge-stampede's PURGE requests and ban call,
+	// repeated-bans' invalidations and the GET that checks each), answered:
+	// their CPU cannot be told apart from the generator's answers', so
+	// they are counted apart here and added to the denominator.
+	ControlRequests int64 `json:"control_requests"`
 	// The TLS terminator's, in topology proxyv2 (beside the engine's,
 	// not in them).
 	TerminatorCPUSeconds   *float64 `json:"terminator_cpu_seconds,omitempty"`

@@ -123,6 +123,10 @@ type Conditions struct {
 	// Audience shapes live-audience: its viewers, channels, titles and
 	// ladder.
 	Audience *Audience `json:"audience,omitempty"`
+	// EngineCost says how the engine's CPU per 1000 answers counts
+	// hlsbench's own control requests, in a workload that makes them
+	// (purge-stampede, repeated-bans).
+	EngineCost string `json:"engine_cost,omitempty"`
 	// Policy is a digest of the cache policy every engine was given (TTLs,
 	// grace, probe, timeouts): runs under another policy do not compare.
 	Policy string `json:"policy,omitempty"`
@@ -341,10 +345,11 @@ type Result struct {
 	// and the object's TTL had expired.
 	GraceErrors *int64 `json:"grace_errors,omitempty"`
 
-	// EngineCPUMsPer1000 is the median over the measured passes of the
-	// engine's CPU milliseconds per 1000 requests served (the generator's
-	// lateness, which can invalidate a latency, does not move it), and
-	// EnginePeakRSSBytes the largest peak of its processes' resident
+	// EngineCPUMsPer1000 is the median over the valid measured passes of
+	// the engine's CPU milliseconds per 1000 answers it gave (Cost's
+	// Answers, errors with a status included, plus its ControlRequests:
+	// hlsbench's own purges, bans and checks, whose CPU is in the meter),
+	// and EnginePeakRSSBytes the largest peak of its processes' resident
 	// memory in a measured pass (null where the engine runs in-process).
 	EngineCPUMsPer1000 *float64 `json:"engine_cpu_ms_per_1000,omitempty"`
 	EnginePeakRSSBytes *int64   `json:"engine_peak_rss_bytes,omitempty"`
@@ -422,7 +427,9 @@ func (r *Result) Recount() {
 			continue
 		}
 		c := p.Evidence.Cost
-		if c.EngineCPUMsPer1000 != nil {
+		// An invalid pass (failed requests answered cheaply, another
+		// process on the CPUs) is no more behind the cost than the value.
+		if c.EngineCPUMsPer1000 != nil && p.Valid && p.Value != nil {
 			perK = append(perK, *c.EngineCPUMsPer1000)
 		}
 		if c.EnginePeakRSSBytes != nil && (r.EnginePeakRSSBytes == nil || *c.EnginePeakRSSBytes > *r.EnginePeakRSSBytes) {
@@ -447,10 +454,11 @@ func (r *Result) Recount() {
 	}
 }
 
-// TerminatorCost is the TLS terminator's cost over the measured passes of
-// topology proxyv2, as EngineCPUMsPer1000 and EnginePeakRSSBytes are the
-// engine's: the median of its CPU-ms per 1000 requests and its largest
-// peak resident set; nil where no pass measured one.
+// TerminatorCost is the TLS terminator's cost in topology proxyv2, as
+// EngineCPUMsPer1000 and EnginePeakRSSBytes are the engine's: the median
+// of its CPU-ms per 1000 answers over the valid measured passes, and its
+// largest peak resident set over the measured passes; nil where no pass
+// measured one.
 func (r *Result) TerminatorCost() (cpuMsPer1000 *float64, peakRSSBytes *int64) {
 	var perK []float64
 	for _, p := range r.Passes {
@@ -458,7 +466,7 @@ func (r *Result) TerminatorCost() (cpuMsPer1000 *float64, peakRSSBytes *int64) {
 			continue
 		}
 		c := p.Evidence.Cost
-		if c.TerminatorCPUMsPer1000 != nil {
+		if c.TerminatorCPUMsPer1000 != nil && p.Valid && p.Value != nil {
 			perK = append(perK, *c.TerminatorCPUMsPer1000)
 		}
 		if c.TerminatorPeakRSSBytes != nil && (peakRSSBytes == nil || *c.TerminatorPeakRSSBytes > *peakRSSBytes) {

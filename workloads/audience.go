@@ -90,7 +90,7 @@ func (w liveAudience) Tests() []latencyDef {
 		{id: "live-edge-staleness", title: "Live-edge staleness, p99", unit: "s", lower: true,
 			agg: "how long before a live media playlist reached the viewer the origin had published a segment it does not list (from the origin's X-Hlsbench-Live-Edge stamp, not Age; 0 when it listed the newest); p99 of every live playlist answer of the valid measured passes; a pass in which a live playlist request failed is invalid"},
 		{id: "bytes-per-object", title: "Engine memory per cached object", unit: "bytes", lower: true,
-			agg: "the engine's resident memory and cache files after a pass, less what it used when it started, ÷ the distinct objects the origin served it; the median of the valid measured passes"},
+			agg: "the engine's memory (its processes' proportional set sizes, smaps Pss, so pages they share count once) and cache files after a pass, less the same when it started, ÷ the distinct objects the origin served it; the median of the valid measured passes"},
 	}
 	for _, size := range w.storeSizes(&s) {
 		defs = append(defs, latencyDef{id: missRatioID(size), title: "Miss ratio, store " + sizeName(size), unit: "%", lower: true,
@@ -507,7 +507,10 @@ func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.R
 	return f
 }
 
-// engineMemory is the engine's resident memory and its cache files.
+// engineMemory is the engine's memory now and its cache files: its
+// processes' proportional set sizes, so pages they share (the binary,
+// NGINX's keys zone, Varnish's shared-memory log) count once, not once per
+// process as their resident sizes would.
 func engineMemory(tgt *Target) (int64, error) {
 	var g *cost.Group
 	for i := range tgt.Groups {
@@ -518,7 +521,7 @@ func engineMemory(tgt *Target) (int64, error) {
 	if g == nil {
 		return 0, fmt.Errorf("no engine process group")
 	}
-	rss, err := cost.RSSNow(*g)
+	mem, err := cost.PSSNow(*g)
 	if err != nil {
 		return 0, err
 	}
@@ -527,9 +530,9 @@ func engineMemory(tgt *Target) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("cache files: %w", err)
 		}
-		rss += files
+		mem += files
 	}
-	return rss, nil
+	return mem, nil
 }
 
 // record adds a pass at the policy's store to the audience's tests.

@@ -237,7 +237,7 @@ func (bs *banSession) calls(ctx context.Context, start time.Time, total time.Dur
 		c := banCall{obj: obj, sent: time.Now().UnixNano()}
 		path := bs.paths[obj]
 		if bs.mode == engines.PurgeBan {
-			c.err = bs.tgt.Ban(ctx, path)
+			c.err = bs.ban(ctx, path)
 		} else {
 			status, err := bs.fetch(ctx, bs.method, path)
 			switch {

@@ -185,7 +185,7 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 	after := takeAfter(ctx, tgt)
 	p.ev = delta(tgt, before, after)
 	if used != nil {
-		p.ev.Cost = costOf(used, p.lr)
+		p.ev.Cost = costOf(used, p.lr, p.control)
 	}
 	agree(rc, spec, tgt, p)
 	noteBusy(rc, p)
@@ -195,11 +195,13 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 
 // generatorBusy makes a generator pass's latency tests invalid when the
 // generator had no rest during it: pinned apart, its process used
-// CPULimit or more of its cores over the pass's elapsed time (its event
-// loop, its garbage collector, its TLS decryption); unpinned, no CPU of the
-// machine rested. Answers then waited for the generator to read them, and
-// the latencies are the generator's, not the engine's. The event loop's own
-// check (loadgen) sees only its sending window. Counts (coalescing at the
+// CPULimit or more of its cores over its sending window (its event loops,
+// its garbage collector, its TLS decryption), the window the event loops'
+// own check judges: from t0 to the last send, CPU and time over the same
+// interval. Connections opened before t0 and answers drained after the
+// last send are outside both. Unpinned, no CPU of the machine rested.
+// Answers then waited for the generator to read them, and the latencies
+// are the generator's, not the engine's. Counts (coalescing at the
 // origin, the grace ratio) do not depend on it and stay valid.
 func generatorBusy(tgt *Target, p *passInfo, a, b snapshot) {
 	if p.lr == nil || a.cpu == nil || b.cpu == nil {
@@ -227,19 +229,19 @@ func generatorBusy(tgt *Target, p *passInfo, a, b snapshot) {
 		return
 	}
 	// Pinned apart, this process is the generator alone (the origin and
-	// the engines are processes of their own): its CPU time over the pass
+	// the engines are processes of their own): its CPU time while sending
 	// against the cores it may use.
-	if p.lr.Elapsed <= 0 {
+	if p.lr.SendWindow <= 0 {
 		return
 	}
 	// Polling for a due slot (loadgen's SpinSeconds) is rest it chose.
-	share := max(p.lr.CPUSeconds-p.lr.SpinSeconds, 0) / (p.lr.Elapsed.Seconds() * float64(len(tgt.GeneratorCPUs)))
+	share := max(p.lr.SendCPUSeconds-p.lr.SendSpinSeconds, 0) / (p.lr.SendWindow.Seconds() * float64(len(tgt.GeneratorCPUs)))
 	if p.ev.OtherCPU != nil {
 		p.ev.OtherCPU.GeneratorBusyShare = round3(share)
 	}
 	if share >= loadgen.CPULimit {
 		p.busy = fmt.Sprintf(
-			"the generator used %.0f%% of its %s during the pass: answers waited for it to read them (decrypting TLS, say), so the figures are the generator's, not the engine's: lower the rate, or give the generator more cores",
+			"the generator used %.0f%% of its %s while sending: answers waited for it to read them (decrypting TLS, say), so the figures are the generator's, not the engine's: lower the rate, or give the generator more cores",
 			100*share, plural(len(tgt.GeneratorCPUs), "core"))
 	}
 }
@@ -263,6 +265,9 @@ type passInfo struct {
 	busy    string
 	started time.Time
 	ev      *results.Evidence // never nil once observed
+	// control counts hlsbench's own requests to the engine while the
+	// meter ran (purges, bans, checks): see costOf.
+	control int64
 }
 
 // latencyValue is a pass's latency quantile, or why it has none: a pass in
@@ -511,10 +516,24 @@ func delta(tgt *Target, a, b snapshot) *results.Evidence {
 	return ev
 }
 
-// costOf is what the engine and the origin used in a pass, and the
-// engine's CPU per 1000 requests served (null when none was).
-func costOf(us []cost.Usage, r *loadgen.Result) *results.Cost {
-	c := &results.Cost{}
+// costOf is what the engine and the origin used in a pass, and their CPU
+// per 1000 answers: every answer the engine gave the generator (errors
+// with a status included) and control, hlsbench's own requests to it while
+// the meter ran, whose CPU is in the meter's reading and cannot be taken
+// out. Null when there was no answer.
+func costOf(us []cost.Usage, r *loadgen.Result, control int64) *results.Cost {
+	c := &results.Cost{ControlRequests: control}
+	if r != nil {
+		for _, n := range r.StatusCodes {
+			c.Answers += n
+		}
+	}
+	perK := func(cpu float64) *float64 {
+		if n := c.Answers + c.ControlRequests; n > 0 {
+			return ptr(round3(cpu * 1e3 / (float64(n) / 1e3)))
+		}
+		return nil
+	}
 	for _, u := range us {
 		if u.Err != nil {
 			c.Errors = append(c.Errors, fmt.Sprintf("%s: %v", u.Name, u.Err))
@@ -524,16 +543,12 @@ func costOf(us []cost.Usage, r *loadgen.Result) *results.Cost {
 		switch u.Name {
 		case costEngine:
 			c.EngineCPUSeconds, c.EnginePeakRSSBytes = cpu, peak
-			if r != nil && r.OK > 0 {
-				c.EngineCPUMsPer1000 = ptr(round3(u.CPUSeconds * 1e3 / (float64(r.OK) / 1e3)))
-			}
+			c.EngineCPUMsPer1000 = perK(u.CPUSeconds)
 		case costOrigin:
 			c.OriginCPUSeconds, c.OriginPeakRSSBytes = cpu, peak
 		case costTerminator:
 			c.TerminatorCPUSeconds, c.TerminatorPeakRSSBytes = cpu, peak
-			if r != nil && r.OK > 0 {
-				c.TerminatorCPUMsPer1000 = ptr(round3(u.CPUSeconds * 1e3 / (float64(r.OK) / 1e3)))
-			}
+			c.TerminatorCPUMsPer1000 = perK(u.CPUSeconds)
 		}
 		if u.Exited > 0 {
 			c.Errors = append(c.Errors, fmt.Sprintf("%s: %d of its processes ended during the pass; part of their CPU time may be missing", u.Name, u.Exited))

@@ -103,6 +103,7 @@ func (purgeStampede) Conditions(s Spec, cfg Config) results.Conditions {
 	if cfg.PurgeMethod != "" {
 		c.PurgeMethod = cfg.PurgeMethod
 	}
+	c.EngineCost = controlCost
 	return c
 }
 
@@ -198,7 +199,7 @@ func openStream(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Record
 	ps.g = g
 	ps.log.shards = make([][]purgeRec, g.Shards())
 	tr := &http.Transport{TLSClientConfig: tgt.TLS, MaxIdleConnsPerHost: purgeWorkers, DisableCompression: true}
-	ps.client = &http.Client{Transport: tr, Timeout: cfg.Timeout,
+	ps.client = &http.Client{Transport: countAnswers{tr, &ps.log.control}, Timeout: cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return ps, nil
 }
@@ -369,7 +370,7 @@ func (ps *purgeSession) purge(ctx context.Context) purgeDone {
 	pd.sent, pd.done = make([]int64, n), make([]int64, n)
 	pd.start = time.Now()
 	if ps.mode == engines.PurgeBan {
-		pd.err = ps.tgt.Ban(ctx, ps.prefix)
+		pd.err = ps.ban(ctx, ps.prefix)
 		pd.returned = time.Now()
 		for i := range n {
 			pd.sent[i], pd.done[i] = pd.start.UnixNano(), pd.returned.UnixNano()
@@ -450,7 +451,7 @@ func (ps *purgeSession) endPass(ctx context.Context, i int, r *loadgen.Result, r
 	// of the survivors would hide them).
 	_, verdict := r.Verdict()
 	p := newPass(i, ps.cfg.Warmups, r, verdict)
-	p.started = started
+	p.started, p.control = started, ps.log.control.Load()
 	after := ps.rc.observe(ctx, ps.spec, ps.tgt, p, before)
 	if warmErr != nil {
 		p.reasons = append(p.reasons, warmErr.Error())
@@ -910,6 +911,9 @@ type purgeLog struct {
 	// why the generator's lateness moved what recovery was decided on.
 	refillDisp   *hdr.Histogram
 	recoveryLate []string
+	// control counts hlsbench's own requests the engine answered in the
+	// pass (purges, bans, checks: see costOf).
+	control controlCount
 }
 
 func (l *purgeLog) record(shard int, rec *loadgen.Record, check loadgen.BodyCheck) {
@@ -926,6 +930,7 @@ func (l *purgeLog) reset() {
 		l.shards[i] = l.shards[i][:0]
 	}
 	l.refill, l.refillDisp, l.recoveryLate = nil, nil, nil
+	l.control.Store(0)
 }
 
 // cpuSeries is the engine's CPU time read through a pass.

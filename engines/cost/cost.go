@@ -28,7 +28,9 @@ package cost
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines/internal/procfs"
@@ -250,6 +252,41 @@ func CPUNow(g Group) (float64, error) {
 		return 0, fmt.Errorf("%s: no process in group %d", g.Name, g.PGID)
 	}
 	return float64(ticks) / procfs.TicksPerSecond, nil
+}
+
+// PSSNow is the proportional set size of the group's processes now,
+// summed: a page that n processes map counts 1/n in each, so pages shared
+// between the group's processes (the binary, NGINX's keys zone, Varnish's
+// shared-memory log) count once in the sum, where RSSNow counts them once
+// per process. Pages the group shares with processes outside it count in
+// part. A process that ended while it was read is left out; one whose
+// memory map cannot be read (another user's) is an error, not a smaller
+// sum.
+func PSSNow(g Group) (int64, error) {
+	all, err := procfs.All()
+	if err != nil {
+		return 0, fmt.Errorf("read processes: %w", err)
+	}
+	var pss int64
+	n := 0
+	for _, st := range all {
+		if st.PGID != g.PGID {
+			continue
+		}
+		v, err := procfs.ReadPSS(st.PID)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH):
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("%s: %w", g.Name, err)
+		}
+		pss += v
+		n++
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("%s: no process in group %d", g.Name, g.PGID)
+	}
+	return pss, nil
 }
 
 // RSSNow is the resident memory of the group's processes now, summed

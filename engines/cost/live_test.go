@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(helperEnv); spec != "" {
 		os.Exit(helper(spec, os.Getenv(helperDir)))
 	}
+	if path := os.Getenv(shareEnv); path != "" {
+		os.Exit(share(path))
+	}
 	os.Exit(m.Run())
 }
 

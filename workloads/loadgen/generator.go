@@ -222,6 +222,7 @@ func (g *Generator) Run(ctx context.Context, p Pass) (*Result, error) {
 	}
 	start := time.Now()
 	cpu0 := processCPU()
+	sp.left.Store(int32(len(g.shards)))
 	// A short lead lets every shard reach t0 asleep, so all start together.
 	sp.t0 = nanotime() + int64(2*time.Millisecond)
 	sp.end = math.MaxInt64

@@ -988,3 +988,28 @@ func TestLoopCPUs(t *testing.T) {
 		t.Errorf("LoopCPUs without CPUs: %v, want none pinned", got)
 	}
 }
+
+// The sending window ends with the last loop's last send, not with the
+// answers drained after it; the process's CPU over it is part of the whole
+// pass's.
+func TestSendWindow(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		w.Write([]byte("x"))
+	}))
+	defer srv.Close()
+	g := newGen(t, Options{URL: srv.URL, Connections: 40, Shards: 2})
+	r := run(t, g, Pass{Rate: 100, Duration: 200 * time.Millisecond})
+	if r.OK != 20 {
+		t.Fatalf("ok %d of %d, want 20", r.OK, r.Requests)
+	}
+	if r.SendWindow <= 0 || r.SendWindow >= r.Elapsed {
+		t.Errorf("send window %v, elapsed %v: want the window to end before the last answer", r.SendWindow, r.Elapsed)
+	}
+	if r.SendCPUSeconds <= 0 || r.SendCPUSeconds > r.CPUSeconds {
+		t.Errorf("CPU while sending %.6fs, over the pass %.6fs: want a part of it", r.SendCPUSeconds, r.CPUSeconds)
+	}
+	if s := r.Summary(); s.SendWindowS <= 0 || s.SendCPUSeconds != round(r.SendCPUSeconds, 4) {
+		t.Errorf("summary: send_window_s %v, send_cpu_seconds %v", s.SendWindowS, s.SendCPUSeconds)
+	}
+}

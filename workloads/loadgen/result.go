@@ -52,6 +52,14 @@ type Result struct {
 	BodyBytes   int64
 	AchievedRPS float64 // complete answers per second of Elapsed
 	CPUSeconds  float64 // the generator process, user+system
+	// SendCPUSeconds is the generator process's CPU over its sending
+	// window, SendWindow that window: from t0 to when the last event loop
+	// stopped sending (rate, closed loop, plan) or got its last answer (a
+	// burst). Connections opened before t0 and answers drained after the
+	// last send are outside it; SendSpinSeconds is the polling inside it.
+	SendCPUSeconds  float64
+	SendSpinSeconds float64
+	SendWindow      time.Duration
 	// ShardCPU is each event-loop thread's CPU as a share of its sending
 	// window: from t0 to its last dispatch (to its last answer for a burst),
 	// without the time it spent polling for a due slot.
@@ -182,6 +190,7 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 		last = max(last, s.m.lastDone, s.winEnd)
 		r.Interrupted = r.Interrupted || s.stopped
 		r.SpinSeconds += s.spunAll.Seconds()
+		r.SendSpinSeconds += s.spun.Seconds()
 		r.SpinMargin = max(r.SpinMargin, s.margin)
 		share := 0.0
 		if s.wall > 0 {
@@ -219,6 +228,10 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 	r.Cache = CacheCounts{Hit: m.cache[CacheHit], Miss: m.cache[CacheMiss], Stale: m.cache[CacheStale], Unknown: m.cache[CacheUnknown]}
 
 	r.Elapsed = time.Duration(last - sp.t0)
+	if end := sp.sendEnd.Load(); end > sp.t0 && sp.started.Load() {
+		r.SendWindow = time.Duration(end - sp.t0)
+		r.SendCPUSeconds = time.Duration(sp.cpuEnd.Load() - sp.cpuStart.Load()).Seconds()
+	}
 	if r.Elapsed > 0 {
 		r.AchievedRPS = float64(m.answered) / r.Elapsed.Seconds()
 	}
@@ -456,6 +469,8 @@ type Summary struct {
 	Interrupted       bool             `json:"interrupted"`
 	Warnings          []string         `json:"warnings"`
 	CPUSeconds        float64          `json:"cpu_seconds"`
+	SendCPUSeconds    float64          `json:"send_cpu_seconds"`
+	SendWindowS       float64          `json:"send_window_s"`
 	ShardCPU          []float64        `json:"shard_cpu_share"`
 	SpinSeconds       float64          `json:"spin_seconds"`
 	SpinMarginMs      float64          `json:"spin_margin_ms"`
@@ -506,6 +521,7 @@ func (r *Result) Summary() Summary {
 		Shards: r.Shards, SocketsOpened: r.SocketsOpened, TLS: r.TLS, Queued: r.Queued, BodyBytes: r.BodyBytes,
 		Valid: r.Valid, InvalidReasons: nonNil(r.InvalidReasons), PoolLimited: r.PoolLimited,
 		Interrupted: r.Interrupted, Warnings: nonNil(r.Warnings), CPUSeconds: round(r.CPUSeconds, 4),
+		SendCPUSeconds: round(r.SendCPUSeconds, 4), SendWindowS: round(r.SendWindow.Seconds(), 4),
 		ShardCPU: slices.Clone(r.ShardCPU), SpinSeconds: round(r.SpinSeconds, 4), SpinMarginMs: round(ms(int64(r.SpinMargin)), 3),
 		LagEffect:   []LagEffectMs{},
 		ScheduleLag: spreadOf(r.ScheduleLag), ConnectionWait: spreadOf(r.ConnectionWait), Cache: r.Cache}
@@ -683,6 +699,9 @@ func Merge(rs []*Result) *Result {
 		out.BodyBytes += r.BodyBytes
 		out.CPUSeconds += r.CPUSeconds
 		out.SpinSeconds += r.SpinSeconds
+		out.SendCPUSeconds += r.SendCPUSeconds
+		out.SendSpinSeconds += r.SendSpinSeconds
+		out.SendWindow += r.SendWindow
 		out.SpinMargin = max(out.SpinMargin, r.SpinMargin)
 		answered += r.AchievedRPS * r.Elapsed.Seconds()
 		out.PoolLimited = out.PoolLimited || r.PoolLimited

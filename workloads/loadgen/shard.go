@@ -130,6 +130,31 @@ type passSpec struct {
 	late int64
 	// plan makes each loop's Plan (modePlan).
 	plan func(shard int) Plan
+	// The process's CPU over the sending window, as the loops' own check
+	// sees it: cpuStart is read by the first loop past t0, cpuEnd and
+	// sendEnd by the last loop to stop sending (left counts the loops
+	// still sending). Connections opened before t0 and answers drained
+	// after the last send are outside it.
+	cpuStart, cpuEnd, sendEnd atomic.Int64
+	started                   atomic.Bool
+	left                      atomic.Int32
+}
+
+// startSending is called by every loop once it is past t0: the first reads
+// the process's CPU.
+func (sp *passSpec) startSending() {
+	if sp.started.CompareAndSwap(false, true) {
+		sp.cpuStart.Store(int64(processCPU()))
+	}
+}
+
+// stopSending is called by every loop once it stops sending: the last reads
+// the process's CPU and the time.
+func (sp *passSpec) stopSending(now int64) {
+	if sp.left.Add(-1) == 0 {
+		sp.cpuEnd.Store(int64(processCPU()))
+		sp.sendEnd.Store(now)
+	}
 }
 
 type shardResult struct {
@@ -579,6 +604,7 @@ func (s *shard) run(sp *passSpec) shardResult {
 			break
 		}
 	}
+	sp.startSending()
 	if sp.ivEvery > 0 {
 		s.iv = s.newInterval(sp.t0)
 	}
@@ -614,6 +640,7 @@ func (s *shard) run(sp *passSpec) shardResult {
 		}
 		if s.sendEnd == 0 && !s.sending(now) {
 			s.sendEnd, s.cpuSend, s.spunSend = now, threadCPU()-cpu0, s.spun
+			sp.stopSending(now)
 		}
 		if now >= s.expireAt {
 			s.expire(now)
@@ -652,6 +679,7 @@ func (s *shard) run(sp *passSpec) shardResult {
 	end := nanotime()
 	if s.sendEnd == 0 {
 		s.sendEnd, s.cpuSend, s.spunSend = end, threadCPU()-cpu0, s.spun
+		sp.stopSending(end)
 	}
 	s.m.sockets = s.opened - s.openedBefore
 	s.openedBefore = s.opened
