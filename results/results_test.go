@@ -248,3 +248,39 @@ func TestSpreadNull(t *testing.T) {
 		t.Errorf("a file with a zero spread, the other result: %s, want %s", got, figures)
 	}
 }
+
+// Recount derives a rate test's offered and carried rate and its saturated
+// passes from the measured passes alone: the warm-up's are left out, the
+// carried rate is the median of every measured pass's (saturated or not),
+// and a test that offers no rate has neither figure.
+func TestRecountSaturation(t *testing.T) {
+	r := Result{Passes: []Pass{
+		{Index: 1, Warmup: true, Value: F(90), OfferedRPS: 400, AchievedRPS: 10, Saturated: "saturated: warm-up"},
+		{Index: 1, Value: F(1), Valid: true, OfferedRPS: 500, AchievedRPS: 499.5},
+		{Index: 2, Value: F(3000), OfferedRPS: 500, AchievedRPS: 199.6, InvalidReasons: []string{"saturated: carried 199.6 of 500 rps"},
+			Saturated: "saturated: carried 199.6 of 500 rps"},
+		{Index: 3, Value: F(2900), OfferedRPS: 500, AchievedRPS: 210, InvalidReasons: []string{"saturated: carried 210 of 500 rps"},
+			Saturated: "saturated: carried 210 of 500 rps"},
+	}}
+	r.Recount()
+	if r.OfferedRPS == nil || *r.OfferedRPS != 500 || r.AchievedRPS == nil || *r.AchievedRPS != 210 {
+		t.Errorf("offered %v achieved %v: want 500 and 210, the measured passes' median", r.OfferedRPS, r.AchievedRPS)
+	}
+	if r.SaturatedPasses != 2 || !r.Saturated() {
+		t.Errorf("%d saturated passes (Saturated %v): want 2, the warm-up left out", r.SaturatedPasses, r.Saturated())
+	}
+	burst := Result{Passes: []Pass{{Index: 1, Value: F(1), Valid: true, AchievedRPS: 30000}}}
+	burst.Recount()
+	if burst.OfferedRPS != nil || burst.AchievedRPS != nil || burst.Saturated() {
+		t.Errorf("a test offering no rate: offered %v achieved %v saturated %v, want none", burst.OfferedRPS, burst.AchievedRPS, burst.Saturated())
+	}
+	b, err := json.Marshal(burst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"offered_rps", "achieved_rps\":", "saturated"} {
+		if strings.Contains(strings.SplitN(string(b), "pass_records", 2)[0], key) {
+			t.Errorf("%s written for a test offering no rate: %s", key, b)
+		}
+	}
+}

@@ -540,11 +540,7 @@ func (as *audienceSession) record(p *passInfo, r *loadgen.Result, f *passFigures
 	ev := f.ev
 	noOrigin := "the origin's counters could not be read around the pass"
 	timed := func(late []string) []string {
-		more := append([]string{}, late...)
-		if p.busy != "" {
-			more = append(more, p.busy)
-		}
-		return more
+		return append(append([]string{}, late...), p.latencyReasons()...)
 	}
 
 	// Counts at the origin, a failed request counted as a miss served

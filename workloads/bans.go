@@ -44,7 +44,7 @@ func (repeatedBans) Spec() Spec {
 func (repeatedBans) Tests() []latencyDef {
 	return []latencyDef{
 		{id: "ttfb-drift", title: "p99 TTFB drift under bans", unit: "x", lower: true,
-			agg: "TTFB p99 of the pass's last quarter ÷ its first quarter (whose start has no ban yet), over requests for objects not invalidated in the pass, a timeout counted at the timeout; a pass with any failed request in either quarter, or whose generator's lateness moved either quarter's p99 past its tolerance, is invalid; the median of the valid measured passes"},
+			agg: "TTFB p99 of the pass's last quarter ÷ its first quarter (whose start has no ban yet), over requests for objects not invalidated in the pass, a timeout counted at the timeout; a pass with any failed request in either quarter, or whose generator's lateness moved either quarter's p99 past its tolerance, is invalid, and so is a saturated pass (it carried under 97 % of its offered rate, or its requests waited for a free connection: its TTFB counts queueing); the median of the valid measured passes"},
 		{id: "p99-ttfb-bans", title: "p99 TTFB, last quarter of bans", q: 99,
 			agg: "p99 TTFB of the requests sent in each pass's last quarter for objects not invalidated in it, a timeout counted at the timeout; a pass with any failed request in that quarter, or whose generator's lateness moved that quarter's p99 past its tolerance, is invalid; the valid measured passes merged (HDR histogram), per-pass values each pass's own"},
 		{id: "engine-cpu-drift", title: "Engine CPU drift under bans", unit: "x", lower: true,
@@ -118,7 +118,7 @@ func (bs *banSession) newTests(rc *Recorder, s *Spec, tgt *Target) {
 	for _, d := range (repeatedBans{}).Tests() {
 		if d.q > 0 {
 			bs.late = rc.latency(s, tgt, d.id, d.title, d.q)
-			bs.late.r.Aggregation = d.agg
+			bs.late.r.Aggregation = d.agg + saturatedAgg
 			continue
 		}
 		res[d.id] = rc.newTest(s, tgt, d)
@@ -437,10 +437,7 @@ func quarterLate(name string, corr, disp *hdr.Histogram) []string {
 func (bs *banSession) record(p *passInfo, be *results.BanEvidence, made []banCall) {
 	// The latency figures are judged on the quarters they publish: their
 	// failures, and the generator's lateness there (not over the pass).
-	var busy []string
-	if p.busy != "" {
-		busy = []string{p.busy}
-	}
+	busy := p.latencyReasons()
 	lastWhy := append(quarterFailed("last", &be.Last), quarterLate("last quarter's TTFB", bs.q.last, bs.q.lastDisp)...)
 	driftWhy := append(append(quarterFailed("first", &be.First), quarterLate("first quarter's TTFB", bs.q.first, bs.q.firstDisp)...), lastWhy...)
 	driftWhy, lastWhy = append(driftWhy, busy...), append(lastWhy, busy...)

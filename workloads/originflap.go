@@ -83,7 +83,7 @@ func (originFlap) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc 
 // tests records the workload's tests.
 func (o *flapSession) tests() {
 	o.ttfb = o.rc.latency(o.spec, o.tgt, "p50-ttfb-failing", "p50 TTFB while the origin fails", 50)
-	o.ttfb.r.Aggregation = "p50 of every request sent while the origin failed (from the instant the origin reports it started failing), of the valid measured cycles merged: answers at their first byte, timeouts at the timeout; a cycle with any other failure is invalid, and so is one whose failing-phase p50 the generator's own lateness moved (the same requests counted from their dispatch) or during which the generator was busy"
+	o.ttfb.r.Aggregation = "p50 of every request sent while the origin failed (from the instant the origin reports it started failing), of the valid measured cycles merged: answers at their first byte, timeouts at the timeout; a cycle with any other failure is invalid, and so is one whose failing-phase p50 the generator's own lateness moved (the same requests counted from their dispatch) or during which the generator was busy" + saturatedAgg
 	o.gr = o.rc.newResult(o.spec, o.tgt, "grace-ratio", "Grace hit ratio", "%", false,
 		"stale ÷ (stale + errors + unproven) over requests sent while the origin failed (from the instant it reports) and the object's TTL had expired; stale and fresh proven from the origin's X-Origin-Generated stamp; the valid measured cycles")
 }
@@ -258,9 +258,7 @@ func (o *flapSession) judge(p *passInfo, f flip) {
 	// The generator's lateness and a busy generator move a latency, so
 	// they are judged here as for every latency test (latencyTest.add).
 	late := classLateness("failing-phase TTFB", failHist, failDisp, 50)
-	if p.busy != "" {
-		late = append(late, p.busy)
-	}
+	late = append(late, p.latencyReasons()...)
 	o.ttfb.addValue(p, failHist, tv, "", append(late, ttfbWhy...)...)
 
 	// Grace: only what was proven stale counts for it.

@@ -54,7 +54,11 @@ type Target struct {
 	Ours func() cpuload.Ours
 	// GeneratorCPUs are the generator's among CPUs: a pass during which
 	// one of them never rested measured the generator (see observe).
+	// ServerCPUs are the engine's, its terminator's and the origin's
+	// (empty: unpinned), which a saturated pass's reason measures their
+	// CPU time against.
 	GeneratorCPUs []int
+	ServerCPUs    []int
 	// Groups are the process groups whose CPU time and peak memory each
 	// pass records: the engine's and the origin's, when they are local
 	// processes.
@@ -112,12 +116,18 @@ func (rc *Recorder) newResult(spec *Spec, tgt *Target, test, title, unit string,
 }
 
 // latencyTest is a percentile of a latency over every sample of the valid
-// measured passes.
+// measured passes; sat holds the saturated measured passes' samples, for
+// the test's SaturatedValue.
 type latencyTest struct {
 	r    *results.Result
 	q    float64
 	hist *hdr.Histogram
+	sat  *hdr.Histogram
 }
+
+// saturatedAgg ends a latency test's aggregation: how a saturated pass
+// counts.
+const saturatedAgg = "; a saturated pass (it carried under 97 % of its offered rate, or its requests waited for a free connection) is not valid, its TTFB counting queueing: saturated_value is the quantile over the saturated measured passes merged, what a client saw"
 
 // latencyDef is a latency test: its id, its title and its quantile.
 type latencyDef struct {
@@ -152,7 +162,8 @@ func (rc *Recorder) latencies(spec *Spec, tgt *Target, defs []latencyDef) []*lat
 
 func (rc *Recorder) latency(spec *Spec, tgt *Target, test, title string, q float64) *latencyTest {
 	agg := fmt.Sprintf("p%g of every request of the valid measured passes, merged (HDR histogram); per-pass values are each pass's own p%g", q, q)
-	return &latencyTest{r: rc.newResult(spec, tgt, test, title, "ms", true, agg), q: q, hist: loadgen.NewHistogram()}
+	return &latencyTest{r: rc.newResult(spec, tgt, test, title, "ms", true, agg), q: q, hist: loadgen.NewHistogram(),
+		sat: loadgen.NewHistogram()}
 }
 
 // msq is a quantile in milliseconds; nil for an empty histogram.
@@ -190,6 +201,13 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 	agree(rc, spec, tgt, p)
 	noteBusy(rc, p)
 	generatorBusy(tgt, p, before, after)
+	if p.lr != nil {
+		window := p.lr.Elapsed
+		if len(used) > 0 && used[0].Interval > 0 {
+			window = used[0].Interval // the CPU times' own interval
+		}
+		p.saturated = saturation(tgt, p.lr, p.ev, window)
+	}
 	return after
 }
 
@@ -263,8 +281,13 @@ type passInfo struct {
 	// fast the generator read the answers).
 	reasons []string
 	busy    string
-	started time.Time
-	ev      *results.Evidence // never nil once observed
+	// saturated, for a rate pass that did not carry its rate or whose
+	// requests waited for a connection, says so and what ran out: its
+	// latency tests are invalid (they count queueing), its counts at the
+	// origin are not.
+	saturated string
+	started   time.Time
+	ev        *results.Evidence // never nil once observed
 	// control counts hlsbench's own requests to the engine while the
 	// meter ran (purges, bans, checks): see costOf.
 	control int64
@@ -289,22 +312,40 @@ func noSuccess(r *loadgen.Result) string {
 	return fmt.Sprintf("no successful request: %d of %d failed (%s)", r.Errors, r.Requests, kinds(r.ErrorsByKind))
 }
 
-func (t *latencyTest) add(p *passInfo, h *hdr.Histogram, more ...string) {
-	if p.busy != "" {
-		more = append(more, p.busy)
+// latencyReasons are the reasons a pass is invalid for its latency tests
+// alone: a busy generator, a saturated pass.
+func (p *passInfo) latencyReasons() []string {
+	var why []string
+	for _, s := range []string{p.busy, p.saturated} {
+		if s != "" {
+			why = append(why, s)
+		}
 	}
+	return why
+}
+
+func (t *latencyTest) add(p *passInfo, h *hdr.Histogram, more ...string) {
+	more = append(more, p.latencyReasons()...)
 	v, why := p.latencyValue(h, t.q)
 	t.addValue(p, h, v, why, more...)
 }
 
-// addValue adds a pass whose value (from h) was decided by the caller.
+// addValue adds a pass whose value (from h) was decided by the caller;
+// the caller gives p.latencyReasons() in more (add does). A saturated
+// measured pass with a value is also merged into the test's
+// SaturatedValue: what a client saw, never its TTFB.
 func (t *latencyTest) addValue(p *passInfo, h *hdr.Histogram, v *float64, why string, more ...string) {
-	if rp := addPass(t.r, p, v, why, more...); !rp.Warmup && rp.Valid {
+	rp := addPass(t.r, p, v, why, more...)
+	if !rp.Warmup && rp.Valid {
 		t.hist.Merge(h)
 		t.r.Value = msq(t.hist, t.q)
 		if enc, err := results.EncodeHistogram(t.hist); err == nil {
 			t.r.Histogram = enc
 		}
+	}
+	if !rp.Warmup && p.saturated != "" && v != nil && h != nil {
+		t.sat.Merge(h)
+		t.r.SaturatedValue = msq(t.sat, t.q)
 	}
 	t.r.Recount()
 }
@@ -327,10 +368,15 @@ func addPass(r *results.Result, p *passInfo, value *float64, noValue string, mor
 		noValue = ""
 	}
 	rp := results.Pass{Index: p.index, Warmup: p.warmup, Value: value, NoValue: noValue, Valid: len(reasons) == 0,
-		InvalidReasons: reasons, StartedAt: p.started.UTC(), Evidence: p.ev}
+		InvalidReasons: reasons, StartedAt: p.started.UTC(), Evidence: p.ev, Saturated: p.saturated}
 	if p.lr != nil {
 		rp.Requests, rp.Errors, rp.PoolLimited = p.lr.Requests, p.lr.Errors, p.lr.PoolLimited
 		rp.AchievedRPS = math.Round(p.lr.AchievedRPS*10) / 10
+		if offered, carried, ok := rateOf(p.lr); ok {
+			// A rate pass's achieved rate is what it carried (rateOf),
+			// the figure its saturation is judged on.
+			rp.OfferedRPS, rp.AchievedRPS = offered, math.Round(carried*10)/10
+		}
 		if len(p.lr.ErrorsByKind) > 0 {
 			rp.ErrorsByKind = p.lr.ErrorsByKind
 		}

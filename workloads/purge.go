@@ -80,7 +80,7 @@ func (purgeStampede) Tests() []latencyDef {
 		{id: "refill-amplification", title: "Refill amplification", unit: "x", lower: true,
 			agg: "origin fetches of the stream's objects from the purge's start to the pass's end ÷ distinct objects with a good answer to a request sent after the purge returned, counted at the origin; the valid measured passes' sums. A pass with fewer fetches than objects is invalid: the purge left copies behind"},
 		{id: "recovery", title: "Time to recover", unit: "s", lower: true,
-			agg: "from the purge's start until the TTFB p99 of the next second of requests, but the first for each object since the purge (a miss on any engine; a failure counts at the timeout), is back within 10 % of the p99 before the purge, at 100 ms steps; the median of the valid measured passes, a pass that did not recover counting as the longest (its value the least it can be: how far recovery was looked for), null when the median pass did not recover. A pass whose purge removed nothing is invalid"},
+			agg: "from the purge's start until the TTFB p99 of the next second of requests, but the first for each object since the purge (a miss on any engine; a failure counts at the timeout), is back within 10 % of the p99 before the purge, at 100 ms steps; the median of the valid measured passes, a pass that did not recover counting as the longest (its value the least it can be: how far recovery was looked for), null when the median pass did not recover. A pass whose purge removed nothing is invalid, and so is a saturated one (it carried under 97 % of its offered rate, or its requests waited for a free connection: its TTFB counts queueing)"},
 		{id: "stale-after-purge", title: "Stale answers after the purge", unit: "per 1000 answers", lower: true,
 			agg: "1000 × good answers to requests sent after the purge returned whose copy the origin made before the purge started ÷ such answers whose staleness could be proven (they carried the origin's X-Origin-Generated stamp), the valid measured passes' sums; each pass's value is its own rate, the result's stale count the raw sum"},
 		{id: "p50-ttfb-refill", title: "p50 TTFB during the refill", q: 50,
@@ -160,7 +160,7 @@ func (ps *purgeSession) newTests(rc *Recorder) {
 			continue
 		}
 		lt := rc.latency(ps.spec, ps.tgt, d.id, d.title, d.q)
-		lt.r.Aggregation = d.agg
+		lt.r.Aggregation = d.agg + saturatedAgg
 		if d.q == 50 {
 			ps.p50 = lt
 		} else {
@@ -722,9 +722,7 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 		more = append(more, miss)
 	}
 	more = append(more, ps.log.recoveryLate...)
-	if p.busy != "" {
-		more = append(more, p.busy)
-	}
+	more = append(more, p.latencyReasons()...)
 	rp := addPass(ps.recovery, full, rec, recWhy, more...)
 	if censored {
 		rp.NoValue = fmt.Sprintf("did not recover within %s s: the TTFB p99 of repeat requests over %s never came back within 10%% of its %s ms before the purge; %s s is the least it can be",
@@ -786,9 +784,7 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 			}
 			more = append(more, classLateness("refill TTFB", ps.log.refill, ps.log.refillDisp, t.q)...)
 		}
-		if p.busy != "" {
-			more = append(more, p.busy)
-		}
+		more = append(more, p.latencyReasons()...)
 		if pe != nil && pe.Refill.Errors > 0 && v != nil {
 			msg := fmt.Sprintf("%d of %d requests during the refill failed", pe.Refill.Errors, pe.Refill.Requests)
 			if k := kinds(r.ErrorsByKind); k != "" {

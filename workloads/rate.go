@@ -70,6 +70,11 @@ func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Reco
 		g.Close()
 		return nil, err
 	}
+	for _, sr := range series {
+		for _, t := range sr.tests {
+			t.r.Aggregation += saturatedAgg
+		}
+	}
 	return &rateSession{spec: spec, cfg: cfg, tgt: tgt, rc: rc, g: g, series: series}, nil
 }
 

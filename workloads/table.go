@@ -32,7 +32,20 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	}
 	fmt.Fprintf(w, "\n%s\n", wrap(spec.Title+" — "+spec.Description, TableWidth, "", "  "))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  engine\ttest\tvalue [min–max]\tbetter\tvalid")
+	rated := slices.ContainsFunc(rs, func(r *results.Result) bool { return r.OfferedRPS != nil })
+	saturated := slices.ContainsFunc(rs, func(r *results.Result) bool { return r.Value == nil && r.SaturatedValue != nil })
+	// One direction for every test is said once, under the table, and so
+	// are the directions beside a carried column, which needs the width.
+	oneWay := !slices.ContainsFunc(rs, func(r *results.Result) bool { return r.LowerIsBetter != rs[0].LowerIsBetter })
+	perRow := !oneWay && !rated
+	head := "  engine\ttest\tvalue [min–max]"
+	if rated {
+		head += "\tcarried"
+	}
+	if perRow {
+		head += "\tbetter"
+	}
+	fmt.Fprintln(tw, head+"\tvalid")
 	last := ""
 	causes := newCauses()
 	for _, r := range rs {
@@ -45,16 +58,36 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 			name = ""
 		}
 		last = eng
-		better := "higher"
-		if r.LowerIsBetter {
-			better = "lower"
+		value := FormatValue(r)
+		if r.Value == nil && r.SaturatedValue != nil {
+			value = "saturated, saw " + formatMs(*r.SaturatedValue)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d/%d\n", name, r.Title, FormatValue(r), better, r.ValidPasses, r.MeasuredPasses)
+		row := "  " + name + "\t" + r.Title + "\t" + value
+		if rated {
+			row += "\t" + carriedText(r)
+		}
+		if perRow {
+			row += "\t" + better(r)
+		}
+		fmt.Fprintf(tw, "%s\t%d/%d\n", row, r.ValidPasses, r.MeasuredPasses)
 		causes.add(eng, r)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "  value: the test's figure over its valid measured passes; [min–max]: the valid passes' own")
-	fmt.Fprintln(w, "  values; valid: valid of measured passes")
+	legend := "value: the test's figure over its valid measured passes; [min–max]: the valid passes' own values; valid: valid of measured passes"
+	switch {
+	case oneWay:
+		legend += "; " + better(rs[0]) + " is better for every test"
+	case !perRow:
+		legend += "; " + directions(rs)
+	}
+	fmt.Fprintln(w, wrap(legend, TableWidth, "  ", "  "))
+	if rated {
+		fmt.Fprintln(w, wrap(fmt.Sprintf("carried: requests per second carried (the measured passes' median) / offered; a pass is saturated when it carried under %.0f%% of the offered rate or its requests waited for a free connection, and its latencies are then not valid as TTFB",
+			100*results.SaturationShare), TableWidth, "  ", "  "))
+	}
+	if saturated {
+		fmt.Fprintln(w, wrap("saturated, saw X: no pass was valid and some were saturated; X is the test's quantile over the saturated passes merged, what a client saw with the queueing, not the engine's TTFB", TableWidth, "  ", "  "))
+	}
 	writeCost(w, rs)
 	writeAudienceFailures(w, rs)
 	causes.write(w)
@@ -156,6 +189,54 @@ func EngineLabel(r *results.Result) string {
 		s += " " + r.Topology
 	}
 	return s
+}
+
+// better is the test's direction: "lower" or "higher".
+func better(r *results.Result) string {
+	if r.LowerIsBetter {
+		return "lower"
+	}
+	return "higher"
+}
+
+// directions says which tests are better higher and which lower, naming
+// the fewer: "higher is better for Grace hit ratio, lower for the others".
+func directions(rs []*results.Result) string {
+	var higher, lower []string
+	for _, r := range rs {
+		if r.LowerIsBetter && !slices.Contains(lower, r.Title) {
+			lower = append(lower, r.Title)
+		} else if !r.LowerIsBetter && !slices.Contains(higher, r.Title) {
+			higher = append(higher, r.Title)
+		}
+	}
+	if len(lower) < len(higher) {
+		return "lower is better for " + strings.Join(lower, ", ") + ", higher for the others"
+	}
+	return "higher is better for " + strings.Join(higher, ", ") + ", lower for the others"
+}
+
+// carriedText is a rate test's carried and offered rate, "199.6/500";
+// "" for a test that offers no rate.
+func carriedText(r *results.Result) string {
+	if r.OfferedRPS == nil {
+		return ""
+	}
+	c := "—"
+	if a := r.AchievedRPS; a != nil && *a >= 1000 {
+		c = fmt.Sprintf("%.0f", *a)
+	} else if a != nil {
+		c = fmt.Sprintf("%.1f", *a)
+	}
+	return c + "/" + rps(*r.OfferedRPS)
+}
+
+// formatMs is a latency in ms, in seconds from 1000 ms on: "3.31 s".
+func formatMs(v float64) string {
+	if v >= 1000 {
+		return results.Sig3(v/1000) + " s"
+	}
+	return results.Sig3(v) + " ms"
 }
 
 // FormatValue is a value with its unit and the spread of the passes behind

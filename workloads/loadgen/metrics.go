@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"time"
+
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
@@ -50,6 +52,9 @@ type metrics struct {
 	// stamp taken at the read would have been; rxDelay how much later a
 	// stamp at the batch's wake would have been than the kernel's.
 	stampDelay, rxDelay *hdr.Histogram
+	// arrive holds when each complete answer arrived, in microseconds
+	// after t0 (see CarriedRPS).
+	arrive *hdr.Histogram
 
 	requests    int64 // requests with an outcome
 	ok          int64
@@ -74,12 +79,26 @@ func newMetrics() *metrics {
 	return &metrics{
 		ttfb: NewHistogram(), ttfbUnc: NewHistogram(), total: NewHistogram(), totalUnc: NewHistogram(),
 		ttfbDisp: NewHistogram(), totalDisp: NewHistogram(), lag: NewHistogram(), wait: NewHistogram(),
-		stampDelay: NewHistogram(), rxDelay: NewHistogram(),
+		stampDelay: NewHistogram(), rxDelay: NewHistogram(), arrive: newArrivals(),
 	}
 }
 
+// maxArrival bounds the arrival histogram: a pass longer than a day
+// records its later answers at a day.
+const maxArrival = 24 * time.Hour
+
+func newArrivals() *hdr.Histogram {
+	return hdr.New(1, maxArrival.Microseconds(), histDigits)
+}
+
+// recordArrival notes a complete answer at now (nanotime), t0 the pass's.
+func (m *metrics) recordArrival(t0, now int64) {
+	us := max((now-t0)/1e3, 1)
+	_ = m.arrive.RecordValue(min(us, maxArrival.Microseconds()))
+}
+
 func (m *metrics) hists() []*hdr.Histogram {
-	return []*hdr.Histogram{m.ttfb, m.ttfbUnc, m.total, m.totalUnc, m.ttfbDisp, m.totalDisp, m.lag, m.wait, m.stampDelay, m.rxDelay}
+	return []*hdr.Histogram{m.ttfb, m.ttfbUnc, m.total, m.totalUnc, m.ttfbDisp, m.totalDisp, m.lag, m.wait, m.stampDelay, m.rxDelay, m.arrive}
 }
 
 func (m *metrics) reset() {
@@ -87,7 +106,8 @@ func (m *metrics) reset() {
 		h.Reset()
 	}
 	*m = metrics{ttfb: m.ttfb, ttfbUnc: m.ttfbUnc, total: m.total, totalUnc: m.totalUnc,
-		ttfbDisp: m.ttfbDisp, totalDisp: m.totalDisp, lag: m.lag, wait: m.wait, stampDelay: m.stampDelay, rxDelay: m.rxDelay}
+		ttfbDisp: m.ttfbDisp, totalDisp: m.totalDisp, lag: m.lag, wait: m.wait, stampDelay: m.stampDelay, rxDelay: m.rxDelay,
+		arrive: m.arrive}
 }
 
 // merge adds o's counts and histograms (not its error samples) to m.

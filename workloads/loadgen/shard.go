@@ -1130,6 +1130,7 @@ func (s *shard) finish(c *conn, d errDetail, now int64) {
 		m.status[st]++
 		m.cache[c.resp.info.Cache]++
 		m.answered++
+		m.recordArrival(s.sp.t0, now)
 	}
 	if s.g.opts.OnRecord != nil || s.plan != nil {
 		s.report(c, d.kind, now)
