@@ -321,9 +321,21 @@ type Result struct {
 	// Aggregation says how Value was computed from the passes.
 	Aggregation string `json:"aggregation"`
 	// MeasuredPasses ran; ValidPasses of them are behind Value.
-	MeasuredPasses int    `json:"passes"`
-	ValidPasses    int    `json:"valid_passes"`
-	Passes         []Pass `json:"pass_records"`
+	MeasuredPasses int `json:"passes"`
+	ValidPasses    int `json:"valid_passes"`
+	// OfferedRPS and AchievedRPS are the offered rate and the median
+	// carried rate of the measured passes (null for tests of workloads
+	// that offer no rate); SaturatedPasses counts the measured passes
+	// that were saturated.
+	OfferedRPS      *float64 `json:"offered_rps,omitempty"`
+	AchievedRPS     *float64 `json:"achieved_rps,omitempty"`
+	SaturatedPasses int      `json:"saturated_passes,omitempty"`
+	// SaturatedValue, for a latency test with saturated passes, is its
+	// quantile over every saturated measured pass merged: what a client
+	// saw while the rate was not carried. Never a TTFB: Value stays the
+	// valid passes' alone.
+	SaturatedValue *float64 `json:"saturated_value,omitempty"`
+	Passes         []Pass   `json:"pass_records"`
 	// Spread is nil (JSON null) when no valid measured pass has a value,
 	// as Value is: zeros would read as a measurement.
 	Spread *Spread `json:"spread"`
@@ -355,6 +367,14 @@ type Result struct {
 	EnginePeakRSSBytes *int64   `json:"engine_peak_rss_bytes,omitempty"`
 }
 
+// Saturated reports whether any measured pass of r was saturated: such a
+// cell is not ranked as a latency.
+func (r *Result) Saturated() bool { return r.SaturatedPasses > 0 }
+
+// SaturationShare is the share of its offered rate a pass must carry not
+// to be saturated.
+const SaturationShare = 0.97
+
 // ErrorSample is one distinct failure message and how often it was seen.
 type ErrorSample struct {
 	Kind    string `json:"kind"`
@@ -376,6 +396,15 @@ type Pass struct {
 	ErrorSamples   []ErrorSample    `json:"error_samples,omitempty"`
 	PoolLimited    bool             `json:"pool_limited,omitempty"`
 	AchievedRPS    float64          `json:"achieved_rps,omitempty"`
+	// OfferedRPS is the rate the pass's schedule offered (0 for bursts,
+	// closed loops and viewer plans, which offer no rate).
+	OfferedRPS float64 `json:"offered_rps,omitempty"`
+	// Saturated says why the pass was saturated — it carried less than
+	// SaturationShare of its offered rate, or its requests waited for a
+	// free connection — and what ran out; "" when it was not. A saturated
+	// pass's latency figures are saved (what a client saw) but are not
+	// valid as TTFB.
+	Saturated string `json:"saturated,omitempty"`
 	// StartedAt is when the pass began (interleaved suites show it).
 	StartedAt time.Time `json:"started_at,omitzero"`
 	// Evidence is what the pass's figures rest on, typed.
@@ -417,6 +446,23 @@ func (r *Result) Recount() {
 		for k, n := range p.ErrorsByKind {
 			r.ErrorsByKind[k] += n
 		}
+	}
+	r.OfferedRPS, r.AchievedRPS, r.SaturatedPasses = nil, nil, 0
+	var carried []float64
+	for _, p := range r.Passes {
+		if p.Warmup {
+			continue
+		}
+		if p.Saturated != "" {
+			r.SaturatedPasses++
+		}
+		if p.OfferedRPS > 0 {
+			r.OfferedRPS = ptr(p.OfferedRPS)
+			carried = append(carried, p.AchievedRPS)
+		}
+	}
+	if len(carried) > 0 {
+		r.AchievedRPS = ptr(stats.Median(carried))
 	}
 	r.Valid = r.MeasuredPasses > 0 && r.ValidPasses == r.MeasuredPasses
 	r.Spread = SpreadOf(r.Passes)
@@ -775,6 +821,8 @@ func nothingMeasured1(test string, p *Pass) string {
 
 // F returns a pointer to v, for the optional figures.
 func F(v float64) *float64 { return &v }
+
+func ptr[T any](v T) *T { return &v }
 
 // DefaultDir is where runs go without --out: $XDG_DATA_HOME/hlsbench/runs,
 // else ~/.local/share/hlsbench/runs.
