@@ -465,7 +465,8 @@ func cellOf(r *results.Result, label, version, source string) Cell {
 	c := Cell{Label: label, Engine: r.Engine, Version: version, Runtime: r.Runtime, Topology: r.Topology,
 		Value: r.Value, NoValue: r.NoValue, Valid: r.Valid, ValidPasses: r.ValidPasses, MeasuredPasses: r.MeasuredPasses,
 		Spread: r.Spread, Invalid: r.InvalidReasons, Errors: r.Errors, Requests: r.Requests, Source: source,
-		CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes}
+		CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes,
+		OfferedRPS: r.OfferedRPS, AchievedRPS: r.AchievedRPS, SaturatedPasses: r.SaturatedPasses, SaturatedValue: r.SaturatedValue}
 	if c.Value == nil && c.NoValue == "" {
 		c.NoValue = "nothing was measured"
 	}
@@ -473,10 +474,24 @@ func cellOf(r *results.Result, label, version, source string) Cell {
 		if p.Warmup {
 			continue
 		}
-		c.Passes = append(c.Passes, PassPoint{Index: p.Index, Value: p.Value, NoValue: p.NoValue, Valid: p.Valid && p.Value != nil})
+		c.Passes = append(c.Passes, PassPoint{Index: p.Index, Value: p.Value, NoValue: p.NoValue, Valid: p.Valid && p.Value != nil,
+			OfferedRPS: p.OfferedRPS, AchievedRPS: p.AchievedRPS, Saturated: p.Saturated})
+		if p.Saturated != "" && c.SaturatedWhy == "" {
+			c.SaturatedWhy = p.Saturated
+		}
+		// The run decides which tests saturation invalidates (latencies,
+		// not counts at the origin): it says so in the pass's reasons.
+		for _, why := range p.InvalidReasons {
+			c.Unranked = c.Unranked || strings.HasPrefix(why, saturatedReason)
+		}
 	}
+	c.Unranked = c.Unranked || (r.Saturated() && r.SaturatedValue != nil)
 	return c
 }
+
+// saturatedReason starts the reason of a pass whose test saturation made
+// invalid.
+const saturatedReason = "saturated: "
 
 // describe finds a workload's description and conditions in the runs; runs
 // that ran it under other conditions are each shown, with a warning.

@@ -55,6 +55,10 @@ var (
 	invalidColor = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
 	reasonColor  = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
 	gridColor    = color.RGBA{R: 0xdd, G: 0xdd, B: 0xdd, A: 0xff}
+	// A saturated cell's bar is hatched in these: not the value's blue,
+	// so it cannot be read as a latency beside the others.
+	saturatedFill  = color.RGBA{R: 0xfd, G: 0xf0, B: 0xdc, A: 0xff}
+	saturatedColor = color.RGBA{R: 0xb3, G: 0x59, B: 0x00, A: 0xff}
 
 	passGlyph    = draw.GlyphStyle{Color: passColor, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 	invalidGlyph = draw.GlyphStyle{Color: invalidColor, Radius: vg.Points(4), Shape: crossGlyph{}}
@@ -116,11 +120,14 @@ func fontFallback(svg []byte) []byte {
 // figure is a test's plot and the legend drawn below it (gonum draws a
 // legend inside the data area, where it would cover bars).
 type figure struct {
-	p      *plot.Plot
-	rows   *rows
-	legend []legendEntry
-	style  text.Style
-	w, h   vg.Length
+	p    *plot.Plot
+	rows *rows
+	// legend is in lines, each as wide as the chart allows; legendH is
+	// their height.
+	legend  [][]legendEntry
+	legendH vg.Length
+	style   text.Style
+	w, h    vg.Length
 }
 
 type legendEntry struct {
@@ -141,11 +148,13 @@ func newFigure(t Test) (*figure, error) {
 	f := &figure{
 		p: plot.New(),
 		w: chartWidth,
-		h: chartFixed + vg.Length(n)*chartRow,
 	}
 	p := f.p
 	hdlr := p.TextHandler
 	f.style = text.Style{Color: color.Black, Font: sans(10, false), XAlign: draw.XLeft, YAlign: draw.YCenter, Handler: hdlr}
+	f.legend = f.legendLines(legendFor(t.Cells))
+	f.legendH = legendStrip * vg.Length(max(len(f.legend), 1))
+	f.h = chartFixed + vg.Length(n)*chartRow + f.legendH - legendStrip
 
 	p.Title.Text = chartTitle(t)
 	p.Title.TextStyle.Font = sans(12, true)
@@ -182,7 +191,6 @@ func newFigure(t Test) (*figure, error) {
 	f.rows = r
 
 	f.scaleX(r)
-	f.legend = legendFor(t.Cells)
 	return f, nil
 }
 
@@ -225,7 +233,28 @@ func (f *figure) scaleX(r *rows) {
 // plotArea is the part of the canvas the plot takes: all but the margins
 // and the legend strip.
 func (f *figure) plotArea(c draw.Canvas) draw.Canvas {
-	return draw.Crop(c, chartMargin, -chartMargin, chartMargin+legendStrip, -chartMargin)
+	return draw.Crop(c, chartMargin, -chartMargin, chartMargin+f.legendH, -chartMargin)
+}
+
+// The legend's geometry: an entry's thumb and the gap between entries.
+const thumbW, legendGap = 14, 12
+
+// legendLines breaks the legend into lines no wider than the chart, so
+// that an entry is never cut off at its edge.
+func (f *figure) legendLines(entries []legendEntry) [][]legendEntry {
+	var lines [][]legendEntry
+	var width vg.Length
+	for _, e := range entries {
+		w := vg.Points(thumbW) + textPad + f.style.Width(e.label)
+		if len(lines) > 0 && width+vg.Points(legendGap)+w <= f.w-2*chartMargin {
+			lines[len(lines)-1] = append(lines[len(lines)-1], e)
+			width += vg.Points(legendGap) + w
+			continue
+		}
+		lines = append(lines, []legendEntry{e})
+		width = w
+	}
+	return lines
 }
 
 func (f *figure) draw(c draw.Canvas) {
@@ -233,35 +262,37 @@ func (f *figure) draw(c draw.Canvas) {
 	c.Fill(c.Rectangle.Path())
 	f.p.Draw(f.plotArea(c))
 
-	// The legend is one line, centred under the X axis.
-	const thumbW, gap = 14, 12
-	var total vg.Length
-	for i, e := range f.legend {
-		if i > 0 {
-			total += vg.Points(gap)
+	// The legend's lines, each centred under the X axis.
+	for i, line := range f.legend {
+		var total vg.Length
+		for j, e := range line {
+			if j > 0 {
+				total += vg.Points(legendGap)
+			}
+			total += vg.Points(thumbW) + textPad + f.style.Width(e.label)
 		}
-		total += vg.Points(thumbW) + textPad + f.style.Width(e.label)
-	}
-	x := c.Center().X - total/2
-	y := c.Min.Y + chartMargin + legendStrip/2
-	for _, e := range f.legend {
-		r := vg.Rectangle{
-			Min: vg.Point{X: x, Y: y - vg.Points(4)},
-			Max: vg.Point{X: x + vg.Points(thumbW), Y: y + vg.Points(4)},
+		x := c.Center().X - total/2
+		y := c.Min.Y + chartMargin + f.legendH - (vg.Length(i)+0.5)*legendStrip
+		for _, e := range line {
+			r := vg.Rectangle{
+				Min: vg.Point{X: x, Y: y - vg.Points(4)},
+				Max: vg.Point{X: x + vg.Points(thumbW), Y: y + vg.Points(4)},
+			}
+			e.thumb(&c, r)
+			x = r.Max.X + textPad
+			c.FillText(f.style, vg.Point{X: x, Y: y}, e.label)
+			x += f.style.Width(e.label) + vg.Points(legendGap)
 		}
-		e.thumb(&c, r)
-		x = r.Max.X + textPad
-		c.FillText(f.style, vg.Point{X: x, Y: y}, e.label)
-		x += f.style.Width(e.label) + vg.Points(gap)
 	}
 }
 
 // legendFor lists what the chart shows: a bar only when some cell has a
 // value, the invalid-pass marker only when there is one.
 func legendFor(cells []Cell) []legendEntry {
-	var bars, valid, invalid bool
+	var bars, valid, invalid, saturated bool
 	for _, c := range cells {
-		bars = bars || c.Value != nil
+		bars = bars || (c.Value != nil && !c.Unranked)
+		saturated = saturated || (c.Unranked && c.SaturatedValue != nil)
 		for _, p := range c.Passes {
 			if p.Value == nil || !finite(*p.Value) {
 				continue
@@ -286,7 +317,63 @@ func legendFor(cells []Cell) []legendEntry {
 			c.DrawGlyphNoClip(invalidGlyph, center(r))
 		}})
 	}
+	if saturated {
+		l = append(l, legendEntry{saturatedLegend, hatched})
+	}
 	return l
+}
+
+// saturatedLegend says what a hatched bar is.
+const saturatedLegend = "saturated: what a client saw, queueing included (not a TTFB, not ranked)"
+
+// hatched draws a saturated cell's bar: a pale fill, diagonal hatching and
+// an outline, all in the saturation's colour.
+func hatched(c *draw.Canvas, r vg.Rectangle) {
+	c.FillPolygon(saturatedFill, rectangle(r))
+	c.SetLineStyle(draw.LineStyle{Color: saturatedColor, Width: vg.Points(0.75)})
+	// Lines x = y + k at 45°, each cut to the rectangle.
+	const step = vg.Length(4)
+	for k := r.Min.X - r.Max.Y; k < r.Max.X-r.Min.Y; k += step {
+		y0, y1 := max(r.Min.Y, r.Min.X-k), min(r.Max.Y, r.Max.X-k)
+		if y1 <= y0 {
+			continue
+		}
+		var p vg.Path
+		p.Move(vg.Point{X: y0 + k, Y: y0})
+		p.Line(vg.Point{X: y1 + k, Y: y1})
+		c.Stroke(p)
+	}
+	c.SetLineStyle(draw.LineStyle{Color: saturatedColor, Width: vg.Points(1.25)})
+	var outline vg.Path
+	outline.Move(r.Min)
+	for _, pt := range rectangle(r)[1:] {
+		outline.Line(pt)
+	}
+	outline.Close()
+	c.Stroke(outline)
+}
+
+// bar is the value a row's bar reaches and the text after it: the cell's
+// value, or, for a saturated latency, what a client saw; nil (and the text
+// is the row's reason) for none.
+func bar(c Cell, unit string) (*float64, string) {
+	switch {
+	case c.Unranked && c.SaturatedValue != nil && finite(*c.SaturatedValue):
+		s := "saturated: " + formatValue(*c.SaturatedValue, unit) + " seen"
+		if c.OfferedRPS != nil && c.AchievedRPS != nil {
+			s += ", carried " + rateText(*c.AchievedRPS) + " of " + rateText(*c.OfferedRPS) + " rps"
+		}
+		return c.SaturatedValue, s
+	case c.Unranked:
+		return nil, carriedText(c)
+	case c.Value != nil:
+		s := formatValue(*c.Value, unit)
+		if c.Saturated() {
+			s += fmt.Sprintf(" (saturated in %d of %d passes)", c.SaturatedPasses, c.MeasuredPasses)
+		}
+		return c.Value, s
+	}
+	return nil, reasonText(c.NoValue)
 }
 
 // rows draws each cell's row: its bar, its passes as a strip, and its value,
@@ -304,16 +391,22 @@ func (r *rows) Plot(c draw.Canvas, p *plot.Plot) {
 		row := float64(n - 1 - i)
 		center, spread := row, jitter
 		valid, invalid := passValues(cell)
-		if cell.Value == nil && len(valid)+len(invalid) > 0 {
+		v, label := bar(cell, r.unit)
+		if v == nil && len(valid)+len(invalid) > 0 {
 			// The reason takes the row's upper half, the passes its lower.
 			center, spread = row-0.2, 0.1
 		}
 
-		if cell.Value != nil {
-			c.FillPolygon(barColor, rectangle(vg.Rectangle{
+		if v != nil {
+			box := vg.Rectangle{
 				Min: vg.Point{X: x(0), Y: y(row - barHalf)},
-				Max: vg.Point{X: x(*cell.Value), Y: y(row + barHalf)},
-			}))
+				Max: vg.Point{X: x(*v), Y: y(row + barHalf)},
+			}
+			if cell.Unranked {
+				hatched(&c, box)
+			} else {
+				c.FillPolygon(barColor, rectangle(box))
+			}
 		}
 
 		// Spread the plotted passes over the band by their order, top to
@@ -347,9 +440,13 @@ func (r *rows) Plot(c draw.Canvas, p *plot.Plot) {
 			}
 		}
 
-		if cell.Value != nil {
+		if v != nil {
 			tx, _, _ := r.place(cell, x)
-			c.FillText(r.value, vg.Point{X: tx, Y: y(row)}, formatValue(*cell.Value, r.unit))
+			sty := r.value
+			if cell.Unranked {
+				sty.Color = saturatedColor
+			}
+			c.FillText(sty, vg.Point{X: tx, Y: y(row)}, label)
 			continue
 		}
 		ty := row
@@ -357,7 +454,11 @@ func (r *rows) Plot(c draw.Canvas, p *plot.Plot) {
 			ty = row + 0.2
 		}
 		tx := x(0) + textPad
-		c.FillText(r.reason, vg.Point{X: tx, Y: y(ty)}, fit(r.reason, reasonText(cell.NoValue), c.Max.X-tx))
+		sty := r.reason
+		if cell.Unranked {
+			sty.Color = saturatedColor
+		}
+		c.FillText(sty, vg.Point{X: tx, Y: y(ty)}, fit(sty, label, c.Max.X-tx))
 	}
 }
 
@@ -373,14 +474,15 @@ func (r *rows) place(cell Cell, x func(float64) vg.Length) (text vg.Length, edge
 		}
 	}
 	valid, invalid := passValues(cell)
-	if cell.Value != nil {
-		extend(*cell.Value, 0)
+	bv, label := bar(cell, r.unit)
+	if bv != nil {
+		extend(*bv, 0)
 	}
 	for _, v := range valid {
 		extend(v, passGlyph.Radius)
 	}
-	if cell.Value != nil {
-		tw := r.value.Width(formatValue(*cell.Value, r.unit))
+	if bv != nil {
+		tw := r.value.Width(label)
 		tv, to := edge, off+textPad
 		sort.Float64s(invalid)
 		for _, v := range invalid {
@@ -417,8 +519,8 @@ func passValues(c Cell) (valid, invalid []float64) {
 // passes' values.
 func plotted(c Cell) []float64 {
 	var v []float64
-	if c.Value != nil {
-		v = append(v, *c.Value)
+	if b, _ := bar(c, ""); b != nil {
+		v = append(v, *b)
 	}
 	for _, p := range c.Passes {
 		if p.Value != nil && finite(*p.Value) {

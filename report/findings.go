@@ -28,12 +28,19 @@ type standing struct {
 	ahead   []verdict // passes significantly better though the merged value is not
 	unknown []verdict // too few passes to tell
 	none    []Cell    // no value
+	// saturated cells are never ranked: their latency is queueing, not
+	// the engine's, and even their valid passes ran at its limit.
+	saturated []Cell
 }
 
 func stand(t Test, o Options) standing {
 	var s standing
 	for i := range t.Cells {
 		c := t.Cells[i]
+		if c.Unranked {
+			s.saturated = append(s.saturated, c)
+			continue
+		}
 		if c.Value == nil {
 			s.none = append(s.none, c)
 			continue
@@ -46,7 +53,7 @@ func stand(t Test, o Options) standing {
 		return s
 	}
 	for _, c := range t.Cells {
-		if c.Value == nil || c.Label == s.leader.Label {
+		if c.Unranked || c.Value == nil || c.Label == s.leader.Label {
 			continue
 		}
 		d := compare.Judge(s.leader.ValidValues(), c.ValidValues(), t.Unit, t.LowerIsBetter, o.Compare)
@@ -145,7 +152,12 @@ func finding(t Test, o Options) string {
 	s := stand(t, o)
 	var b strings.Builder
 	if s.leader == nil {
-		fmt.Fprintf(&b, "No cell has a value for %s.", t.Title)
+		if len(s.saturated) > 0 {
+			fmt.Fprintf(&b, "No unsaturated cell has a value for %s.", t.Title)
+		} else {
+			fmt.Fprintf(&b, "No cell has a value for %s.", t.Title)
+		}
+		saturatedCells(&b, s.saturated)
 		noValues(&b, s.none)
 		return b.String()
 	}
@@ -153,6 +165,8 @@ func finding(t Test, o Options) string {
 	best := bestWord(t.LowerIsBetter)
 	others := len(s.ties) + len(s.behind) + len(s.ahead) + len(s.unknown)
 	switch {
+	case others == 0 && len(s.saturated) > 0:
+		fmt.Fprintf(&b, "Only %s has an unsaturated value: %s.", s.leader.Label, lead)
 	case others == 0:
 		fmt.Fprintf(&b, "Only %s has a value: %s.", s.leader.Label, lead)
 	case len(s.ties) == others && allSame(s):
@@ -179,8 +193,31 @@ func finding(t Test, o Options) string {
 			fmt.Fprintf(&b, " %s, but %s cannot be told apart from it: %s.", list(gaps), plural(len(s.unknown), "it", "they"), unknownWhy(s.unknown, o))
 		}
 	}
+	saturatedCells(&b, s.saturated)
 	noValues(&b, s.none)
 	return b.String()
+}
+
+// saturatedCells says which cells were saturated, at what rate and what
+// they carried: "Varnish 9.0.2 (TLS) is saturated at 500 rps: carried
+// 199.6; not ranked."
+func saturatedCells(b *strings.Builder, cells []Cell) {
+	for _, c := range cells {
+		fmt.Fprintf(b, " %s is saturated", c.Label)
+		if c.OfferedRPS != nil {
+			fmt.Fprintf(b, " at %s rps", rateText(*c.OfferedRPS))
+		}
+		if c.SaturatedPasses < c.MeasuredPasses {
+			fmt.Fprintf(b, " in %d of %d passes", c.SaturatedPasses, c.MeasuredPasses)
+		}
+		if c.OfferedRPS != nil && c.AchievedRPS != nil {
+			fmt.Fprintf(b, ": carried %s", rateText(*c.AchievedRPS))
+			if c.SaturatedPasses < c.MeasuredPasses {
+				b.WriteString(" (the median of its passes)")
+			}
+		}
+		b.WriteString("; not ranked.")
+	}
 }
 
 // changeText is how far a cell's passes are from the leader's, in percent
@@ -257,7 +294,15 @@ func takeaway(w Workload, o Options) string {
 	var parts []string
 	for _, t := range w.Tests {
 		s := stand(t, o)
+		var sat []string
+		for _, c := range s.saturated {
+			sat = append(sat, c.Label)
+		}
 		if s.leader == nil {
+			if len(sat) > 0 {
+				parts = append(parts, fmt.Sprintf("%s: no unsaturated value (%s saturated)", t.Title, list(sat)))
+				continue
+			}
 			parts = append(parts, t.Title+": no value")
 			continue
 		}
@@ -281,8 +326,13 @@ func takeaway(w Workload, o Options) string {
 			if len(s.ties) > 0 {
 				p += ", tied with " + labels(s.ties)
 			}
+		case len(sat) > 0:
+			p = fmt.Sprintf("%s: only %s has an unsaturated value", t.Title, lead)
 		default:
 			p = fmt.Sprintf("%s: only %s has a value", t.Title, lead)
+		}
+		if len(sat) > 0 {
+			p += fmt.Sprintf(" (%s saturated, not ranked)", list(sat))
 		}
 		parts = append(parts, p)
 	}

@@ -12,18 +12,21 @@ import (
 var templates embed.FS
 
 var page = template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
-	"inc":       func(i int) int { return i + 1 },
-	"unitName":  unitName,
-	"direction": direction,
-	"value":     func(c Cell, unit string) string { return valueText(*c.Value, unit) },
-	"passes":    passesText,
-	"spread":    spreadText,
-	"cost":      costText,
-	"rss":       rssText,
-	"costTests": costTests,
-	"sig3":      results.Sig3,
-	"curveText": curveText,
-	"sizeText":  sizeText,
+	"inc":           func(i int) int { return i + 1 },
+	"unitName":      unitName,
+	"direction":     direction,
+	"value":         func(c Cell, unit string) string { return valueText(*c.Value, unit) },
+	"passes":        passesText,
+	"spread":        spreadText,
+	"cost":          costText,
+	"rss":           rssText,
+	"costTests":     costTests,
+	"sig3":          results.Sig3,
+	"curveText":     curveText,
+	"sizeText":      sizeText,
+	"saturated":     saturatedValueText,
+	"carried":       carriedText,
+	"saturatedNote": func() string { return saturatedNote },
 }).ParseFS(templates, "templates/index.html.tmpl"))
 
 // WriteHTML writes the page. Every link and image in it is a relative path

@@ -115,6 +115,47 @@ type Cell struct {
 	PeakRSSBytes *int64
 	// Source is the result file's name.
 	Source string
+
+	// OfferedRPS is the rate the cell's passes were offered and
+	// AchievedRPS the median they carried; nil for a workload that offers
+	// no rate, and in files written before they were recorded.
+	OfferedRPS, AchievedRPS *float64
+	// SaturatedPasses of MeasuredPasses did not carry their rate, or their
+	// requests waited for a free connection; SaturatedWhy is the first
+	// one's reason, what ran out.
+	SaturatedPasses int
+	SaturatedWhy    string
+	// SaturatedValue is a latency over the saturated passes: what a client
+	// saw, queueing included, never the engine's TTFB.
+	SaturatedValue *float64
+	// Unranked: saturation made the test's passes invalid (a latency), so
+	// the cell is shown as saturated and never ranked, whatever its value.
+	Unranked bool
+}
+
+// Saturated says some measured pass of the cell was saturated.
+func (c Cell) Saturated() bool { return c.SaturatedPasses > 0 }
+
+// Rated says some cell of the test was offered a rate or saturated: its
+// table has a column for the rate carried.
+func (t Test) Rated() bool {
+	for _, c := range t.Cells {
+		if c.OfferedRPS != nil || c.Saturated() {
+			return true
+		}
+	}
+	return false
+}
+
+// Unranked says some cell of the test is saturated and not ranked: its
+// chart draws it hatched and says so.
+func (t Test) Unranked() bool {
+	for _, c := range t.Cells {
+		if c.Unranked {
+			return true
+		}
+	}
+	return false
 }
 
 // PassPoint is one measured pass of a cell.
@@ -123,6 +164,10 @@ type PassPoint struct {
 	Value   *float64
 	NoValue string
 	Valid   bool
+	// OfferedRPS is the pass's offered rate (0: none) and AchievedRPS what
+	// it carried; Saturated is why it was saturated ("" when it was not).
+	OfferedRPS, AchievedRPS float64
+	Saturated               string
 }
 
 // Cost is one engine's cost in a workload.

@@ -33,7 +33,7 @@ func TestPage(t *testing.T) {
 	if shots == "" {
 		shots = t.TempDir()
 	}
-	for _, fx := range []string{"suite", "failing"} {
+	for _, fx := range []string{"suite", "failing", "saturated"} {
 		t.Run(fx, func(t *testing.T) {
 			in, err := report.Read([]string{filepath.Join("testdata", fx)})
 			if err != nil {

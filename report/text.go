@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -11,10 +12,15 @@ import (
 )
 
 // csvHeader names the CSV's columns. A row is a test's value for a cell
-// (pass "all") or one measured pass's value (pass 1, 2, …).
+// (pass "all") or one measured pass's value (pass 1, 2, …). A rate
+// workload's rows have the rate offered and carried (the cell's: the
+// median of its passes); saturated_passes counts the saturated passes (a
+// pass's row: 1 or 0), and saturated_value is a latency cell's over them:
+// what a client saw, not in value.
 var csvHeader = []string{"workload", "test", "title", "engine", "version", "runtime", "topology", "pass",
 	"value", "unit", "lower_is_better", "valid", "no_value", "valid_passes", "measured_passes",
-	"min", "median", "max", "requests", "errors", "engine_cpu_ms_per_1000", "engine_peak_rss_bytes", "source"}
+	"min", "median", "max", "requests", "errors", "engine_cpu_ms_per_1000", "engine_peak_rss_bytes",
+	"offered_rps", "achieved_rps", "saturated_passes", "saturated_value", "source"}
 
 // WriteCSV writes every figure of the report: each cell's value and each
 // of its measured passes. A figure with nothing measured is empty, with
@@ -30,13 +36,17 @@ func WriteCSV(w io.Writer, rep *Report) error {
 				row := []string{t.Workload, t.Name, t.Title, c.Engine, c.Version, c.Runtime, c.Topology, "all",
 					num(c.Value), t.Unit, strconv.FormatBool(t.LowerIsBetter), strconv.FormatBool(c.Valid), c.NoValue,
 					strconv.Itoa(c.ValidPasses), strconv.Itoa(c.MeasuredPasses), "", "", "",
-					strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10), "", "", c.Source}
+					strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10), "", "", "", "", "", "", c.Source}
 				if c.Spread != nil {
 					row[15], row[16], row[17] = fnum(c.Spread.Min), fnum(c.Spread.Median), fnum(c.Spread.Max)
 				}
 				row[20] = num(c.CPUMsPer1000)
 				if c.PeakRSSBytes != nil {
 					row[21] = strconv.FormatInt(*c.PeakRSSBytes, 10)
+				}
+				row[22], row[23], row[25] = num(c.OfferedRPS), num(c.AchievedRPS), num(c.SaturatedValue)
+				if c.MeasuredPasses > 0 {
+					row[24] = strconv.Itoa(c.SaturatedPasses)
 				}
 				if err := cw.Write(row); err != nil {
 					return err
@@ -45,6 +55,13 @@ func WriteCSV(w io.Writer, rep *Report) error {
 					pr := make([]string, len(csvHeader))
 					copy(pr, []string{t.Workload, t.Name, t.Title, c.Engine, c.Version, c.Runtime, c.Topology, strconv.Itoa(p.Index),
 						num(p.Value), t.Unit, strconv.FormatBool(t.LowerIsBetter), strconv.FormatBool(p.Valid), p.NoValue})
+					if p.OfferedRPS > 0 {
+						pr[22], pr[23] = fnum(p.OfferedRPS), fnum(p.AchievedRPS)
+					}
+					pr[24] = "0"
+					if p.Saturated != "" {
+						pr[24] = "1"
+					}
 					pr[len(pr)-1] = c.Source
 					if err := cw.Write(pr); err != nil {
 						return err
@@ -98,8 +115,19 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			p("### %s\n\n", t.Title)
 			p("%s, %s.\n\n", unitName(t), direction(t.LowerIsBetter))
 			p("![%s](charts/%s.png)\n\n", mdEscape(t.Title), t.Slug)
-			p("| Engine | Value | Valid passes | Spread of valid passes |\n|---|---:|---:|---|\n")
+			if t.Unranked() {
+				p("%s.\n\n", saturatedNote)
+			}
+			if t.Rated() {
+				p("| Engine | Value | Rate carried | Valid passes | Spread of valid passes |\n|---|---:|---|---:|---|\n")
+			} else {
+				p("| Engine | Value | Valid passes | Spread of valid passes |\n|---|---:|---:|---|\n")
+			}
 			for _, c := range t.Cells {
+				if t.Rated() {
+					p("| %s | %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(cellValue(c, t.Unit)), mdEscape(carriedText(c)), passesText(c), spreadText(c, t.Unit))
+					continue
+				}
 				p("| %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(cellValue(c, t.Unit)), passesText(c), spreadText(c, t.Unit))
 			}
 			p("\n%s\n\n", mdEscape(t.Finding))
@@ -178,11 +206,53 @@ func mdEscape(s string) string {
 }
 
 func cellValue(c Cell, unit string) string {
+	if c.Unranked {
+		return saturatedValueText(c, unit)
+	}
 	if c.Value == nil {
 		return "no value: " + c.NoValue
 	}
 	return valueText(*c.Value, unit)
 }
+
+// rateText is a rate in requests per second, to a tenth: "199.6", "500".
+func rateText(v float64) string {
+	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
+}
+
+// carriedText is a cell's rate column: "199.6 of 500 rps", with "saturated
+// in k of n passes: " before it when some were; "—" without a rate.
+func carriedText(c Cell) string {
+	s := "—"
+	if c.OfferedRPS != nil && c.AchievedRPS != nil {
+		s = fmt.Sprintf("%s of %s rps", rateText(*c.AchievedRPS), rateText(*c.OfferedRPS))
+	}
+	if !c.Saturated() {
+		return s
+	}
+	sat := fmt.Sprintf("saturated in %d of %d passes", c.SaturatedPasses, c.MeasuredPasses)
+	if s == "—" {
+		return sat
+	}
+	return sat + ": carried " + s
+}
+
+// saturatedValueText is the value column of a cell saturation took out of
+// the ranking: what a client saw, never shown as the engine's TTFB, and
+// its valid passes' value beside it when it has one.
+func saturatedValueText(c Cell, unit string) string {
+	s := "saturated, not ranked"
+	if c.SaturatedValue != nil {
+		s += "; what a client saw: " + valueText(*c.SaturatedValue, unit) + ", queueing included, not a TTFB"
+	}
+	if c.Value != nil {
+		s += fmt.Sprintf("; its %d valid %s: %s", c.ValidPasses, plural(c.ValidPasses, "pass", "passes"), valueText(*c.Value, unit))
+	}
+	return s
+}
+
+// saturatedNote says what a hatched bar is, for a test that has one.
+const saturatedNote = "Hatched bars are saturated cells: the engine did not carry the offered rate, or requests waited for a free connection, so the bar is what a client saw, queueing included, not the engine's TTFB; they are not ranked"
 
 // curveText says what a curve's chart shows.
 func curveText(c Curve) string {

@@ -1,0 +1,247 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hlsbench/hlsbench/results"
+)
+
+// The saturated fixture is one TLS run of three engines at the segment
+// workload's 500 rps: Varnish 9.0.2 carried about 200 rps in every pass
+// (saturated, no valid pass, a client saw 3.31 s), NGINX carried its rate
+// in two passes, whose p99 is the lowest of the test, and not in the third,
+// and the built-in cache carried it in all three. Origin-flap's grace ratio
+// is a count: Varnish's pass 2 was saturated and stays valid. Miss-storm is
+// a burst: no rate.
+
+// TestReportSaturatedTables: every output shows the rate carried for every
+// cell of a rate workload, and a saturated latency as saturated, never as
+// the engine's TTFB.
+func TestReportSaturatedTables(t *testing.T) {
+	rep := build(t, "saturated")
+	var md, html, csvb bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&html, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCSV(&csvb, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| Engine | Value | Rate carried | Valid passes | Spread of valid passes |",
+		"| Varnish 9.0.2 (TLS) | saturated, not ranked; what a client saw: 3.31 s, queueing included, not a TTFB | saturated in 3 of 3 passes: carried 199.6 of 500 rps | 0 of 3 | — |",
+		"| NGINX 1.27.0 (TLS) | saturated, not ranked; what a client saw: 250 ms, queueing included, not a TTFB; its 2 valid passes: 0.0520 ms | saturated in 1 of 3 passes: carried 499.8 of 500 rps | 2 of 3 |",
+		"| Built-in v0.9.0 (TLS) | 1.00 ms | 499.9 of 500 rps | 3 of 3 |",
+		// A count stays a value; its row says the pass was saturated.
+		"| Varnish 9.0.2 (TLS) | 100 % | saturated in 1 of 3 passes: carried 199.8 of 200 rps | 3 of 3 |",
+		"| NGINX 1.27.0 (TLS) | 100 % | 199.9 of 200 rps | 3 of 3 |",
+		"Hatched bars are saturated cells",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+	// A burst offers no rate: its table has no rate column.
+	coal := md.String()[strings.Index(md.String(), "### Coalescing efficiency"):]
+	coal = coal[:strings.Index(coal, "\n\n| ")+200]
+	if strings.Contains(coal, "Rate carried") {
+		t.Errorf("the burst's table has a rate column:\n%s", coal)
+	}
+	for _, want := range []string{
+		"<th>Rate carried</th>",
+		`<td class="saturated">saturated, not ranked; what a client saw: 3.31 s, queueing included, not a TTFB</td>`,
+		">saturated in 3 of 3 passes: carried 199.6 of 500 rps</td>",
+		"<td>499.9 of 500 rps</td>",
+		"Hatched bars are saturated cells",
+	} {
+		if !strings.Contains(html.String(), htmlEscapeText(want)) && !strings.Contains(html.String(), want) {
+			t.Errorf("html lacks %q", want)
+		}
+	}
+	// Neither page shows the saturated cells' p99 as a plain value.
+	for name, page := range map[string]string{"md": md.String(), "html": html.String()} {
+		for _, bad := range []string{"| 3.31 s |", ">3.31 s<", "| 0.0520 ms |", ">0.0520 ms<"} {
+			if strings.Contains(page, bad) {
+				t.Errorf("%s shows %q as a value", name, bad)
+			}
+		}
+	}
+
+	rows, err := csv.NewReader(&csvb).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, h := range []string{"offered_rps", "achieved_rps", "saturated_passes", "saturated_value"} {
+		if _, ok := col[h]; !ok {
+			t.Fatalf("csv has no column %s: %v", h, rows[0])
+		}
+	}
+	got := map[string][]string{}
+	for _, r := range rows[1:] {
+		k := r[col["engine"]] + " " + r[col["test"]] + " " + r[col["pass"]]
+		got[k] = []string{r[col["value"]], r[col["offered_rps"]], r[col["achieved_rps"]], r[col["saturated_passes"]], r[col["saturated_value"]]}
+	}
+	for k, want := range map[string][]string{
+		"varnish@9.0.2 full-p99-ttfb all": {"", "500", "199.6", "3", "3310"},
+		"varnish@9.0.2 full-p99-ttfb 2":   {"3310", "500", "201.2", "1", ""},
+		"nginx full-p99-ttfb all":         {"0.052", "500", "499.8", "1", "250"},
+		"builtin full-p99-ttfb all":       {"1", "500", "499.9", "0", ""},
+		"varnish@9.0.2 grace-ratio all":   {"100", "200", "199.8", "1", ""},
+		"varnish@9.0.2 coalescing all":    {"200", "", "", "0", ""},
+		"varnish@9.0.2 coalescing 1":      {"200", "", "", "0", ""},
+	} {
+		if g := got[k]; fmt.Sprint(g) != fmt.Sprint(want) {
+			t.Errorf("csv %s: value, offered, achieved, saturated passes, saturated value = %q, want %q", k, g, want)
+		}
+	}
+}
+
+// htmlEscapeText is html/template's escaping of text in an element.
+func htmlEscapeText(s string) string {
+	return strings.NewReplacer("'", "&#39;").Replace(s)
+}
+
+// TestReportSaturatedNotRanked: NGINX's two valid passes are the lowest p99
+// of the test, but it was saturated in the third: the finding never calls
+// it lowest, nor compares it, and names both saturated cells.
+func TestReportSaturatedNotRanked(t *testing.T) {
+	rep := build(t, "saturated")
+	tt := testOf(t, rep, "segment/full-p99-ttfb")
+	f := tt.Finding
+	for _, want := range []string{
+		"Only Built-in v0.9.0 (TLS) has an unsaturated value: 1.00 ms.",
+		"Varnish 9.0.2 (TLS) is saturated at 500 rps: carried 199.6; not ranked.",
+		"NGINX 1.27.0 (TLS) is saturated at 500 rps in 1 of 3 passes: carried 499.8 (the median of its passes); not ranked.",
+	} {
+		if !strings.Contains(f, want) {
+			t.Errorf("finding lacks %q:\n%s", want, f)
+		}
+	}
+	for _, bad := range []string{"NGINX 1.27.0 (TLS) is lowest", "0.0520", "higher", "a tie", "no value"} {
+		if strings.Contains(f, bad) {
+			t.Errorf("finding says %q:\n%s", bad, f)
+		}
+	}
+	var w Workload
+	for _, x := range rep.Workloads {
+		if x.Name == "segment" {
+			w = x
+		}
+	}
+	if strings.Contains(w.Takeaway, "NGINX 1.27.0 (TLS) at") || !strings.Contains(w.Takeaway, "saturated, not ranked") {
+		t.Errorf("takeaway ranks a saturated cell or does not say it is saturated: %s", w.Takeaway)
+	}
+	// A count is still ranked: Varnish's saturated pass left its grace
+	// ratio valid, and the three are at 100 % each.
+	if g := testOf(t, rep, "origin-flap/grace-ratio").Finding; !strings.Contains(g, "A tie: Varnish 9.0.2 (TLS), NGINX 1.27.0 (TLS) and Built-in v0.9.0 (TLS) are each at 100 %.") {
+		t.Errorf("grace-ratio finding: %s", g)
+	}
+}
+
+// TestFindingSaturatedExcluded: a saturated cell with the lowest value and
+// ten passes, against two cells that differ, is neither the leader nor
+// judged against it.
+func TestFindingSaturatedExcluded(t *testing.T) {
+	var a, b, c []float64
+	for i := range 10 {
+		a = append(a, 0.01+float64(i)*0.001)
+		b = append(b, 1+float64(i)*0.01)
+		c = append(c, 2+float64(i)*0.01)
+	}
+	sat := handCell("sat (tls)", a...)
+	sat.Value, sat.OfferedRPS, sat.AchievedRPS, sat.SaturatedPasses, sat.Unranked = f64(0.015), f64(500), f64(480), 4, true
+	tt := handTest(sat, handCell("b (tls)", b...), handCell("c (tls)", c...))
+	tt.Cells[1].Value, tt.Cells[2].Value = f64(1.05), f64(2.05)
+	s := stand(tt, DefaultOptions())
+	if s.leader == nil || s.leader.Label != "b (tls)" || len(s.behind) != 1 || s.behind[0].cell.Label != "c (tls)" || len(s.saturated) != 1 {
+		t.Fatalf("leader %v, behind %v, saturated %v; want b leading, c behind, sat saturated", s.leader, s.behind, s.saturated)
+	}
+	f := finding(tt, DefaultOptions())
+	if !strings.HasPrefix(f, "b (tls) is lowest at 1.05 ms.") || !strings.Contains(f, "c (tls) is ") ||
+		!strings.Contains(f, "sat (tls) is saturated at 500 rps in 4 of 10 passes: carried 480") ||
+		strings.Count(f, "sat (tls)") != 1 {
+		t.Errorf("finding: %s", f)
+	}
+}
+
+// TestChartSaturated: the chart draws a saturated latency as a hatched bar
+// at what a client saw, labelled so, with a legend entry saying what it is;
+// no value bar for it.
+func TestChartSaturated(t *testing.T) {
+	rep := build(t, "saturated")
+	tt := testOf(t, rep, "segment/full-p99-ttfb")
+	s := svgOf(t, tt)
+	for _, want := range []string{
+		"saturated: 3.31 s seen, carried 199.6 of 500 rps",
+		"saturated: 250 ms seen, carried 499.8 of 500 rps",
+		"saturated: what a client saw, queueing included (not a TTFB, not ranked)",
+	} {
+		if !strings.Contains(s, htmlEscape(want)) {
+			t.Errorf("svg lacks %q", want)
+		}
+	}
+	// One value bar, the built-in cache's, and the legend's.
+	if got := strings.Count(s, barFill); got != 1+1 {
+		t.Errorf("%d value bars, want 2 (built-in and the legend)", got)
+	}
+	// The hatched bars are outlined in the saturation's colour.
+	stroke := fmt.Sprintf("stroke:#%02X%02X%02X", saturatedColor.R, saturatedColor.G, saturatedColor.B)
+	if !strings.Contains(s, stroke) {
+		t.Errorf("svg has no %s", stroke)
+	}
+	if len(s) > 100_000 {
+		t.Errorf("svg is %d bytes", len(s))
+	}
+	// A count with a saturated pass keeps its bar and says so.
+	g := svgOf(t, testOf(t, rep, "origin-flap/grace-ratio"))
+	if !strings.Contains(g, "100 % (saturated in 1 of 3 passes)") || strings.Contains(g, stroke) {
+		t.Error("the grace ratio's chart does not say Varnish's pass was saturated, or hatches a count")
+	}
+	pngOf(t, tt)
+}
+
+// TestSaturatedFixtureRecount: the fixture is what Recount makes of its
+// passes, so the report is tested on what a run writes.
+func TestSaturatedFixtureRecount(t *testing.T) {
+	run, err := results.Load(filepath.Join("testdata", "saturated", "run-20261202T010000Z-5a7a5a7a.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range run.Results {
+		c := r
+		c.Passes = append([]results.Pass(nil), r.Passes...)
+		c.Recount()
+		str := func(x results.Result) string {
+			return fmt.Sprint(x.MeasuredPasses, x.ValidPasses, x.Valid, x.InvalidReasons, x.NoValue, fv(x.OfferedRPS), fv(x.AchievedRPS),
+				x.SaturatedPasses, x.Saturated(), x.Requests, x.Errors, spreadOf(x.Spread))
+		}
+		if a, b := str(r), str(c); a != b {
+			t.Errorf("%s %s: file %s, recounted %s", r.ID, r.Engine, a, b)
+		}
+	}
+}
+
+func spreadOf(s *results.Spread) string {
+	if s == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*s)
+}
+
+func fv(v *float64) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*v)
+}
