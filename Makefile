@@ -1,4 +1,4 @@
-.PHONY: build run test lint nightly bench-loadgen audience-sweep page page-quick page-from-results screenshot
+.PHONY: build run test lint nightly bench-loadgen audience-sweep page page-part page-report page-quick page-from-results screenshot
 
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
@@ -47,30 +47,42 @@ lint:
 nightly:
 	BASE=$(BASE) bash .ci/nightly
 
-# The published page. `make page` runs the suite (the reference page's
-# engines, Varnish 9.0.2 and Vinyl Cache built by `hlsbench engines build`,
-# then NGINX and builtin; hit-path and segment in every topology; the
-# reference protocol: 3 warm-ups + 20 passes) into build/page-runs, then the
-# report into site/ with the result files copied into site/runs (116 minutes
-# here on 2026-12-01: the 4 MiB full GETs over TLS are slow on 2 cores).
-# PAGE_WORKLOADS=all adds purge-stampede and repeated-bans (in every
-# topology too). `make
-# page-quick` is the same with --quick into build/site-quick (about 10
-# minutes). `make page-from-results` rebuilds site/ from the
-# committed site/runs alone: the same bytes. A suite that ends with some
-# result invalid (exit 3) still makes its page: the page says which.
+# The published page, measured in parts that each finish within a session
+# on this 2-core machine (nothing else of ours may run while one does), then
+# reported as one. `make page` runs every part in PAGE_PARTS in turn, each a
+# suite of the reference page's engines (Varnish 9.0.2 and Vinyl Cache built
+# by `hlsbench engines build`, NGINX, builtin) into PAGE_RUNS/PART, then
+# `make page-report`. `make page-part PART=latency` runs one part (again from
+# the start; `hlsbench suite --resume PAGE_RUNS/PART` finishes an
+# interrupted one), `make page-report` merges the parts into SITE (all of
+# PAGE_PARTS must be there). A suite that ends with some result invalid
+# (exit 3) still makes its page: the page says which. `make page-quick` is
+# the same with --quick into build/site-quick. `make page-from-results`
+# rebuilds site/ from the committed site/runs alone: the same bytes.
 PAGE_ENGINES  ?= varnish@9.0.2,vinyl,nginx,builtin
 PAGE_TOPOLOGY ?= all
-PAGE_WORKLOADS ?= hit-path,segment,miss-storm,origin-flap
+PAGE_PARTS    ?= latency cache audience
+PAGE_PART_latency  = hit-path,segment
+PAGE_PART_cache    = miss-storm,origin-flap,purge-stampede,repeated-bans
+PAGE_PART_audience = live-audience
 PAGE_PROFILE  ?=
 PAGE_RUNS     ?= build/page-runs
 SITE          ?= site
 
 page: build
 	rm -rf $(PAGE_RUNS)
-	bin/hlsbench suite $(PAGE_PROFILE) --engine $(PAGE_ENGINES) --topology $(PAGE_TOPOLOGY) --workload $(PAGE_WORKLOADS) --out $(PAGE_RUNS); \
+	for p in $(PAGE_PARTS); do $(MAKE) --no-print-directory page-part PART=$$p || exit $$?; done
+	$(MAKE) --no-print-directory page-report
+
+page-part: build
+	@test -n "$(PAGE_PART_$(PART))" || { echo "page-part: PART=$(PART): want one of: $(PAGE_PARTS)" >&2; exit 2; }
+	rm -rf $(PAGE_RUNS)/$(PART)
+	bin/hlsbench suite $(PAGE_PROFILE) --engine $(PAGE_ENGINES) --topology $(PAGE_TOPOLOGY) --workload $(PAGE_PART_$(PART)) --out $(PAGE_RUNS)/$(PART); \
 	code=$$?; if [ $$code -ne 0 ] && [ $$code -ne 3 ]; then exit $$code; fi
-	bin/hlsbench report $(PAGE_RUNS) --out $(SITE)
+
+page-report: build
+	@for p in $(PAGE_PARTS); do test -f $(PAGE_RUNS)/$$p/manifest.json || { echo "page-report: $(PAGE_RUNS)/$$p has no suite: run make page-part PART=$$p" >&2; exit 2; }; done
+	bin/hlsbench report $(addprefix $(PAGE_RUNS)/,$(PAGE_PARTS)) --out $(SITE)
 
 page-quick:
 	$(MAKE) page PAGE_PROFILE=--quick PAGE_RUNS=build/page-runs-quick SITE=build/site-quick

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -41,15 +42,21 @@ func DefaultOptions() Options {
 	return Options{Compare: compare.Defaults(), Title: DefaultTitle}
 }
 
-// Read loads the inputs named on the command line: one or more suite
-// directories or result files. A directory with a manifest.json gives the
-// runs its manifest lists; one without gives its run-*.json files.
+// Read loads the inputs named on the command line: suite directories,
+// directories of run files, or result files. A directory with a
+// manifest.json gives the runs its manifest lists; one without gives its
+// run-*.json files. Several suite directories (a page measured in parts)
+// are reported as one suite, under one merged manifest.
 func Read(args []string) (*Input, error) {
 	if len(args) == 0 {
 		return nil, errors.New("no input: give a suite directory or result files")
 	}
 	in := &Input{}
 	var paths []string
+	// Suite directories: one is reported with its manifest as it is;
+	// several (a page measured in parts) with one merged manifest.
+	var suites []string
+	var manifests []results.Manifest
 	for _, a := range args {
 		st, err := os.Stat(a)
 		if err != nil {
@@ -62,17 +69,10 @@ func Read(args []string) (*Input, error) {
 		m, err := results.ReadManifest(a)
 		switch {
 		case err == nil:
-			if len(args) > 1 {
-				return nil, fmt.Errorf("%s is a suite directory: give it alone (its manifest says which cells finished), or give run files", a)
-			}
-			raw, err := os.ReadFile(filepath.Join(a, results.ManifestName))
-			if err != nil {
-				return nil, err
-			}
-			in.Manifest, in.ManifestRaw = &m, raw
 			if len(m.Runs) == 0 {
 				return nil, fmt.Errorf("%s: its %s lists no run file: the suite never started a run", a, results.ManifestName)
 			}
+			suites, manifests = append(suites, a), append(manifests, m)
 			for _, name := range m.Runs {
 				paths = append(paths, filepath.Join(a, name))
 			}
@@ -86,6 +86,32 @@ func Read(args []string) (*Input, error) {
 		default:
 			return nil, fmt.Errorf("%s: %w", a, err)
 		}
+	}
+	if len(suites) > 0 && len(suites) < len(args) {
+		return nil, fmt.Errorf("%s is a suite directory: give suite directories alone (their manifests say which cells finished), or give run files", suites[0])
+	}
+	switch len(suites) {
+	case 0:
+	case 1:
+		raw, err := os.ReadFile(filepath.Join(suites[0], results.ManifestName))
+		if err != nil {
+			return nil, err
+		}
+		in.Manifest, in.ManifestRaw = &manifests[0], raw
+	default:
+		names := make([]string, len(suites))
+		for i, d := range suites {
+			names[i] = filepath.Base(filepath.Clean(d))
+		}
+		m, err := results.MergeManifests(names, manifests)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := json.MarshalIndent(m, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		in.Manifest, in.ManifestRaw = &m, append(raw, '\n')
 	}
 	seen := map[string]string{}
 	for _, p := range paths {
@@ -111,6 +137,15 @@ func Read(args []string) (*Input, error) {
 		in.Sources = append(in.Sources, Source{Name: name, Path: p, Run: run, Raw: raw})
 	}
 	return in, nil
+}
+
+// manifestTopology is a topology as manifests name it: "" for plaintext,
+// as they did before there were others.
+func manifestTopology(t string) string {
+	if t == "plaintext" {
+		return ""
+	}
+	return t
 }
 
 // workloadOrder is the reference page's order; others follow as found.
@@ -149,11 +184,18 @@ func Build(in *Input, o Options) (*Report, error) {
 
 	// Which results count: a suite's cells that finished, in the file
 	// its manifest names; every result of plain files.
-	complete := map[[2]string]string{}
+	// Cells are by engine, topology and workload; a result in a topology
+	// its manifest has no cell for (manifests before topologies) goes by
+	// engine and workload.
+	complete := map[[3]string]string{}
+	listed := map[[3]string]bool{}
+	completeAny := map[[2]string]string{}
 	if m := in.Manifest; m != nil {
 		for _, c := range m.Cells {
+			listed[[3]string{c.Engine, manifestTopology(c.Topology), c.Workload}] = true
 			if c.Complete {
-				complete[[2]string{c.Engine, c.Workload}] = c.File
+				completeAny[[2]string{c.Engine, c.Workload}] = c.File
+				complete[[3]string{c.Engine, manifestTopology(c.Topology), c.Workload}] = c.File
 			} else {
 				warn = append(warn, fmt.Sprintf("the suite did not finish %s on %s: its cell has no value", c.Workload, c.Engine))
 			}
@@ -194,7 +236,12 @@ func Build(in *Input, o Options) (*Report, error) {
 		for j := range run.Results {
 			r := &run.Results[j]
 			if in.Manifest != nil {
-				if file, ok := complete[[2]string{r.Engine, r.Workload}]; !ok || file != s.Name {
+				k3 := [3]string{r.Engine, manifestTopology(r.Topology), r.Workload}
+				file, ok := complete[k3]
+				if !listed[k3] {
+					file, ok = completeAny[[2]string{r.Engine, r.Workload}]
+				}
+				if !ok || file != s.Name {
 					continue
 				}
 			}

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -501,8 +502,8 @@ func TestReadErrors(t *testing.T) {
 		{"missing path", []string{missing}, []string{missing, "no such file"}},
 		{"empty dir", []string{empty}, []string{empty, "no manifest.json and no run-*.json"}},
 		{"dir of other files", []string{filepath.Join(dir, "other")}, []string{filepath.Join(dir, "other"), "no manifest.json"}},
-		{"suite dir and another", []string{suite, a}, []string{suite, "suite directory: give it alone"}},
-		{"another and suite dir", []string{a, suite}, []string{suite, "give it alone"}},
+		{"suite dir and another", []string{suite, a}, []string{suite, "suite directory: give suite directories alone"}},
+		{"another and suite dir", []string{a, suite}, []string{suite, "give suite directories alone"}},
 		{"same base name", []string{a, b}, []string{a, b, "one name"}},
 		{"not JSON", []string{notJSON}, []string{notJSON, "not a run file"}},
 		{"manifest as a file", []string{filepath.Join(suite, "manifest.json")}, []string{filepath.Join(suite, "manifest.json"), "a manifest, not a run file: give its directory"}},
@@ -760,5 +761,91 @@ func TestNotApplicableLabel(t *testing.T) {
 	}
 	if len(got) != 2 {
 		t.Fatalf("varnish cells %q, want plaintext and tls", got)
+	}
+}
+
+// TestReadSuiteParts: a page measured in parts is several suite
+// directories, reported as one suite under a merged manifest; a cell
+// finished in two parts is refused.
+func TestReadSuiteParts(t *testing.T) {
+	src := filepath.Join("testdata", "suite")
+	whole, err := results.ReadManifest(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(src, whole.Runs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// part writes a suite directory holding the fixture's run under file,
+	// with the fixture's cells of workloads (finished or not).
+	part := func(name, file string, finished bool, workloads ...string) string {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, file), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m := whole
+		m.Workloads, m.Cells, m.Runs = workloads, nil, []string{file}
+		m.Args = []string{"--workload", strings.Join(workloads, ",")}
+		for _, c := range whole.Cells {
+			if slices.Contains(workloads, c.Workload) {
+				c.File, c.Complete = file, finished
+				m.Cells = append(m.Cells, c)
+			}
+		}
+		if err := m.Save(d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a := part("latency", "run-20261201T000000Z-aaaaaaaa.json", true, "hit-path", "segment")
+	b := part("cache", "run-20261201T010000Z-bbbbbbbb.json", true, "miss-storm", "origin-flap")
+	// A part that was cut short and measured again: its unfinished cells
+	// give way to the finished ones.
+	c := part("cache-cut", "run-20261201T005000Z-cccccccc.json", false, "miss-storm")
+
+	in, err := Read([]string{a, c, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := in.Manifest
+	if m == nil || len(m.Parts) != 3 || m.Parts[0].Name != "latency" || m.Parts[2].Args[1] != "miss-storm,origin-flap" {
+		t.Fatalf("merged manifest parts: %+v", m)
+	}
+	if len(m.Cells) != len(whole.Cells) {
+		t.Errorf("merged %d cells, want the fixture's %d", len(m.Cells), len(whole.Cells))
+	}
+	for _, cl := range m.Cells {
+		if !cl.Complete {
+			t.Errorf("cell %+v: unfinished, but part cache finished it", cl)
+		}
+	}
+	var again results.Manifest
+	if err := json.Unmarshal(in.ManifestRaw, &again); err != nil || len(again.Parts) != 3 {
+		t.Errorf("the manifest written beside the runs: %v, %+v", err, again.Parts)
+	}
+	merged, err := Build(in, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := build(t, "suite")
+	if len(merged.Workloads) != len(one.Workloads) {
+		t.Fatalf("merged page has %d workloads, the suite's %d", len(merged.Workloads), len(one.Workloads))
+	}
+	for i := range one.Workloads {
+		if got, want := len(merged.Workloads[i].Tests), len(one.Workloads[i].Tests); got != want {
+			t.Errorf("%s: %d tests merged, %d in the suite", one.Workloads[i].Name, got, want)
+		}
+	}
+
+	// The same cell finished twice: which one to show is the user's call.
+	d := part("cache-again", "run-20261201T020000Z-dddddddd.json", true, "origin-flap")
+	_, err = Read([]string{a, b, d})
+	if err == nil || !strings.Contains(err.Error(), "cache and cache-again both finished origin-flap") {
+		t.Errorf("a cell finished in two parts: err %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -27,6 +29,19 @@ type Manifest struct {
 	Args  []string    `json:"args"`
 	Cells []SuiteCell `json:"cells"`
 	Runs  []string    `json:"runs"`
+	// Parts are the suites a merged manifest was made from (MergeManifests),
+	// each with the flags it ran with; empty for one suite's own.
+	Parts []ManifestPart `json:"parts,omitempty"`
+}
+
+// ManifestPart is one suite of a merged manifest: a page measured in parts,
+// each of which fits in a session, and reported as one.
+type ManifestPart struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Workloads []string  `json:"workloads"`
+	Args      []string  `json:"args"`
 }
 
 // MissingEngine is an engine a suite could not run on this machine.
@@ -77,4 +92,73 @@ func (m *Manifest) Save(dir string) error {
 		return fmt.Errorf("suite manifest: %w", err)
 	}
 	return nil
+}
+
+// MergeManifests is one manifest for several suites (parts, each named,
+// e.g. by its directory): engines, workloads, cells and runs in the order
+// the parts list them. A cell finished in one part and not in another is
+// the finished one; a cell finished in two parts is an error, since the
+// page can show one measurement of it. Parts of a merged manifest are
+// merged again part by part.
+func MergeManifests(names []string, parts []Manifest) (Manifest, error) {
+	if len(names) != len(parts) {
+		return Manifest{}, fmt.Errorf("merge manifests: %d names for %d manifests", len(names), len(parts))
+	}
+	m := Manifest{SchemaVersion: 1}
+	type key struct{ engine, topology, workload string }
+	at := map[key]int{}      // cell → index in m.Cells
+	from := map[key]string{} // cell → the part it came from
+	for i, p := range parts {
+		if m.CreatedAt.IsZero() || p.CreatedAt.Before(m.CreatedAt) {
+			m.CreatedAt = p.CreatedAt
+		}
+		if p.UpdatedAt.After(m.UpdatedAt) {
+			m.UpdatedAt = p.UpdatedAt
+		}
+		if m.Tool == "" {
+			m.Tool = p.Tool
+		} else if p.Tool != m.Tool && !slices.Contains(strings.Split(m.Tool, ", "), p.Tool) {
+			m.Tool += ", " + p.Tool
+		}
+		m.Engines = appendNew(m.Engines, p.Engines...)
+		m.Workloads = appendNew(m.Workloads, p.Workloads...)
+		for _, e := range p.Missing {
+			if !slices.ContainsFunc(m.Missing, func(x MissingEngine) bool { return x.Name == e.Name }) {
+				m.Missing = append(m.Missing, e)
+			}
+		}
+		if len(p.Parts) > 0 {
+			m.Parts = append(m.Parts, p.Parts...)
+		} else {
+			m.Parts = append(m.Parts, ManifestPart{Name: names[i], CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Workloads: p.Workloads, Args: p.Args})
+		}
+		for _, c := range p.Cells {
+			k := key{c.Engine, c.Topology, c.Workload}
+			j, seen := at[k]
+			switch {
+			case !seen:
+				at[k], from[k] = len(m.Cells), names[i]
+				m.Cells = append(m.Cells, c)
+			case c.Complete && m.Cells[j].Complete:
+				where := c.Engine
+				if c.Topology != "" {
+					where += " " + c.Topology
+				}
+				return Manifest{}, fmt.Errorf("%s and %s both finished %s on %s: merge one of them", from[k], names[i], c.Workload, where)
+			case c.Complete:
+				m.Cells[j], from[k] = c, names[i]
+			}
+		}
+		m.Runs = appendNew(m.Runs, p.Runs...)
+	}
+	return m, nil
+}
+
+func appendNew(list []string, add ...string) []string {
+	for _, a := range add {
+		if !slices.Contains(list, a) {
+			list = append(list, a)
+		}
+	}
+	return list
 }

@@ -28,7 +28,7 @@ type ReportOptions struct {
 func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := ReportOptions{}
 	c := &cobra.Command{
-		Use:   "report SUITE_DIR|FILES... --out DIR",
+		Use:   "report SUITE_DIR...|FILES... --out DIR",
 		Short: "Write the results page, charts, Markdown and CSV from result files",
 		Long: `Write the results page from result files: DIR/index.html (self-contained:
 inline CSS, images beside it, relative links only, nothing fetched from the
@@ -39,7 +39,10 @@ DIR/runs. The same inputs give the same bytes.
 
 The input is a suite directory (its manifest says which cells finished and
 in which file; cells that did not finish are shown without a value), a
-directory of run-*.json files, or run files. The report reads the files
+directory of run-*.json files, or run files. Several suite directories are
+one page measured in parts (make page-part): they are merged into one
+manifest, written as DIR/runs/manifest.json with each part's flags, and a
+cell finished in two of them is refused. The report reads the files
 only: it never measures.
 
 Each test's finding names the leading cell and calls the others a tie when
@@ -52,10 +55,11 @@ whole, and only once the new report is complete.
 Exit codes: 0 written; 1 failure; 2 bad input (an unreadable or unknown
 file, a DIR that holds other files, bad flags).`,
 		Example: `  hlsbench report suites/today --out site
+  hlsbench report build/page-runs/latency build/page-runs/cache --out site
   hlsbench report run-20261201T012041Z-1c03b0e0.json run-20261201T024745Z-d38e6631.json --out /tmp/page`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usagef("report: want a suite directory, a directory of run files, or run files")
+				return usagef("report: want suite directories, a directory of run files, or run files")
 			}
 			return nil
 		},

@@ -19,7 +19,7 @@ func TestReportUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no args", []string{"report", "--out", out}, "want a suite directory, a directory of run files, or run files"},
+		{"no args", []string{"report", "--out", out}, "want suite directories, a directory of run files, or run files"},
 		{"no --out", []string{"report", reportFixture}, "--out"},
 		{"--alpha 2", []string{"report", "--alpha", "2", "--out", out, reportFixture}, "--alpha 2"},
 		{"--alpha not a number", []string{"report", "--alpha", "x", "--out", out, reportFixture}, "alpha"},
