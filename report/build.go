@@ -13,7 +13,6 @@ import (
 
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/results/compare"
-	"github.com/hlsbench/hlsbench/results/stats"
 )
 
 // Input is what a report is built from: result files and, for a suite
@@ -382,13 +381,8 @@ func Build(in *Input, o Options) (*Report, error) {
 		w.Curves = curves(w)
 		w.Takeaway = takeaway(w, o)
 		rep.Workloads = append(rep.Workloads, w)
-		rep.Learned = append(rep.Learned, w.Title+": "+w.Takeaway)
 	}
-	if most := mostValidPasses(rep); most > 0 && most < stats.MinSamples(o.Compare.Alpha) {
-		rep.Learned = append([]string{fmt.Sprintf(
-			"With at most %d valid passes per cell no difference here can reach p < %g (%d passes each can): who leads below is untested.",
-			most, o.Compare.Alpha, stats.MinSamples(o.Compare.Alpha))}, rep.Learned...)
-	}
+	rep.Learned = learned(rep, o)
 	rep.Summary = summary(rep, cellOrder, label)
 	rep.Conditions = conditions(in)
 	rep.Caveats = caveats(in, rep)

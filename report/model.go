@@ -20,7 +20,8 @@ type Report struct {
 	// Workloads in the order of the reference page (hit-path, segment,
 	// miss-storm, origin-flap, then any other in the order first seen).
 	Workloads []Workload
-	// Learned is one sentence per workload for the page's summary.
+	// Learned is the page's summary: how many tests separate the cells,
+	// the largest significant differences, the capacity ranking.
 	Learned []string
 	// Conditions are the test conditions, as label/value rows.
 	Conditions []Fact

@@ -1,0 +1,205 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/stats"
+)
+
+// learnedMost is how many differences "What did we learn?" states: the
+// largest, not every comparison (each workload's takeaway has those).
+const learnedMost = 5
+
+// gap is one significant difference: a test's leader against the cell
+// furthest behind it.
+type gap struct {
+	wl     string // the workload's title
+	t      Test
+	lead   Cell
+	behind verdict
+	// size orders the gaps: how many times the better value the worse
+	// one is (for a higher-is-better figure, the other way round).
+	size float64
+}
+
+// learned is the page's summary: how many tests separate the cells at all,
+// the few largest significant differences in plain words, and the
+// capacity ranking when the runs measured it.
+func learned(rep *Report, o Options) []string {
+	var out []string
+	if most := mostValidPasses(rep); most > 0 && most < stats.MinSamples(o.Compare.Alpha) {
+		out = append(out, fmt.Sprintf(
+			"With at most %d valid passes per cell no difference here can reach p < %g (%d passes each can): nothing below is a tested difference.",
+			most, o.Compare.Alpha, stats.MinSamples(o.Compare.Alpha)))
+	}
+	var gaps []gap
+	tests, separated, tied, untested := 0, 0, 0, 0
+	for _, w := range rep.Workloads {
+		for _, t := range w.Tests {
+			if isCapacity(t) {
+				continue
+			}
+			s := stand(t, o)
+			if s.leader == nil {
+				continue
+			}
+			tests++
+			switch {
+			case len(s.behind) > 0:
+				separated++
+			case len(s.unknown) > 0:
+				untested++
+			case len(s.ties) > 0:
+				tied++
+			}
+			var far *gap
+			for _, v := range s.behind {
+				g := gap{wl: w.Title, t: t, lead: *s.leader, behind: v, size: gapSize(*s.leader.Value, *v.cell.Value, t.LowerIsBetter)}
+				if far == nil || g.size > far.size {
+					far = &g
+				}
+			}
+			if far != nil {
+				gaps = append(gaps, *far)
+			}
+		}
+	}
+	if tests > 0 {
+		s := fmt.Sprintf("Of %d %s with a value, %d %s the cells significantly (p < %g, a difference of at least %g %%)",
+			tests, plural(tests, "test", "tests"), separated, plural(separated, "separates", "separate"), o.Compare.Alpha, o.Compare.Threshold)
+		if tied > 0 {
+			s += fmt.Sprintf("; %d %s a tie", tied, plural(tied, "is", "are"))
+		}
+		if untested > 0 {
+			s += fmt.Sprintf("; %d %s too few valid passes to test", untested, plural(untested, "has", "have"))
+		}
+		out = append(out, s+".")
+	}
+	var sat []string
+	for _, w := range rep.Workloads {
+		for _, t := range w.Tests {
+			var cells []string
+			for _, c := range t.Cells {
+				if c.Unranked {
+					cells = append(cells, c.Label)
+				}
+			}
+			if len(cells) > 0 {
+				sat = append(sat, fmt.Sprintf("%s in %s — %s", list(cells), w.Title, t.Title))
+			}
+		}
+	}
+	if len(sat) > 0 {
+		out = append(out, fmt.Sprintf("Saturated, so not ranked as latencies (what they carried is in their tables): %s.", strings.Join(sat, "; ")))
+	}
+	sort.SliceStable(gaps, func(i, j int) bool { return gaps[i].size > gaps[j].size })
+	if len(gaps) > learnedMost {
+		gaps = gaps[:learnedMost]
+	}
+	if len(gaps) == 0 && tests > 0 {
+		out = append(out, "No difference between cells is significant.")
+	}
+	if len(gaps) > 0 {
+		out = append(out, fmt.Sprintf("The %s largest significant %s:", countWord(len(gaps)), plural(len(gaps), "difference", "differences")))
+	}
+	for _, g := range gaps {
+		out = append(out, gapText(g))
+	}
+	out = append(out, capacityRanking(rep)...)
+	if len(out) == 0 {
+		out = append(out, "No test has a value: nothing here tells the cells apart.")
+	}
+	return out
+}
+
+// gapSize is how many times better the leader's value is than the other's;
+// +Inf when the better one is 0 and the other is not.
+func gapSize(lead, other float64, lower bool) float64 {
+	lo, hi := lead, other
+	if !lower {
+		lo, hi = other, lead
+	}
+	switch {
+	case lo == hi:
+		return 1
+	case lo <= 0:
+		return math.Inf(1)
+	}
+	return hi / lo
+}
+
+// gapText says one gap in plain words: "Hit-path TTFB — p99 TTFB: NGINX
+// 1.2 ms against Varnish 9.0.2 (TLS) 2.8 ms, 2.3× as long (p = 0.0001,
+// 20 and 20 valid passes)."
+func gapText(g gap) string {
+	lead, other := *g.lead.Value, *g.behind.cell.Value
+	var size string
+	switch {
+	case g.t.Unit == "%":
+		size = fmt.Sprintf("%s points %s", results.Sig3(math.Abs(lead-other)), map[bool]string{true: "higher", false: "lower"}[other > lead])
+	case math.IsInf(g.size, 1):
+		size = "against none at all"
+	case !g.t.LowerIsBetter:
+		size = fmt.Sprintf("%s %% of the leader's", results.Sig3(other/lead*100))
+	case g.size >= 1.5 && (g.t.Unit == "ms" || g.t.Unit == "s"):
+		size = fmt.Sprintf("%s× as long", results.Sig3(g.size))
+	case g.size >= 1.5:
+		size = fmt.Sprintf("%s× as high", results.Sig3(g.size))
+	default:
+		size = fmt.Sprintf("%s %% higher", results.Sig3((other-lead)/lead*100))
+	}
+	d := g.behind.delta
+	return fmt.Sprintf("%s — %s: %s %s against %s %s, %s (p = %s, %d and %d valid passes).",
+		g.wl, g.t.Title, g.lead.Label, valueText(lead, g.t.Unit), g.behind.cell.Label, valueText(other, g.t.Unit), size,
+		results.Sig3(d.P), d.BaseN, d.NewN)
+}
+
+// isCapacity is a capacity test: a rate, ranked on its own line.
+func isCapacity(t Test) bool { return t.Workload == "capacity" }
+
+// capacityRanking is one sentence per capacity test: every cell with a
+// value, the most first.
+func capacityRanking(rep *Report) []string {
+	var out []string
+	for _, w := range rep.Workloads {
+		for _, t := range w.Tests {
+			if !isCapacity(t) {
+				continue
+			}
+			var cells []Cell
+			var none []string
+			for _, c := range t.Cells {
+				if c.Value == nil {
+					none = append(none, c.Label)
+					continue
+				}
+				cells = append(cells, c)
+			}
+			if len(cells) == 0 {
+				continue
+			}
+			sort.SliceStable(cells, func(i, j int) bool { return *cells[i].Value > *cells[j].Value })
+			var parts []string
+			for _, c := range cells {
+				parts = append(parts, c.Label+" "+valueText(*c.Value, t.Unit))
+			}
+			s := fmt.Sprintf("%s, most first: %s", t.Title, strings.Join(parts, ", "))
+			if len(none) > 0 {
+				s += fmt.Sprintf(" (no value: %s)", list(none))
+			}
+			out = append(out, s+".")
+		}
+	}
+	return out
+}
+
+func countWord(n int) string {
+	if w := []string{"", "one", "two", "three", "four", "five"}; n < len(w) {
+		return w[n]
+	}
+	return fmt.Sprint(n)
+}

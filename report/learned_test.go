@@ -1,0 +1,66 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestLearnedStatesTheLargest: the summary keeps the few largest
+// significant differences, largest first, with their size in words; it
+// never lists ties or untested leads as differences, and ranks capacity.
+func TestLearnedStatesTheLargest(t *testing.T) {
+	// passes are 8 values around v: enough for p < 0.05, tight enough to be
+	// significant against another cell a few per cent away.
+	passes := func(v float64) []float64 {
+		return []float64{v * 0.99, v, v * 1.01, v * 0.995, v * 1.005, v, v * 0.998, v * 1.002}
+	}
+	var tests []Test
+	for i, ratio := range []float64{1.2, 3, 1.1, 6, 2, 1.5, 4} {
+		tc := handTest(handCell("a", passes(1)...), handCell("b", passes(ratio)...))
+		tc.Title = fmt.Sprintf("test %d", i)
+		tests = append(tests, tc)
+	}
+	tie := handTest(handCell("a", passes(1)...), handCell("b", passes(1)...))
+	tie.Title = "tied"
+	few := handTest(handCell("a", 1, 1), handCell("b", 9, 9))
+	few.Title = "too few"
+	hit := handTest(handCell("a", passes(90)...), handCell("b", passes(30)...))
+	hit.Title, hit.Unit, hit.LowerIsBetter = "hit ratio", "%", false
+	cp := handTest(handCell("nginx", 41000), handCell("varnish", 33000), noValueCell("vinyl", "nothing passed"))
+	cp.Workload, cp.Title, cp.Unit, cp.LowerIsBetter = "capacity", "Capacity, hit-path", "rps", false
+	rep := &Report{Workloads: []Workload{
+		{Name: "w", Title: "W", Tests: append(tests, tie, few, hit)},
+		{Name: "capacity", Title: "Capacity", Tests: []Test{cp}},
+	}}
+	got := learned(rep, DefaultOptions())
+	text := strings.Join(got, "\n")
+	for _, want := range []string{
+		"Of 10 tests with a value, 8 separate the cells significantly",
+		"1 is a tie; 1 has too few valid passes to test",
+		"The five largest significant differences:",
+		"W — test 3: a 1.00 ms against b 6.00 ms, 6.00× as long (p = 0.000155, 8 and 8 valid passes).",
+		"W — hit ratio: a 90.0 % against b 30.0 %, 60.0 points lower",
+		"Capacity, hit-path, most first: nginx 41000 rps, varnish 33000 rps (no value: vinyl).",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("learned lacks %q:\n%s", want, text)
+		}
+	}
+	// Largest first, five of them: 6×, 4×, 3× (test 1, then the hit
+	// ratio's 3×: the first of equals stays first), 2×.
+	order := []string{"test 3:", "test 6:", "test 1:", "hit ratio:", "test 4:"}
+	last := -1
+	for _, o := range order {
+		i := strings.Index(text, o)
+		if i < 0 || i < last {
+			t.Errorf("%q missing or out of order:\n%s", o, text)
+		}
+		last = i
+	}
+	for _, not := range []string{"test 0:", "test 2:", "test 5:", "tied:", "too few:"} {
+		if strings.Contains(text, not) {
+			t.Errorf("learned states %q, not among the five largest differences:\n%s", not, text)
+		}
+	}
+}
