@@ -106,7 +106,7 @@ type entry struct {
 	// common are the header lines every answer about the object carries
 	// (all but the status line and Content-Length); for 206 heads.
 	common []byte
-	// head416 is the 416 answer whole.
+	// head416 is the 416 answer whole (HEAD: without msg416).
 	head416 []byte
 }
 
@@ -150,11 +150,13 @@ func newEntry(o Object) *entry {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Range", "bytes */"+strconv.Itoa(len(o.Body)))
-	const msg = "range not satisfiable\n"
 	e.head416 = append([]byte("HTTP/1.1 416 Requested Range Not Satisfiable\r\n"), headerLines(h, nil)...)
-	e.head416 = append(e.head416, "Content-Length: "+strconv.Itoa(len(msg))+"\r\n\r\n"+msg...)
+	e.head416 = append(e.head416, "Content-Length: "+strconv.Itoa(len(msg416))+"\r\n\r\n"+msg416...)
 	return e
 }
+
+// msg416 is the 416 answer's body, http.Error's.
+const msg416 = "range not satisfiable\n"
 
 // ReadyPath answers 200 when the engine serves (launch's readiness probe).
 const ReadyPath = "/_hlsbench/ready"

@@ -54,6 +54,9 @@ type Server struct {
 // Stats are a server's counts since it started.
 type Stats struct {
 	Accepted, Requests, ProxyRefused int64
+	// WriteWaits counts writes left for EPOLLOUT: a socket full before its
+	// answer was.
+	WriteWaits int64
 }
 
 // Serve starts the event loops and returns once every listener is open.
@@ -111,6 +114,7 @@ func (s *Server) Stats() Stats {
 		t.Accepted += l.accepted.Load()
 		t.Requests += l.requests.Load()
 		t.ProxyRefused += l.refused.Load()
+		t.WriteWaits += l.waits.Load()
 	}
 	return t
 }
@@ -139,7 +143,7 @@ type loop struct {
 	events    []unix.EpollEvent
 	iov       [][]byte
 
-	accepted, requests, refused atomic.Int64
+	accepted, requests, refused, waits atomic.Int64
 }
 
 type conn struct {
@@ -537,7 +541,11 @@ func (l *loop) respond(c *conn, req []byte) {
 	}
 	switch status {
 	case 416:
-		c.queue(e.head416)
+		if head {
+			c.queue(e.head416[:len(e.head416)-len(msg416)])
+		} else {
+			c.queue(e.head416)
+		}
 		return
 	case 206:
 		n := end - start + 1
@@ -584,6 +592,7 @@ func (l *loop) flush(c *conn) bool {
 			n, err = unix.Writev(c.fd, c.out[:min(len(c.out), 64)])
 		}
 		if err == unix.EAGAIN {
+			l.waits.Add(1)
 			return true // EPOLLOUT resumes it
 		}
 		if err != nil || n <= 0 {
