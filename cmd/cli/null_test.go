@@ -40,13 +40,14 @@ func TestRunNull(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("stdout: %v\n%s", err, out)
 	}
-	measured := map[string]int{}
+	measured, na := map[string]int{}, 0
 	for _, r := range rep.Results {
 		switch {
 		case r.Workload == "miss-storm":
 			if r.NotApplicable != engines.NullNeedsCache || r.Value != nil {
 				t.Errorf("%s: not applicable %q, value %v: want no value, because %q", r.ID, r.NotApplicable, r.Value, engines.NullNeedsCache)
 			}
+			na++
 		case r.Topology == engines.TopologyTLS:
 			if r.NotApplicable != engines.NullNoTLS {
 				t.Errorf("%s: not applicable %q, want %q", r.ID, r.NotApplicable, engines.NullNoTLS)
@@ -57,6 +58,9 @@ func TestRunNull(t *testing.T) {
 			}
 			measured[r.Workload+" "+r.Topology]++
 		}
+	}
+	if na != 3 {
+		t.Errorf("%d miss-storm results, want its 3 tests, each not applicable", na)
 	}
 	for _, want := range []string{"hit-path plaintext", "segment plaintext"} {
 		if measured[want] == 0 {
