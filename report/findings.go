@@ -606,3 +606,29 @@ func missingReference(rep *Report) []string {
 	}
 	return out
 }
+
+// instrumentFinding says what the null engine measured in a test, apart
+// from the finding: the instrument's figure, never compared with an
+// engine's. On a latency test it is the host's floor, drawn on the chart.
+func instrumentFinding(t Test) string {
+	var parts []string
+	for _, c := range t.Instrument {
+		name := strings.TrimSuffix(c.Label, instrumentNote)
+		switch {
+		case c.Unranked:
+			parts = append(parts, fmt.Sprintf("%s was saturated (%s): no floor", name, carriedText(c)))
+		case c.Value != nil && t.Latency():
+			parts = append(parts, fmt.Sprintf("%s measured %s, the host's floor, drawn as a line on the chart", name, valueText(*c.Value, t.Unit)))
+		case c.Value != nil:
+			parts = append(parts, fmt.Sprintf("%s measured %s", name, valueText(*c.Value, t.Unit)))
+		case strings.HasPrefix(c.NoValue, "not applicable"):
+			continue
+		default:
+			parts = append(parts, fmt.Sprintf("%s has no value (%s)", name, c.NoValue))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " The instrument, not an engine and never ranked: " + strings.Join(parts, "; ") + "."
+}
