@@ -141,7 +141,7 @@ type loop struct {
 	conns     []*conn      // by fd
 	buf       []byte
 	events    []unix.EpollEvent
-	iov       [][]byte
+	iov       [64]unix.Iovec
 
 	accepted, requests, refused, waits atomic.Int64
 }
@@ -266,12 +266,15 @@ func (l *loop) run() {
 	}
 	defer l.closeAll()
 	for {
-		n, err := unix.EpollWait(l.ep, l.events, -1)
-		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
+		n := pollNow(l.ep, l.events)
+		if n == 0 {
+			var err error
+			if n, err = unix.EpollWait(l.ep, l.events, -1); err != nil {
+				if errors.Is(err, unix.EINTR) {
+					continue
+				}
+				return
 			}
-			return
 		}
 		for i := range n {
 			ev := l.events[i]
@@ -325,7 +328,7 @@ func (l *loop) serve(c *conn, events uint32) {
 		return
 	}
 	if c.queued == 0 && events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLRDHUP) != 0 {
-		n, err := unix.Read(c.fd, l.buf)
+		n, err := rawRead(c.fd, l.buf)
 		switch {
 		case n > 0:
 			c.in = append(c.in, l.buf[:n]...)
@@ -586,11 +589,7 @@ func (l *loop) flush(c *conn) bool {
 	for c.queued > 0 {
 		var n int
 		var err error
-		if len(c.out) == 1 {
-			n, err = unix.Write(c.fd, c.out[0])
-		} else {
-			n, err = unix.Writev(c.fd, c.out[:min(len(c.out), 64)])
-		}
+		n, err = rawWritev(c.fd, c.out, l.iov[:])
 		if err == unix.EAGAIN {
 			l.waits.Add(1)
 			return true // EPOLLOUT resumes it
