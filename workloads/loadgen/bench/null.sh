@@ -19,7 +19,10 @@
 #
 # Needs nginx, taskset, timeout, curl, go and python3.
 # RATES (default "10000 20000 30000 40000 60000"), DURATION (seconds, default
-# 3) and CONNS (default 50) change the runs.
+# 3), CONNS (default 50) and REPEAT (passes per server and rate, interleaved,
+# default 3) change the runs. The summary gives, per server and rate, the
+# median of its passes: the rate carried and the server's CPU-ms per 1000
+# requests answered.
 set -euo pipefail
 
 die() {
@@ -46,6 +49,7 @@ fi
 rates=(${RATES:-10000 20000 30000 40000 60000})
 dur=${DURATION:-3}
 conns=${CONNS:-50}
+repeat=${REPEAT:-3}
 # A run that does not stop by itself is killed this long after its duration.
 grace=30
 
@@ -192,6 +196,7 @@ declare -A url=([null]="http://127.0.0.1:$null_port$path" [nginx]="http://127.0.
 echo "== open loop, ${dur} s per pass, $conns connections, 2048-byte answers"
 printf '%-7s %8s %10s %10s %10s %10s %8s  %s\n' server offered carried "p99 TTFB" "gen CPU-s" "srv CPU-s" valid "why not"
 for rate in "${rates[@]}"; do
+	for rep in $(seq "$repeat"); do
 	for srv in null nginx origin; do
 		cmd=(timeout --kill-after=5 $((dur + grace)) "${load_pin[@]}" "$bin" load --rate "$rate"
 			--duration "${dur}s" --connections "$conns" --json "${url[$srv]}")
@@ -208,9 +213,12 @@ for rate in "${rates[@]}"; do
 			die "hlsbench load exited $rc"
 			;;
 		esac
-		python3 - "$tmp/out.json" "$srv" "$rate" "$c0" "$c1" <<'PY'
+		python3 - "$tmp/out.json" "$srv" "$rate" "$c0" "$c1" "$tmp/summary" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
+cpu = float(sys.argv[5]) - float(sys.argv[4])
+with open(sys.argv[6], "a") as f:
+    print(sys.argv[2], sys.argv[3], d["carried_rps"], 1e6 * cpu / max(d["ok"], 1), d["valid"], file=f)
 p99 = d["ttfb"]["p99_ms"]
 why = "; ".join(d.get("invalid_reasons") or [])
 if d["errors"]:
@@ -220,6 +228,20 @@ print(f"{sys.argv[2]:<7} {float(sys.argv[3]):8.0f} {d['carried_rps']:10.0f} "
       f"{str(d['valid']).lower():>8}  {why[:160]}")
 PY
 	done
+	done
 done
+echo "== summary: median of $repeat passes per server and rate"
+python3 - "$tmp/summary" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    srv, rate, carried, cpu, valid = line.split()
+    r = rows.setdefault((srv, int(rate)), {"carried": [], "cpu": [], "valid": 0})
+    r["carried"].append(float(carried)); r["cpu"].append(float(cpu)); r["valid"] += valid == "True"
+print(f"{'server':<7} {'offered':>8} {'carried':>10} {'CPU-ms/1000 req':>16} {'valid passes':>13}")
+for (srv, rate), r in sorted(rows.items(), key=lambda kv: (kv[0][1], ["null", "nginx", "origin"].index(kv[0][0]))):
+    print(f"{srv:<7} {rate:8d} {statistics.median(r['carried']):10.0f} {statistics.median(r['cpu']):16.1f} "
+          f"{r['valid']:>6} of {len(r['carried'])}")
+PY
 echo "== commands"
 cat "$tmp/commands"
