@@ -253,7 +253,7 @@ func Build(in *Input, o Options) (*Report, error) {
 			extra += ", " + k.runtime
 		}
 		if baseEngine(k.engine) == InstrumentEngine {
-			return name + " (" + extra + ")" + instrumentNote
+			extra += instrumentNote
 		}
 		return name + " (" + extra + ")"
 	}

@@ -347,10 +347,16 @@ func bestWord(lower bool) string {
 }
 
 func summary(rep *Report, cells []cellKey, label func(cellKey) string) string {
-	var names []string
+	var names, instrument []string
 	for _, k := range cells {
+		if baseEngine(k.engine) == InstrumentEngine {
+			instrument = append(instrument, label(k))
+			continue
+		}
 		names = append(names, label(k))
 	}
+	// The instrument comes after the engines it measures the host for.
+	names = append(names, instrument...)
 	var wls []string
 	tests := 0
 	for _, w := range rep.Workloads {
@@ -613,7 +619,7 @@ func missingReference(rep *Report) []string {
 func instrumentFinding(t Test) string {
 	var parts []string
 	for _, c := range t.Instrument {
-		name := strings.TrimSuffix(c.Label, instrumentNote)
+		name := strings.Replace(c.Label, instrumentNote, "", 1)
 		switch {
 		case c.Unranked:
 			parts = append(parts, fmt.Sprintf("%s was saturated (%s): no floor", name, carriedText(c)))

@@ -251,8 +251,9 @@ func (t Test) Floors() []Floor {
 // never an engine to rank.
 const InstrumentEngine = "null"
 
-// instrumentNote follows the null engine's label everywhere it is shown.
-const instrumentNote = ": the instrument, not an engine"
+// instrumentNote ends the null engine's label everywhere it is shown, in
+// its parentheses: "null v1.2 (plaintext, the instrument, not an engine)".
+const instrumentNote = ", the instrument, not an engine"
 
 // Rows are a test's table rows: the engines' cells, then the
 // instrument's.
