@@ -244,4 +244,4 @@ for (srv, rate), r in sorted(rows.items(), key=lambda kv: (kv[0][1], ["null", "n
           f"{r['valid']:>6} of {len(r['carried'])}")
 PY
 echo "== commands"
-cat "$tmp/commands"
+awk '!seen[$0]++' "$tmp/commands"
