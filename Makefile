@@ -1,4 +1,4 @@
-.PHONY: build run test lint nightly bench-loadgen audience-sweep page page-part page-report page-quick page-from-results screenshot
+.PHONY: build run test lint nightly bench-loadgen bench-null audience-sweep page page-part page-report page-quick page-from-results screenshot
 
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
@@ -19,6 +19,12 @@ test:
 # The load generator's figures from issue 2 (takes 2-3 minutes; BENCH_QUICK=1 for a smoke run).
 bench-loadgen:
 	bash workloads/loadgen/bench/bench.sh
+
+# The null engine against NGINX (one worker) and the Go origin, all on one
+# CPU: open loop on a 2 KB object at each of RATES, a few seconds a pass
+# (about 1 minute; see the script for RATES, DURATION and CONNS).
+bench-null:
+	bash workloads/loadgen/bench/null.sh
 
 # How large an audience one generator core carries validly: live-audience on
 # the built-in cache at each of SWEEP_VIEWERS (a warm-up and 2 passes of

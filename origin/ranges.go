@@ -95,3 +95,22 @@ func etagListMatch(list, etag string) bool {
 	}
 	return false
 }
+
+// ParseRange applies a Range header to an object of size bytes exactly as
+// the origin does, for servers that answer the origin's objects themselves
+// (the null engine): 206 with start and end inclusive, 416 when no byte of
+// the one range is in the object, or 200 for the whole object (no Range, a
+// malformed one, or several ranges).
+func ParseRange(h string, size int64) (start, end int64, status int) {
+	if h == "" || size <= 0 {
+		return 0, 0, 200
+	}
+	start, end, res := parseRange(h, size)
+	switch res {
+	case rangeOne:
+		return start, end, 206
+	case rangeUnsatisfiable:
+		return 0, 0, 416
+	}
+	return 0, 0, 200
+}

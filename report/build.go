@@ -298,6 +298,9 @@ func Build(in *Input, o Options) (*Report, error) {
 		if len(runtimes) > 1 {
 			extra += ", " + k.runtime
 		}
+		if baseEngine(k.engine) == InstrumentEngine {
+			extra += instrumentNote
+		}
 		return name + " (" + extra + ")"
 	}
 
@@ -328,11 +331,17 @@ func Build(in *Input, o Options) (*Report, error) {
 			t.Name = strings.TrimPrefix(id, wl+"/")
 			for _, k := range cellOrder {
 				f, ok := byTest[id][k]
+				// The null engine's cells are the instrument's, apart from
+				// the engines' so that nothing ranks them.
+				cells := &t.Cells
+				if baseEngine(k.engine) == InstrumentEngine {
+					cells = &t.Instrument
+				}
 				if !ok {
 					if !cellRan(byTest, wl, k) {
 						continue // the cell ran no test of this workload
 					}
-					t.Cells = append(t.Cells, Cell{Label: label(k), Engine: k.engine, Version: versions[k], Runtime: k.runtime,
+					*cells = append(*cells, Cell{Label: label(k), Engine: k.engine, Version: versions[k], Runtime: k.runtime,
 						Topology: k.topology, NoValue: "this cell has no result for the test"})
 					continue
 				}
@@ -340,7 +349,10 @@ func Build(in *Input, o Options) (*Report, error) {
 				if t.Title == "" {
 					t.Title, t.Unit, t.LowerIsBetter = r.Title, r.Unit, r.LowerIsBetter
 				}
-				t.Cells = append(t.Cells, cellOf(r, label(k), versions[k], f.source.Name))
+				*cells = append(*cells, cellOf(r, label(k), versions[k], f.source.Name))
+				if cells == &t.Instrument && r.NotApplicable != "" {
+					continue // the instrument not applicable: no cost to show
+				}
 				if _, ok := costs[k]; !ok {
 					costOrder = append(costOrder, k)
 				}
@@ -368,7 +380,7 @@ func Build(in *Input, o Options) (*Report, error) {
 					}
 				}
 			}
-			t.Finding = finding(t, o)
+			t.Finding = finding(t, o) + instrumentFinding(t)
 			w.Tests = append(w.Tests, t)
 		}
 		for _, k := range costOrder {

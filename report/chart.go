@@ -128,6 +128,8 @@ type figure struct {
 	legendH vg.Length
 	style   text.Style
 	w, h    vg.Length
+	// floors are the instrument's lines across the rows.
+	floors []Floor
 }
 
 type legendEntry struct {
@@ -136,23 +138,30 @@ type legendEntry struct {
 }
 
 func newFigure(t Test) (*figure, error) {
-	if len(t.Cells) == 0 {
+	// The instrument's cells are drawn as the host's floor beside the
+	// engines, or as the rows when it was measured alone.
+	cells, floors := t.Cells, t.Floors()
+	if len(cells) == 0 {
+		cells, floors = t.Instrument, nil
+	}
+	if len(cells) == 0 {
 		return nil, fmt.Errorf("chart %s: no cells", t.ID)
 	}
-	for _, c := range t.Cells {
+	for _, c := range cells {
 		if c.Value != nil && !finite(*c.Value) {
 			return nil, fmt.Errorf("chart %s: cell %q: value %v is not a number to draw", t.ID, c.Label, *c.Value)
 		}
 	}
-	n := len(t.Cells)
+	n := len(cells)
 	f := &figure{
-		p: plot.New(),
-		w: chartWidth,
+		p:      plot.New(),
+		w:      chartWidth,
+		floors: floors,
 	}
 	p := f.p
 	hdlr := p.TextHandler
 	f.style = text.Style{Color: color.Black, Font: sans(10, false), XAlign: draw.XLeft, YAlign: draw.YCenter, Handler: hdlr}
-	f.legend = f.legendLines(legendFor(t.Cells))
+	f.legend = f.legendLines(append(legendFor(cells), floorLegend(floors)...))
 	f.legendH = legendStrip * vg.Length(max(len(f.legend), 1))
 	f.h = chartFixed + vg.Length(n)*chartRow + f.legendH - legendStrip
 
@@ -167,7 +176,7 @@ func newFigure(t Test) (*figure, error) {
 	// Row 0 is at the bottom: the first cell goes on top, as the table
 	// reads.
 	labels := make([]string, n)
-	for i, c := range t.Cells {
+	for i, c := range cells {
 		labels[n-1-i] = wrapLabel(c.Label, labelWrap)
 	}
 	p.NominalY(labels...)
@@ -183,11 +192,21 @@ func newFigure(t Test) (*figure, error) {
 	grid := plotter.NewGrid()
 	grid.Horizontal.Color = nil
 	grid.Vertical.Color = gridColor
-	r := &rows{cells: t.Cells, unit: t.Unit, value: f.style}
+	r := &rows{cells: cells, unit: t.Unit, value: f.style}
 	r.reason = f.style
 	r.reason.Color = reasonColor
 	r.reason.Font.Style = xfont.StyleItalic
 	p.Add(grid, r)
+	// The floors go over the bars, across every row, and the X axis
+	// reaches them (scaleX).
+	for i, fl := range floors {
+		line, err := plotter.NewLine(plotter.XYs{{X: fl.Value, Y: -0.5}, {X: fl.Value, Y: float64(n) - 0.5}})
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: %s: %w", t.ID, fl.Label, err)
+		}
+		line.LineStyle = floorStyle(i)
+		p.Add(line)
+	}
 	f.rows = r
 
 	f.scaleX(r)
@@ -205,6 +224,9 @@ func (f *figure) scaleX(r *rows) {
 		for _, v := range plotted(c) {
 			lo, hi = math.Min(lo, v), math.Max(hi, v)
 		}
+	}
+	for _, fl := range f.floors {
+		lo, hi = math.Min(lo, fl.Value), math.Max(hi, fl.Value)
 	}
 	f.p.X.Min, f.p.X.Max = lo, hi
 	if hi <= lo {
@@ -319,6 +341,33 @@ func legendFor(cells []Cell) []legendEntry {
 	}
 	if saturated {
 		l = append(l, legendEntry{saturatedLegend, hatched})
+	}
+	return l
+}
+
+// floorColor is the host floor's line: neither a value's blue nor the
+// saturation's brown.
+var floorColor = color.RGBA{R: 0x2c, G: 0x8a, B: 0x3e, A: 0xff}
+
+// floorStyle is the i-th floor's line: dashed, each topology's dashes
+// their own length.
+func floorStyle(i int) draw.LineStyle {
+	on := vg.Points(float64(5 + 3*i))
+	return draw.LineStyle{Color: floorColor, Width: vg.Points(1.5), Dashes: []vg.Length{on, vg.Points(3)}}
+}
+
+// floorLegend names each floor line with its value.
+func floorLegend(floors []Floor) []legendEntry {
+	var l []legendEntry
+	for i, fl := range floors {
+		sty := floorStyle(i)
+		l = append(l, legendEntry{fl.Label + ": " + formatValue(fl.Value, "ms"), func(c *draw.Canvas, r vg.Rectangle) {
+			c.SetLineStyle(sty)
+			var p vg.Path
+			p.Move(vg.Point{X: r.Min.X, Y: (r.Min.Y + r.Max.Y) / 2})
+			p.Line(vg.Point{X: r.Max.X, Y: (r.Min.Y + r.Max.Y) / 2})
+			c.Stroke(p)
+		}})
 	}
 	return l
 }

@@ -347,10 +347,16 @@ func bestWord(lower bool) string {
 }
 
 func summary(rep *Report, cells []cellKey, label func(cellKey) string) string {
-	var names []string
+	var names, instrument []string
 	for _, k := range cells {
+		if baseEngine(k.engine) == InstrumentEngine {
+			instrument = append(instrument, label(k))
+			continue
+		}
 		names = append(names, label(k))
 	}
+	// The instrument comes after the engines it measures the host for.
+	names = append(names, instrument...)
 	var wls []string
 	tests := 0
 	for _, w := range rep.Workloads {
@@ -605,4 +611,30 @@ func missingReference(rep *Report) []string {
 		}
 	}
 	return out
+}
+
+// instrumentFinding says what the null engine measured in a test, apart
+// from the finding: the instrument's figure, never compared with an
+// engine's. On a latency test it is the host's floor, drawn on the chart.
+func instrumentFinding(t Test) string {
+	var parts []string
+	for _, c := range t.Instrument {
+		name := strings.Replace(c.Label, instrumentNote, "", 1)
+		switch {
+		case c.Unranked:
+			parts = append(parts, fmt.Sprintf("%s was saturated (%s): no floor", name, carriedText(c)))
+		case c.Value != nil && t.Latency():
+			parts = append(parts, fmt.Sprintf("%s measured %s, the host's floor, drawn as a line on the chart", name, valueText(*c.Value, t.Unit)))
+		case c.Value != nil:
+			parts = append(parts, fmt.Sprintf("%s measured %s", name, valueText(*c.Value, t.Unit)))
+		case strings.HasPrefix(c.NoValue, "not applicable"):
+			continue
+		default:
+			parts = append(parts, fmt.Sprintf("%s has no value (%s)", name, c.NoValue))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " The instrument, not an engine and never ranked: " + strings.Join(parts, "; ") + "."
 }

@@ -80,6 +80,11 @@ type Test struct {
 	Unit          string
 	LowerIsBetter bool
 	Cells         []Cell
+	// Instrument are the null engine's cells: the instrument's own
+	// figures (engines.Null answers prebuilt copies, no cache), shown in
+	// the tables under the engines with a label that says so, drawn on a
+	// latency chart as the host's floor, and never ranked or compared.
+	Instrument []Cell
 	// Finding says which cell leads and which do not differ from it
 	// significantly (a tie), computed with results/stats.Compare.
 	Finding string
@@ -205,4 +210,57 @@ func (c Cell) ValidValues() []float64 {
 		}
 	}
 	return v
+}
+
+// Floor is the null engine's latency in one topology: the host's floor,
+// below which no engine on this host can be measured.
+type Floor struct {
+	// Label is the line's name on the chart: "host floor (null)", with
+	// the topology when there are several.
+	Label    string
+	Topology string
+	Value    float64
+}
+
+// Latency says the test is a latency (milliseconds, lower is better): the
+// tests whose charts carry the host's floor.
+func (t Test) Latency() bool { return t.Unit == "ms" && t.LowerIsBetter }
+
+// Floors are the lines a latency test's chart draws: the null engine's
+// value in each topology it has a valid one for. A saturated null is no
+// floor: its latency is queueing.
+func (t Test) Floors() []Floor {
+	if !t.Latency() {
+		return nil
+	}
+	var f []Floor
+	for _, c := range t.Instrument {
+		if c.Value == nil || c.Unranked || !finite(*c.Value) {
+			continue
+		}
+		f = append(f, Floor{Label: "host floor (null)", Topology: c.Topology, Value: *c.Value})
+	}
+	if len(f) > 1 {
+		for i := range f {
+			f[i].Label = "host floor (null, " + topologyName(f[i].Topology) + ")"
+		}
+	}
+	return f
+}
+
+// InstrumentEngine is the null engine's name in results: the instrument,
+// never an engine to rank.
+const InstrumentEngine = "null"
+
+// instrumentNote ends the null engine's label everywhere it is shown, in
+// its parentheses: "null v1.2 (plaintext, the instrument, not an engine)".
+const instrumentNote = ", the instrument, not an engine"
+
+// Rows are a test's table rows: the engines' cells, then the
+// instrument's.
+func (t Test) Rows() []Cell {
+	if len(t.Instrument) == 0 {
+		return t.Cells
+	}
+	return append(append([]Cell{}, t.Cells...), t.Instrument...)
 }

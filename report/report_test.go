@@ -22,7 +22,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden/")
 
 // fixtures are the directories under testdata the golden files are made of.
-var fixtures = []string{"suite", "failing", "saturated"}
+var fixtures = []string{"suite", "failing", "saturated", "null"}
 
 // build reads and builds a fixture with the default options.
 func build(t *testing.T, fixture string) *Report {

@@ -32,7 +32,7 @@ func WriteCSV(w io.Writer, rep *Report) error {
 	}
 	for _, wl := range rep.Workloads {
 		for _, t := range wl.Tests {
-			for _, c := range t.Cells {
+			for _, c := range t.Rows() {
 				row := []string{t.Workload, t.Name, t.Title, c.Engine, c.Version, c.Runtime, c.Topology, "all",
 					num(c.Value), t.Unit, strconv.FormatBool(t.LowerIsBetter), strconv.FormatBool(c.Valid), c.NoValue,
 					strconv.Itoa(c.ValidPasses), strconv.Itoa(c.MeasuredPasses), "", "", "",
@@ -123,7 +123,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			} else {
 				p("| Engine | Value | Valid passes | Spread of valid passes |\n|---|---:|---:|---|\n")
 			}
-			for _, c := range t.Cells {
+			for _, c := range t.Rows() {
 				if t.Rated() {
 					p("| %s | %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(cellValue(c, t.Unit)), mdEscape(carriedText(c)), passesText(c), spreadText(c, t.Unit))
 					continue

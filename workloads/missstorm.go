@@ -47,6 +47,11 @@ type missStormSession struct {
 	clients, fetches int64 // over the valid measured bursts
 }
 
+func (missStorm) listTests() []latencyDef {
+	return []latencyDef{{id: "p50-ttfb", title: "p50 TTFB", q: 50}, {id: "p99-ttfb", title: "p99 TTFB", q: 99},
+		{id: "coalescing", title: "Coalescing efficiency", unit: "x"}}
+}
+
 func (missStorm) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
 	ev := newEvidenceSet(tgt.Seed)
 	g, err := newGenerator(ctx, tgt, &cfg, cfg.Clients, ev, nil)

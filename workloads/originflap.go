@@ -80,6 +80,11 @@ func (originFlap) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc 
 	return o, nil
 }
 
+func (originFlap) listTests() []latencyDef {
+	return []latencyDef{{id: "p50-ttfb-failing", title: "p50 TTFB while the origin fails", q: 50},
+		{id: "grace-ratio", title: "Grace hit ratio", unit: "%"}}
+}
+
 // tests records the workload's tests.
 func (o *flapSession) tests() {
 	o.ttfb = o.rc.latency(o.spec, o.tgt, "p50-ttfb-failing", "p50 TTFB while the origin fails", 50)

@@ -390,6 +390,11 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 	return nil
 }
 
+// needCache are the workloads that measure a cache (its misses, its
+// grace, its purges, its hit ratio): the null engine, which has none,
+// has no cell in them.
+var needCache = []string{MissStorm, OriginFlap, PurgeStampede, RepeatedBans, LiveAudience}
+
 // termImage is the terminator's image, with Docker.
 func termImage(spec RunSpec) string {
 	name := engines.DefaultTerminator
@@ -437,6 +442,10 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	if c.name == "external" && c.topology != engines.TopologyPlaintext {
 		// Its listeners are its operator's: nothing to start or measure.
 		c.na = "hlsbench does not configure an external proxy's listeners: measure its TLS with hlsbench load --ca"
+		return nil
+	}
+	if c.name == engines.NullName && slices.Contains(needCache, w.Name) {
+		c.na = engines.NullNeedsCache
 		return nil
 	}
 	if c.name == "external" && w.Policy.Purge == engines.PurgeBan {
@@ -496,6 +505,10 @@ func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Re
 	switch c.name {
 	case "builtin":
 		c.inst, err = engines.StartLocal(ctx, engines.Builtin{}, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
+			Binary: selfIn(spec), CPUs: plan.Servers, Launcher: lch, Image: spec.Images["hlsbench"], Version: spec.Version,
+			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec)})
+	case engines.NullName:
+		c.inst, err = engines.StartLocal(ctx, engines.Null{}, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
 			Binary: selfIn(spec), CPUs: plan.Servers, Launcher: lch, Image: spec.Images["hlsbench"], Version: spec.Version,
 			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec)})
 	case "external":

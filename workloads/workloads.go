@@ -303,10 +303,20 @@ func (s Spec) OverTopologies() bool {
 	return ok
 }
 
-// tests are the tests of a workload run over topologies.
+// listed is a workload measured in plaintext alone that still names its
+// tests before it runs, so that a cell not applicable to it (the null
+// engine, which has no cache) records each of them with its reason.
+type listed interface {
+	listTests() []latencyDef
+}
+
+// tests are the tests of a workload run over topologies, or listed.
 func (s Spec) tests() []latencyDef {
 	if o, ok := s.w.(overTopologies); ok {
 		return o.Tests()
+	}
+	if l, ok := s.w.(listed); ok {
+		return l.listTests()
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func dockerImages(ctx context.Context, engineNames []string, given map[string]st
 	}
 	refs, found = map[string]string{}, map[string]images.Image{}
 	for _, name := range append([]string{"hlsbench"}, engineNames...) {
-		if name == "builtin" || name == "external" {
+		if name == "builtin" || name == engines.NullName || name == "external" {
 			continue
 		}
 		if ref, ok := given[name]; ok {

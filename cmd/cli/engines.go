@@ -40,6 +40,7 @@ func ListEngines(ctx context.Context, w io.Writer) error {
 		docker = ", docker"
 	}
 	fmt.Fprintf(tw, "builtin\tprocess%s, inproc\t%s\tpart of hlsbench\n", docker, Version)
+	fmt.Fprintf(tw, "null\tprocess%s, inproc\t%s\tpart of hlsbench: the instrument's ceiling and floor, not an engine\n", docker, Version)
 	for _, name := range engines.ProcessEngines() {
 		e, _ := engines.Lookup(name)
 		bin, err := engines.FindBinary(e, "")

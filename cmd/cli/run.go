@@ -122,7 +122,7 @@ invalid or has no value (the reasons are under each table and in the file);
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.Engine, "engine", "builtin", "engine: builtin, varnish, vinyl, nginx or external (a comma list runs several, one table)")
+	f.StringVar(&o.Engine, "engine", "builtin", "engine: builtin, varnish, vinyl, nginx, null (the instrument's own ceiling and floor) or external (a comma list runs several, one table)")
 	f.StringVar(&o.Out, "out", "", "directory for the run's JSON file (default $XDG_DATA_HOME/hlsbench/runs)")
 	f.BoolVar(&o.NoSave, "no-save", false, "do not write a results file")
 	f.StringVar(&o.URL, "url", "", "with --engine external: the proxy's URL")

@@ -19,7 +19,7 @@ import (
 // row's name everywhere results go.
 func parseEngines(s string) ([]string, error) {
 	var out []string
-	known := append([]string{"builtin", "external"}, engines.ProcessEngines()...)
+	known := append([]string{"builtin", engines.NullName, "external"}, engines.ProcessEngines()...)
 	for _, sel := range strings.Split(s, ",") {
 		sel = strings.TrimSpace(sel)
 		name, version := engines.SplitRef(sel)
@@ -29,8 +29,8 @@ func parseEngines(s string) ([]string, error) {
 				sel, strings.Join(known, ", "), strings.Join(engines.ProcessEngines(), ", "))
 		case strings.Contains(sel, "@") && (version == "" || strings.ContainsAny(version, "@/ ")):
 			return nil, usagef("--engine %q: want NAME@VERSION, e.g. varnish@9.0.2", sel)
-		case version != "" && (name == "builtin" || name == "external"):
-			return nil, usagef("--engine %q: %s has no builds to choose from (builtin is this hlsbench)", sel, name)
+		case version != "" && (name == "builtin" || name == engines.NullName || name == "external"):
+			return nil, usagef("--engine %q: %s has no builds to choose from (builtin and null are this hlsbench)", sel, name)
 		case slices.Contains(out, sel):
 			return nil, usagef("--engine %q: given twice", sel)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/builtin"
+	"github.com/hlsbench/hlsbench/engines/null"
 )
 
 func newServeCacheCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -82,4 +83,54 @@ func pinFlag(list string) error {
 		return fmt.Errorf("--cpus %s: %w", list, err)
 	}
 	return nil
+}
+
+// nullReadyPrefix starts the line `hlsbench serve-null` prints once it
+// listens.
+const nullReadyPrefix = "null: "
+
+func newServeNullCmd(stdout, stderr io.Writer) *cobra.Command {
+	var listen, originURL, cpus, proxyListen string
+	var threads, segments int
+	c := &cobra.Command{
+		Use:    "serve-null",
+		Short:  "Run the null engine: prebuilt copies of the origin's objects, no cache (hlsbench run starts it as a child process)",
+		Hidden: true,
+		Args:   exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := pinFlag(cpus); err != nil {
+				return err
+			}
+			var pinned []int
+			if cpus != "" {
+				pinned, _ = engines.ParseCPUList(cpus) // checked by pinFlag
+			}
+			if threads < 1 {
+				return usagef("--threads %d: want 1 or more", threads)
+			}
+			if segments < 1 {
+				return usagef("--segments %d: want 1 or more", segments)
+			}
+			objs, err := null.Fetch(c.Context(), originURL, null.Paths(segments))
+			if err != nil {
+				return fmt.Errorf("--origin %s: %w", originURL, err)
+			}
+			srv, err := null.Serve(null.Options{Listen: listen, ProxyListen: proxyListen, Threads: threads, CPUs: pinned, Objects: objs})
+			if err != nil {
+				return usagef("--listen %s / --proxy-listen %s: %v", listen, proxyListen, err)
+			}
+			defer srv.Close()
+			fmt.Fprintln(stdout, nullReadyPrefix+"http://"+srv.Addr())
+			<-c.Context().Done()
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:6081", "address to listen on (loopback by default)")
+	f.StringVar(&originURL, "origin", "http://127.0.0.1:8081", "the origin whose objects are copied once at start")
+	f.StringVar(&cpus, "cpus", "", "pin every thread of this process to these CPUs, e.g. 0 or 0-2; event loop i runs on the i-th")
+	f.IntVar(&threads, "threads", 1, "event loops, one OS thread each")
+	f.IntVar(&segments, "segments", null.DefaultSegments, "segments copied, from 0")
+	f.StringVar(&proxyListen, "proxy-listen", "", "also listen here for connections that begin with a PROXY v2 header")
+	return c
 }

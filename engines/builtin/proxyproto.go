@@ -606,3 +606,28 @@ func (c *proxyConn) CloseWrite() error {
 }
 
 var _ net.Listener = (*ProxyListener)(nil)
+
+// ParseProxyHeader reads one PROXY v2 header from the start of b, for a
+// server that reads its connections itself (the null engine's event loop),
+// with the checks ProxyListener makes. It returns the header and its length
+// in bytes; n == 0 with a nil error means b is a valid start that needs
+// more bytes. An error means the connection is to be closed.
+func ParseProxyHeader(b []byte, maxLen int) (h ProxyHeader, n int, err error) {
+	if reason := judgeStart(b[:min(len(b), proxyPrefixLen)]); reason != reasonNone {
+		return ProxyHeader{}, 0, startError(reason, b[:min(len(b), proxyPrefixLen)])
+	}
+	if len(b) < proxyPrefixLen {
+		return ProxyHeader{}, 0, nil
+	}
+	total := proxyPrefixLen + int(binary.BigEndian.Uint16(b[14:16]))
+	if total-proxyPrefixLen <= maxLen && len(b) < total {
+		return ProxyHeader{}, 0, nil
+	}
+	// Whole, or over the limit (which readProxyHeader refuses before
+	// reading the rest).
+	h, err = readProxyHeader(bytes.NewReader(b[:min(len(b), total)]), maxLen)
+	if err != nil {
+		return ProxyHeader{}, 0, err
+	}
+	return h, total, nil
+}

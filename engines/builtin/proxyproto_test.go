@@ -542,3 +542,33 @@ func FuzzProxyHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestParseProxyHeaderIncremental: fed a header byte by byte, the parser
+// asks for more until it is whole, then gives its length and what it says;
+// bytes that cannot begin a v2 header are refused at once.
+func TestParseProxyHeaderIncremental(t *testing.T) {
+	src := netip.MustParseAddrPort("192.0.2.7:5555")
+	h, err := AppendProxyHeader(nil, ProxyHeader{Source: src, Destination: netip.MustParseAddrPort("192.0.2.8:443"),
+		TLVs: []ProxyTLV{{Type: 0x01, Value: []byte("h2")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append(append([]byte{}, h...), "GET / HTTP/1.1\r\n"...)
+	for i := range len(h) {
+		if _, n, err := ParseProxyHeader(b[:i], DefaultProxyMaxHeaderBytes); n != 0 || err != nil {
+			t.Fatalf("%d of %d bytes: length %d, %v: want a request for more", i, len(h), n, err)
+		}
+	}
+	got, n, err := ParseProxyHeader(b, DefaultProxyMaxHeaderBytes)
+	if err != nil || n != len(h) || got.Source != src || len(got.TLVs) != 1 {
+		t.Fatalf("whole: %+v, length %d, %v: want %v and %d bytes", got, n, err, src, len(h))
+	}
+	for _, bad := range []string{"GET / HTTP/1.1\r\n", "PROXY TCP4 ", "\r\n\r\nX"} {
+		if _, _, err := ParseProxyHeader([]byte(bad), DefaultProxyMaxHeaderBytes); err == nil {
+			t.Errorf("%q: accepted", bad)
+		}
+	}
+	if _, _, err := ParseProxyHeader(h, 4); err == nil {
+		t.Errorf("a header over the length limit was accepted")
+	}
+}
