@@ -231,7 +231,7 @@ type capTest struct {
 	mib []float64 // each valid search's MiB/s at capacity
 }
 
-func (s *capSession) Steps() int  { return len(s.tests) * s.cfg.CapacitySearches }
+func (s *capSession) Steps() int   { return len(s.tests) * s.cfg.CapacitySearches }
 func (s *capSession) Close() error { return nil }
 
 func (s *capSession) Step(ctx context.Context, step int) error {

@@ -1,0 +1,159 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hlsbench/hlsbench/results"
+)
+
+// engineAt is a synthetic probe: the engine passes every rate up to limit
+// and fails above; the generator runs out from genOut on (0: never).
+func engineAt(limit, genOut float64, rates *[]float64) func(context.Context, float64) (results.CapacityProbe, error) {
+	return func(_ context.Context, rate float64) (results.CapacityProbe, error) {
+		*rates = append(*rates, rate)
+		switch {
+		case genOut > 0 && rate >= genOut:
+			return results.CapacityProbe{Verdict: results.CapacityGenerator, Generator: "the generator used 97% of its 1 core while sending"}, nil
+		case rate > limit:
+			return results.CapacityProbe{Verdict: results.CapacityFail, Reason: "TTFB p99 40 ms over the SLO's 10ms"}, nil
+		}
+		return results.CapacityProbe{Verdict: results.CapacityPass}, nil
+	}
+}
+
+func TestCapacitySearchRampThenBisect(t *testing.T) {
+	var rates []float64
+	o, err := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, engineAt(800, 0, &rates))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The ramp: 100, 200, 400, 800 pass, 1600 fails; then bisection.
+	for i, want := range []float64{100, 200, 400, 800, 1600, 1200} {
+		if rates[i] != want {
+			t.Fatalf("probe %d at %v rps, want %v (all: %v)", i, rates[i], want, rates)
+		}
+	}
+	got := o.probes[o.best].OfferedRPS
+	if got != 800 || o.lowerBound != "" || o.noValue != "" {
+		t.Fatalf("capacity %v, lower bound %q, no value %q; want 800 exact", got, o.lowerBound, o.noValue)
+	}
+	// Within 5 %: the lowest failed rate is within 5 % above the capacity.
+	if hi := *o.lowestFail; (hi-got)/got > CapTolerance {
+		t.Fatalf("bracket %v–%v wider than 5 %%", got, hi)
+	}
+	if len(o.probes) != len(rates) {
+		t.Fatalf("%d probes in the evidence, %d run", len(o.probes), len(rates))
+	}
+}
+
+func TestCapacitySearchBetweenProbes(t *testing.T) {
+	var rates []float64
+	o, err := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, engineAt(1000, 0, &rates))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, hi := o.probes[o.best].OfferedRPS, *o.lowestFail
+	if got > 1000 || hi <= 1000 || (hi-got)/got > CapTolerance {
+		t.Fatalf("capacity %v (lowest failed %v): want ≤ 1000 within 5 %% below the lowest failure", got, hi)
+	}
+}
+
+func TestCapacitySearchBounds(t *testing.T) {
+	var rates []float64
+	o, _ := search(context.Background(), searchBounds{start: 100, max: 1000, maxProbes: 20}, engineAt(1e9, 0, &rates))
+	if got := o.probes[o.best].OfferedRPS; got != 1000 || !strings.Contains(o.lowerBound, "maximum rate") {
+		t.Fatalf("unlimited engine, max 1000: capacity %v, lower bound %q (probes %v)", got, o.lowerBound, rates)
+	}
+	if rates[len(rates)-1] != 1000 {
+		t.Fatalf("the ramp did not stop at the maximum: %v", rates)
+	}
+	rates = nil
+	o, _ = search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 6}, engineAt(5000, 0, &rates))
+	if len(rates) != 6 || o.lowerBound == "" || o.probes[o.best].OfferedRPS != 3200 {
+		t.Fatalf("6 probes: ran %v, lower bound %q", rates, o.lowerBound)
+	}
+}
+
+func TestCapacitySearchGeneratorRanOut(t *testing.T) {
+	var rates []float64
+	o, _ := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, engineAt(1e9, 3000, &rates))
+	if got := o.probes[o.best].OfferedRPS; got != 1600 {
+		t.Fatalf("capacity %v, want the last rate that passed, 1600", got)
+	}
+	if o.lowerBound != "the generator ran out at 3200 rps" || o.lowestFail != nil {
+		t.Fatalf("lower bound %q, lowest engine failure %v: the generator's failure is never the engine's", o.lowerBound, o.lowestFail)
+	}
+	if rates[len(rates)-1] != 3200 {
+		t.Fatalf("the search went on after the generator ran out: %v", rates)
+	}
+	// In the bisection too: a host stall spoils the generator at 1200.
+	rates = nil
+	engine := engineAt(1000, 0, &rates)
+	o, _ = search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
+		if rate == 1200 {
+			rates = append(rates, rate)
+			return results.CapacityProbe{Verdict: results.CapacityGenerator, Generator: "late"}, nil
+		}
+		return engine(ctx, rate)
+	})
+	if o.probes[o.best].OfferedRPS != 800 || o.lowerBound != "the generator ran out at 1200 rps" {
+		t.Fatalf("capacity %v, lower bound %q (probes %v)", o.probes[o.best].OfferedRPS, o.lowerBound, rates)
+	}
+}
+
+func TestCapacitySearchNothingPassed(t *testing.T) {
+	var rates []float64
+	o, _ := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, engineAt(50, 0, &rates))
+	if o.best != -1 || len(rates) != 1 || !strings.Contains(o.noValue, "TTFB p99 40 ms") || !strings.Contains(o.noValue, "100 rps") {
+		t.Fatalf("best %d after %v; no value %q: want null with the lowest probe's failure", o.best, rates, o.noValue)
+	}
+	ce := o.evidence(DefaultSLO[CapHitPath])
+	if ce.CapacityRPS != nil || ce.SLO != "p99:10ms" {
+		t.Fatalf("evidence capacity %v slo %q", ce.CapacityRPS, ce.SLO)
+	}
+	rates = nil
+	o, _ = search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, engineAt(1e9, 100, &rates))
+	if o.best != -1 || !strings.Contains(o.noValue, "generator ran out") || o.lowerBound != "" {
+		t.Fatalf("generator out at the start: best %d, no value %q, lower bound %q", o.best, o.noValue, o.lowerBound)
+	}
+}
+
+func TestCapacitySearchError(t *testing.T) {
+	boom := errors.New("interrupted")
+	_, err := search(context.Background(), searchBounds{start: 1, max: 10, maxProbes: 5}, func(context.Context, float64) (results.CapacityProbe, error) {
+		return results.CapacityProbe{}, boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestParseSLO(t *testing.T) {
+	m, err := ParseSLO("hit-path=p99:5ms, segment-range=p999:1.5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m[CapHitPath] != (SLO{99, 5 * time.Millisecond}) || m[CapSegmentRange] != (SLO{99.9, 1500 * time.Millisecond}) || m[CapSegmentFull] != DefaultSLO[CapSegmentFull] {
+		t.Fatalf("parsed %v", m)
+	}
+	if m, _ := ParseSLO(""); m[CapHitPath] != DefaultSLO[CapHitPath] {
+		t.Fatalf("empty: %v", m)
+	}
+	for _, bad := range []string{"hit-path", "video=p99:10ms", "hit-path=p95:10ms", "hit-path=p99:10", "hit-path=p99:-1ms", "hit-path=p99", "hit-path=99:10ms"} {
+		_, err := ParseSLO(bad)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "slo" || !strings.Contains(fe.Msg, "p999") || !strings.Contains(fe.Msg, "segment-range") {
+			t.Errorf("%q: %v, want a slo field error naming what is accepted", bad, err)
+		}
+	}
+	c := Defaults()
+	c.SLO = map[string]SLO{"video": {99, time.Millisecond}}
+	var fe *FieldError
+	if err := c.Validate(); !errors.As(err, &fe) || fe.Field != "slo" {
+		t.Fatalf("Validate: %v", err)
+	}
+}
