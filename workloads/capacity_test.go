@@ -3,10 +3,13 @@ package workloads
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/builtin"
 	"github.com/hlsbench/hlsbench/results"
 )
 
@@ -155,5 +158,82 @@ func TestParseSLO(t *testing.T) {
 	var fe *FieldError
 	if err := c.Validate(); !errors.As(err, &fe) || fe.Field != "slo" {
 		t.Fatalf("Validate: %v", err)
+	}
+}
+
+// slotLimiter answers at most one request per every: each answer takes
+// the next free slot, and requests beyond the rate wait their turn (a
+// single-server queue).
+type slotLimiter struct {
+	mu    sync.Mutex
+	next  time.Time
+	every time.Duration
+	h     http.Handler
+}
+
+func (l *slotLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	now := time.Now()
+	if l.next.Before(now) {
+		l.next = now
+	}
+	l.next = l.next.Add(l.every)
+	at := l.next
+	l.mu.Unlock()
+	time.Sleep(time.Until(at))
+	l.h.ServeHTTP(w, r)
+}
+
+// A proxy that answers at most 800 requests a second has a hit-path
+// capacity near 800 rps: the search finds the queue, not the proxy's
+// speed below it.
+func TestCapacityRateLimitedProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a capacity search of about ten short probes")
+	}
+	cfg := testConfig()
+	cfg.CapacitySearches, cfg.CapacityTests = 1, []string{CapHitPath}
+	cfg.ProbeWarmup, cfg.ProbeDuration = 300*time.Millisecond, 700*time.Millisecond
+	run := external(t, Capacity, cfg, externalCache(t, specOf(Capacity).Policy, true, func(c *builtin.Cache) http.Handler {
+		return &slotLimiter{every: time.Second / 800, h: c}
+	}))
+	r := find(t, run, "external", Capacity+"/"+CapHitPath)
+	if len(r.Passes) != 1 || r.Passes[0].Evidence == nil || r.Passes[0].Evidence.Capacity == nil {
+		t.Fatalf("passes %+v: want one search with its evidence", r.Passes)
+	}
+	ce := r.Passes[0].Evidence.Capacity
+	for _, p := range ce.Probes {
+		t.Logf("probe %.0f rps: carried %.1f, p99 %v ms, errors %d, pool limited %v, generator %s: %s %s",
+			p.OfferedRPS, p.CarriedRPS, val(p.QuantileMs), p.Errors, p.PoolLimited, p.Generator, p.Verdict, p.Reason)
+	}
+	if r.Value == nil {
+		t.Fatalf("no capacity: %s (%s)", r.NoValue, ce.Stopped)
+	}
+	if v := *r.Value; v < 640 || v > 960 || r.LowerBound != "" {
+		t.Errorf("capacity %v rps (lower bound %q), want 800 ± 20 %%", v, r.LowerBound)
+	}
+	if r.Unit != "rps" || r.LowerIsBetter || r.MiBPerSecond == nil || *r.MiBPerSecond <= 0 {
+		t.Errorf("unit %q lower %v MiB/s %v", r.Unit, r.LowerIsBetter, r.MiBPerSecond)
+	}
+	if len(ce.Probes) < 5 || len(ce.Probes) > cfg.CapacityProbes {
+		t.Errorf("%d probes", len(ce.Probes))
+	}
+}
+
+// A probe the generator spoiled once (a host stall) is run again, and the
+// search goes on from it.
+func TestCapacitySearchRetriesGenerator(t *testing.T) {
+	var rates []float64
+	engine, spoiled := engineAt(800, 0, &rates), false
+	o, _ := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
+		if rate == 400 && !spoiled {
+			spoiled = true
+			rates = append(rates, rate)
+			return results.CapacityProbe{Verdict: results.CapacityGenerator, Generator: "late"}, nil
+		}
+		return engine(ctx, rate)
+	})
+	if o.probes[o.best].OfferedRPS != 800 || o.lowerBound != "" || rates[2] != 400 || rates[3] != 400 {
+		t.Fatalf("capacity %v, lower bound %q, probes %v", o.probes[o.best].OfferedRPS, o.lowerBound, rates)
 	}
 }

@@ -71,6 +71,7 @@ type Config struct {
 	// measured searches (each one step), the most probes of a search, and
 	// each probe's warm-up and measured pass at its rate.
 	SLO              map[string]SLO
+	CapacityTests    []string      // the tests searched (empty: all three)
 	CapacitySearches int           // default 3
 	CapacityProbes   int           // default 20
 	ProbeWarmup      time.Duration // default 1s
@@ -245,6 +246,11 @@ func (c Config) Validate() error {
 		return fieldErr("probe-warmup", "%v: want 0 or more", c.ProbeWarmup)
 	case c.ProbeDuration < 200*time.Millisecond:
 		return fieldErr("probe-duration", "%v: want at least 200ms", c.ProbeDuration)
+	}
+	for _, test := range c.CapacityTests {
+		if _, ok := DefaultSLO[test]; !ok {
+			return fieldErr("capacity-tests", "%q: want hit-path, segment-full or segment-range", test)
+		}
 	}
 	for test, s := range c.SLO {
 		if _, ok := DefaultSLO[test]; !ok {
