@@ -237,3 +237,16 @@ func TestCapacitySearchRetriesGenerator(t *testing.T) {
 		t.Fatalf("capacity %v, lower bound %q, probes %v", o.probes[o.best].OfferedRPS, o.lowerBound, rates)
 	}
 }
+
+// The table shows a lower bound as one and the ceiling as null's.
+func TestCapacityFormatValue(t *testing.T) {
+	v := 28000.0
+	r := &results.Result{Workload: Capacity, Unit: "rps", Value: &v, LowerBound: results.AtInstrumentLimit}
+	if got := FormatValue(r); got != "≥ 28000 rps (at the instrument's limit)" {
+		t.Errorf("lower bound: %q", got)
+	}
+	r.LowerBound, r.InstrumentCeiling = "", true
+	if got := FormatValue(r); got != "28000 rps (the instrument's ceiling)" {
+		t.Errorf("ceiling: %q", got)
+	}
+}
