@@ -35,7 +35,7 @@ const (
 	capRamp       = 2.0
 	capMinConns   = 16
 	capMaxConns   = 512
-	capConnsText  = "4 × rate × the SLO's duration (four times the requests Little's law keeps in flight when every answer takes the SLO's time), at least 16 and at most 512; --connections fixes it"
+	capConnsText  = "4 × rate × the SLO's duration (four times the requests Little's law keeps in flight when every answer takes the SLO's time), at least 16 and at most 512"
 	capProbeLimit = 20 * time.Second // per-probe request timeout at most: see probeTimeout
 	// capRetries is how many times a probe the generator failed is run
 	// again at its rate before the search stops there: a host stall

@@ -191,6 +191,11 @@ func TestCapacityRateLimitedProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a capacity search of about ten short probes")
 	}
+	if raceEnabled {
+		// The search itself is covered under -race by the synthetic
+		// tests; here every probe is judged against a 10 ms p99.
+		t.Skip("the race detector's stalls put a 10 ms p99 out of reach of any rate")
+	}
 	cfg := testConfig()
 	cfg.CapacitySearches, cfg.CapacityTests = 1, []string{CapHitPath}
 	cfg.ProbeWarmup, cfg.ProbeDuration = 300*time.Millisecond, 700*time.Millisecond
@@ -205,6 +210,11 @@ func TestCapacityRateLimitedProxy(t *testing.T) {
 	for _, p := range ce.Probes {
 		t.Logf("probe %.0f rps: carried %.1f, p99 %v ms, errors %d, pool limited %v, generator %s: %s %s",
 			p.OfferedRPS, p.CarriedRPS, val(p.QuantileMs), p.Errors, p.PoolLimited, p.Generator, p.Verdict, p.Reason)
+	}
+	if strings.Contains(ce.Stopped, "the generator ran out") {
+		// The instrument refused to measure on a host too busy for it (its
+		// CPUs never rested): right, but nothing to check the proxy against.
+		t.Skipf("the host was too busy for the generator: %s", ce.Stopped)
 	}
 	if r.Value == nil {
 		t.Fatalf("no capacity: %s (%s)", r.NoValue, ce.Stopped)

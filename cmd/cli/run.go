@@ -153,7 +153,7 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringVar(&o.PurgeMethod, "purge-method", engines.PurgeMethod, "purge-stampede: the HTTP method of a per-object purge (--engine external is purged this way)")
 	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how hit-path and segment reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), proxyv2 (a TLS terminator in front speaking PROXY v2 to the engine), a comma list, or all")
 	f.StringVar(&o.Terminator, "terminator", engines.DefaultTerminator, "the TLS terminator of topology proxyv2: hitch (write-proxy-v2) or haproxy (send-proxy-v2)")
-	f.StringVar(&o.SLO, "slo", "", "capacity's service level per test, `TEST=QUANTILE:DURATION` items, comma separated: TEST hit-path, segment-full or segment-range, QUANTILE p50, p90, p99 or p999, DURATION with its unit; tests not named keep the defaults, "+workloads.DefaultSLOText)
+	f.StringVar(&o.SLO, "slo", "", "capacity's service level per test, `TEST=QUANTILE:DURATION` items, comma separated: TEST hit-path, segment-full or segment-range, QUANTILE p50, p90, p99 or p999, DURATION with its unit; tests not named keep their defaults: "+workloads.DefaultSLOText)
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
 
 	audienceFlags(f, &o.Audience)
