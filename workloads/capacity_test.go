@@ -11,6 +11,7 @@ import (
 
 	"github.com/hlsbench/hlsbench/engines/builtin"
 	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
 // engineAt is a synthetic probe: the engine passes every rate up to limit
@@ -258,5 +259,52 @@ func TestCapacityFormatValue(t *testing.T) {
 	r.LowerBound, r.InstrumentCeiling = "", true
 	if got := FormatValue(r); got != "28000 rps (the instrument's ceiling)" {
 		t.Errorf("ceiling: %q", got)
+	}
+}
+
+// judgeProbe blames the generator only for what it did: a busy generator
+// always, its lateness only when it is what put TTFB over the SLO.
+func TestJudgeProbe(t *testing.T) {
+	slo := SLO{Quantile: 99, Max: 10 * time.Millisecond}
+	probe := func(ttfb, fromDispatch time.Duration, mod func(*loadgen.Result)) *loadgen.Result {
+		r := &loadgen.Result{Mode: "rate", Target: 1000, CarriedRPS: 1000, Requests: 1000, OK: 1000, Answered: 1000, BodyBytes: 2048000,
+			TTFB: loadgen.NewHistogram(), TTFBFromDispatch: loadgen.NewHistogram()}
+		for range 1000 {
+			loadgen.Clamp(r.TTFB, int64(ttfb))
+			loadgen.Clamp(r.TTFBFromDispatch, int64(fromDispatch))
+		}
+		if ttfb-fromDispatch > time.Millisecond/10 {
+			r.LagEffects = []loadgen.LagEffect{{Figure: "ttfb", Quantile: 99, Corrected: ttfb, FromDispatch: fromDispatch, Exceeded: true}}
+		}
+		if mod != nil {
+			mod(r)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name          string
+		r             *loadgen.Result
+		busy, verdict string
+		reason        string
+	}{
+		{"within", probe(2*time.Millisecond, 2*time.Millisecond, nil), "", results.CapacityPass, ""},
+		{"late but within", probe(8*time.Millisecond, 2*time.Millisecond, nil), "", results.CapacityPass, ""},
+		{"over without lateness", probe(30*time.Millisecond, 20*time.Millisecond, nil), "", results.CapacityFail, "over the SLO"},
+		{"over by lateness", probe(30*time.Millisecond, 2*time.Millisecond, nil), "", results.CapacityGenerator, "lateness"},
+		{"busy", probe(2*time.Millisecond, 2*time.Millisecond, nil), "the generator used 97% of its 1 core", results.CapacityGenerator, "97%"},
+		{"errors", probe(2*time.Millisecond, 2*time.Millisecond, func(r *loadgen.Result) {
+			r.Errors, r.OK, r.ErrorsByKind = 3, 997, map[string]int64{"timeout": 3}
+		}), "", results.CapacityFail, "3 of 1000 requests failed (timeout 3)"},
+		{"pool", probe(2*time.Millisecond, 2*time.Millisecond, func(r *loadgen.Result) { r.PoolLimited, r.Queued, r.Connections = true, 40, 16 }),
+			"", results.CapacityFail, "waited for a free connection"},
+		{"carried", probe(2*time.Millisecond, 2*time.Millisecond, func(r *loadgen.Result) { r.CarriedRPS = 980 }), "", results.CapacityFail, "carried 980.0 of 1000"},
+	} {
+		pr := judgeProbe(tc.r, tc.busy, slo)
+		if pr.Verdict != tc.verdict || !strings.Contains(pr.Reason, tc.reason) {
+			t.Errorf("%s: %s %q, want %s with %q", tc.name, pr.Verdict, pr.Reason, tc.verdict, tc.reason)
+		}
+	}
+	if pr := judgeProbe(probe(2*time.Millisecond, 2*time.Millisecond, nil), "", slo); pr.MiBPerSecond != round3(2048*1000/float64(1<<20)) {
+		t.Errorf("MiB/s %v", pr.MiBPerSecond)
 	}
 }
