@@ -41,6 +41,9 @@ const (
 	// again at its rate before the search stops there: a host stall
 	// spoils one probe, a generator out of capacity every one.
 	capRetries = 2
+	// capMinRequests is how many requests a measured probe sends at least,
+	// within 3 × its duration: see probeDuration.
+	capMinRequests = 500
 )
 
 // SLO is a service level: the Quantile of TTFB (50, 90, 99, 99.9) within
@@ -178,7 +181,7 @@ func (capacity) Estimate(cfg Config) time.Duration {
 }
 
 // capAgg is how a capacity test's value is computed.
-const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass after a warm-up at its rate; a search stopped by the generator, the maximum rate or the probe budget gives a lower bound (lower_bound), and so does a median over any such search; a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
+const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate; a search stopped by the generator, the maximum rate or the probe budget gives a lower bound (lower_bound), and so does a median over any such search; a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
 
 // Tests are capacity's tests, run over every topology.
 func (capacity) Tests() []latencyDef {
@@ -321,6 +324,15 @@ func probeTimeout(slo SLO, cfg Config) time.Duration {
 	return min(max(20*slo.Max, time.Second), cfg.Timeout, capProbeLimit)
 }
 
+// probeDuration is a measured probe's length at rate: d, or long enough
+// for capMinRequests requests, at most 3 × d. A p99 over 70 requests is
+// their maximum, and one late answer among 100 moves the carried rate by
+// percents: the low rates of a ramp need more than d to say anything.
+func probeDuration(rate float64, d time.Duration) time.Duration {
+	need := time.Duration(capMinRequests / rate * float64(time.Second))
+	return max(d, min(need, 3*d))
+}
+
 // conns is how many connections a probe at rate opens.
 func (s *capSession) conns(rate float64, slo SLO) int {
 	if s.cfg.Connections > 0 {
@@ -344,7 +356,7 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 		pass.Header = rangeHeader()
 	}
 	conns := s.conns(rate, t.slo)
-	s.rc.Progress.step(fmt.Sprintf("%s search %d at %s rps ", t.def.id, search+1, rps(rate)), cfg.ProbeWarmup+cfg.ProbeDuration)
+	s.rc.Progress.step(fmt.Sprintf("%s search %d at %s rps ", t.def.id, search+1, rps(rate)), cfg.ProbeWarmup+probeDuration(rate, cfg.ProbeDuration))
 	g, err := newGenerator(ctx, s.tgt, &cfg, conns, ev, nil)
 	if err != nil {
 		return results.CapacityProbe{}, nil, err
@@ -359,7 +371,7 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 			return results.CapacityProbe{}, nil, ctx.Err()
 		}
 	}
-	pass.Duration = cfg.ProbeDuration
+	pass.Duration = probeDuration(rate, cfg.ProbeDuration)
 	before := take(ctx, s.tgt)
 	started := time.Now()
 	r, err := g.Run(ctx, pass)

@@ -308,3 +308,14 @@ func TestJudgeProbe(t *testing.T) {
 		t.Errorf("MiB/s %v", pr.MiBPerSecond)
 	}
 }
+
+func TestProbeDuration(t *testing.T) {
+	for _, tc := range []struct {
+		rate float64
+		want time.Duration
+	}{{100, 3 * time.Second}, {250, 2 * time.Second}, {10, 3 * time.Second}, {1000, time.Second}} {
+		if got := probeDuration(tc.rate, time.Second); got != tc.want {
+			t.Errorf("at %v rps: %v, want %v", tc.rate, got, tc.want)
+		}
+	}
+}
