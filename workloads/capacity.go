@@ -239,7 +239,6 @@ type capTest struct {
 	def capDef
 	slo SLO
 	r   *results.Result
-	mib []float64 // each valid search's MiB/s at capacity
 }
 
 func (s *capSession) Steps() int   { return len(s.tests) * s.cfg.CapacitySearches }
