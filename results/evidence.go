@@ -521,6 +521,10 @@ type CapacityProbe struct {
 	ErrorsByKind map[string]int64 `json:"errors_by_kind,omitempty"`
 	PoolLimited  bool             `json:"pool_limited"`
 	MiBPerSecond float64          `json:"mib_per_s"`
+	// OtherCPUShare is the share of the measured CPUs other processes
+	// took during the probe (null when not measured): a failure beside a
+	// large one may be the host's.
+	OtherCPUShare *float64 `json:"other_cpu_share,omitempty"`
 	// Generator is "valid", or why the generator itself failed the probe
 	// (its own lateness, its CPU): then the probe says nothing of the
 	// engine.
