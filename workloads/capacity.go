@@ -41,6 +41,11 @@ const (
 	// again at its rate before the search stops there: a host stall
 	// spoils one probe, a generator out of capacity every one.
 	capRetries = 2
+	// capHostShare is the share of the measured CPUs other processes may
+	// take during a probe the engine failed before it is run once more:
+	// beyond it the host, not the engine, may have failed it. The repeat
+	// stands, whatever it shows; both are in the evidence.
+	capHostShare = 0.25
 	// capMinRequests is how many requests a measured probe sends at least,
 	// within 3 × its duration: see probeDuration.
 	capMinRequests = 500
@@ -181,7 +186,7 @@ func (capacity) Estimate(cfg Config) time.Duration {
 }
 
 // capAgg is how a capacity test's value is computed.
-const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate; a search stopped by the generator, the maximum rate or the probe budget gives a lower bound (lower_bound), and so does a median over any such search; a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
+const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate, a probe the generator failed run again twice at most and one the engine failed beside other processes taking over 25 % of the measured CPUs once; a search stopped by the generator, the maximum rate or the probe budget gives a lower bound (lower_bound), and so does a median over any such search; a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
 
 // Tests are capacity's tests, run over every topology.
 func (capacity) Tests() []latencyDef {
@@ -385,7 +390,7 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 	pr := judgeProbe(r, p.busy, t.slo)
 	pr.Connections = conns
 	if oc := p.ev.OtherCPU; oc != nil {
-		pr.OtherCPUShare = ptr(oc.Share)
+		pr.OtherCPUShare = ptr(round3(oc.Share))
 		if pr.Verdict == results.CapacityFail && oc.Share > BusyShare {
 			pr.Reason += fmt.Sprintf("; other processes took %.0f %% of the measured CPUs (%s) during the probe, which may be why", 100*oc.Share, oc.CPUs)
 		}
@@ -492,22 +497,31 @@ func (o *searchOutcome) evidence(slo SLO) *results.CapacityEvidence {
 // (hi−lo)/lo ≤ CapTolerance. A probe the generator fails stops it: the
 // capacity is then at least the highest rate that passed, never the
 // engine's figure — after capRetries more probes at its rate the generator
-// failed too. So does reaching b.max or b.maxProbes.
+// failed too. So does reaching b.max or b.maxProbes. A failure while other
+// processes took over capHostShare of the measured CPUs is probed once
+// more, and the repeat decides.
 func search(ctx context.Context, b searchBounds, probe func(context.Context, float64) (results.CapacityProbe, error)) (*searchOutcome, error) {
 	o := &searchOutcome{best: -1}
 	lo, hi := 0.0, 0.0 // highest passed, lowest failed (0: none yet)
 	run := func(rate float64) (string, error) {
 		var pr results.CapacityProbe
-		for try := 0; try <= capRetries && len(o.probes) < b.maxProbes; try++ {
+		genTries, hostTried := 0, false
+		for len(o.probes) < b.maxProbes {
 			var err error
 			if pr, err = probe(ctx, rate); err != nil {
 				return "", err
 			}
 			pr.OfferedRPS = rate
 			o.probes = append(o.probes, pr)
-			if pr.Verdict != results.CapacityGenerator {
-				break
+			switch {
+			case pr.Verdict == results.CapacityGenerator && genTries < capRetries:
+				genTries++
+				continue
+			case pr.Verdict == results.CapacityFail && !hostTried && pr.OtherCPUShare != nil && *pr.OtherCPUShare > capHostShare:
+				hostTried = true
+				continue
 			}
+			break
 		}
 		switch pr.Verdict {
 		case results.CapacityPass:

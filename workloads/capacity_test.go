@@ -319,3 +319,35 @@ func TestProbeDuration(t *testing.T) {
 		}
 	}
 }
+
+// A failure beside other processes taking over a quarter of the measured
+// CPUs is probed once more, and the repeat decides; a quieter failure is
+// not repeated.
+func TestCapacitySearchRetriesBusyHost(t *testing.T) {
+	var rates []float64
+	engine, spoiled := engineAt(800, 0, &rates), 0
+	busy := func(share float64) *float64 { return &share }
+	o, _ := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
+		if rate == 200 && spoiled == 0 {
+			spoiled++
+			rates = append(rates, rate)
+			return results.CapacityProbe{Verdict: results.CapacityFail, Reason: "TTFB p99 47 ms", OtherCPUShare: busy(0.4)}, nil
+		}
+		pr, err := engine(ctx, rate)
+		pr.OtherCPUShare = busy(0.1)
+		return pr, err
+	})
+	if o.probes[o.best].OfferedRPS != 800 || rates[1] != 200 || rates[2] != 200 || rates[3] != 400 {
+		t.Fatalf("capacity %v, probes %v: want 200 probed again, then the ramp on to 800", o.probes[o.best].OfferedRPS, rates)
+	}
+	// Quiet failures (10 %) above 800 were not repeated.
+	n := 0
+	for _, r := range rates {
+		if r == 1600 {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("1600 probed %d times: %v", n, rates)
+	}
+}
