@@ -522,8 +522,9 @@ type CapacityProbe struct {
 	PoolLimited  bool             `json:"pool_limited"`
 	MiBPerSecond float64          `json:"mib_per_s"`
 	// OtherCPUShare is the share of the measured CPUs other processes
-	// took during the probe (null when not measured): a failure beside a
-	// large one may be the host's.
+	// took during the probe (null when not measured, and for an external
+	// proxy, whose own CPU is among them): a failure beside a large one
+	// may be the host's.
 	OtherCPUShare *float64 `json:"other_cpu_share,omitempty"`
 	// Generator is "valid", or why the generator itself failed the probe
 	// (its own lateness, its CPU): then the probe says nothing of the

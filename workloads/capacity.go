@@ -389,7 +389,9 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 	s.rc.observe(ctx, s.spec, s.tgt, p, before)
 	pr := judgeProbe(r, p.busy, t.slo)
 	pr.Connections = conns
-	if oc := p.ev.OtherCPU; oc != nil {
+	// An external proxy's own CPU is among the other processes: their
+	// share says nothing of the host there.
+	if oc := p.ev.OtherCPU; oc != nil && s.tgt.Engine.Name != "external" {
 		pr.OtherCPUShare = ptr(round3(oc.Share))
 		if pr.Verdict == results.CapacityFail && oc.Share > BusyShare {
 			pr.Reason += fmt.Sprintf("; other processes took %.0f %% of the measured CPUs (%s) during the probe, which may be why", 100*oc.Share, oc.CPUs)
