@@ -519,7 +519,8 @@ func cellOf(r *results.Result, label, version, source string) Cell {
 		Value: r.Value, NoValue: r.NoValue, Valid: r.Valid, ValidPasses: r.ValidPasses, MeasuredPasses: r.MeasuredPasses,
 		Spread: r.Spread, Invalid: r.InvalidReasons, Errors: r.Errors, Requests: r.Requests, Source: source,
 		CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes,
-		OfferedRPS: r.OfferedRPS, AchievedRPS: r.AchievedRPS, SaturatedPasses: r.SaturatedPasses, SaturatedValue: r.SaturatedValue}
+		OfferedRPS: r.OfferedRPS, AchievedRPS: r.AchievedRPS, SaturatedPasses: r.SaturatedPasses, SaturatedValue: r.SaturatedValue,
+		LowerBound: r.LowerBound, InstrumentCeiling: r.InstrumentCeiling, MiBPerSecond: r.MiBPerSecond}
 	if c.Value == nil && c.NoValue == "" {
 		c.NoValue = "nothing was measured"
 	}

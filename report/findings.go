@@ -31,6 +31,9 @@ type standing struct {
 	// saturated cells are never ranked: their latency is queueing, not
 	// the engine's, and even their valid passes ran at its limit.
 	saturated []Cell
+	// bounded cells are lower bounds or the instrument's ceiling: shown,
+	// never ranked (a capacity at the instrument's limit is the host's).
+	bounded []Cell
 }
 
 func stand(t Test, o Options) standing {
@@ -39,6 +42,10 @@ func stand(t Test, o Options) standing {
 		c := t.Cells[i]
 		if c.Unranked {
 			s.saturated = append(s.saturated, c)
+			continue
+		}
+		if c.Bounded() {
+			s.bounded = append(s.bounded, c)
 			continue
 		}
 		if c.Value == nil {
@@ -53,7 +60,7 @@ func stand(t Test, o Options) standing {
 		return s
 	}
 	for _, c := range t.Cells {
-		if c.Unranked || c.Value == nil || c.Label == s.leader.Label {
+		if c.Unranked || c.Bounded() || c.Value == nil || c.Label == s.leader.Label {
 			continue
 		}
 		d := compare.Judge(s.leader.ValidValues(), c.ValidValues(), t.Unit, t.LowerIsBetter, o.Compare)
@@ -154,10 +161,13 @@ func finding(t Test, o Options) string {
 	if s.leader == nil {
 		if len(s.saturated) > 0 {
 			fmt.Fprintf(&b, "No unsaturated cell has a value for %s.", t.Title)
+		} else if len(s.bounded) > 0 {
+			fmt.Fprintf(&b, "No cell of %s can be ranked.", t.Title)
 		} else {
 			fmt.Fprintf(&b, "No cell has a value for %s.", t.Title)
 		}
 		saturatedCells(&b, s.saturated)
+		boundedCells(&b, s.bounded, t.Unit)
 		noValues(&b, s.none)
 		return b.String()
 	}
@@ -165,6 +175,8 @@ func finding(t Test, o Options) string {
 	best := bestWord(t.LowerIsBetter)
 	others := len(s.ties) + len(s.behind) + len(s.ahead) + len(s.unknown)
 	switch {
+	case others == 0 && len(s.bounded) > 0:
+		fmt.Fprintf(&b, "Only %s has a ranked value: %s.", s.leader.Label, lead)
 	case others == 0 && len(s.saturated) > 0:
 		fmt.Fprintf(&b, "Only %s has an unsaturated value: %s.", s.leader.Label, lead)
 	case others == 0:
@@ -194,8 +206,21 @@ func finding(t Test, o Options) string {
 		}
 	}
 	saturatedCells(&b, s.saturated)
+	boundedCells(&b, s.bounded, t.Unit)
 	noValues(&b, s.none)
 	return b.String()
+}
+
+// boundedCells says which cells are lower bounds or the instrument's
+// ceiling, each with its value: none is ranked.
+func boundedCells(b *strings.Builder, cells []Cell, unit string) {
+	for _, c := range cells {
+		if c.LowerBound != "" {
+			fmt.Fprintf(b, " %s is at least %s (%s), not ranked.", c.Label, valueText(*c.Value, unit), c.LowerBound)
+		} else {
+			fmt.Fprintf(b, " %s is the instrument's ceiling at %s, not ranked.", c.Label, valueText(*c.Value, unit))
+		}
+	}
 }
 
 // saturatedCells says which cells were saturated, at what rate and what
@@ -303,6 +328,10 @@ func takeaway(w Workload, o Options) string {
 				parts = append(parts, fmt.Sprintf("%s: no unsaturated value (%s saturated)", t.Title, list(sat)))
 				continue
 			}
+			if len(s.bounded) > 0 {
+				parts = append(parts, t.Title+": no ranked value (lower bounds or the instrument's ceiling)")
+				continue
+			}
 			parts = append(parts, t.Title+": no value")
 			continue
 		}
@@ -333,6 +362,13 @@ func takeaway(w Workload, o Options) string {
 		}
 		if len(sat) > 0 {
 			p += fmt.Sprintf(" (%s saturated, not ranked)", list(sat))
+		}
+		if len(s.bounded) > 0 {
+			var bs []string
+			for _, c := range s.bounded {
+				bs = append(bs, c.Label)
+			}
+			p += fmt.Sprintf(" (%s at a lower bound or the instrument's ceiling, not ranked)", list(bs))
 		}
 		parts = append(parts, p)
 	}

@@ -15,7 +15,7 @@ var page = template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
 	"inc":           func(i int) int { return i + 1 },
 	"unitName":      unitName,
 	"direction":     direction,
-	"value":         func(c Cell, unit string) string { return valueText(*c.Value, unit) },
+	"value":         boundedValue,
 	"passes":        passesText,
 	"spread":        spreadText,
 	"cost":          costText,

@@ -137,7 +137,19 @@ type Cell struct {
 	// Unranked: saturation made the test's passes invalid (a latency), so
 	// the cell is shown as saturated and never ranked, whatever its value.
 	Unranked bool
+	// LowerBound, when set, says Value is a lower bound and why (the
+	// generator ran out, the instrument's limit): shown as "≥ N (why)" and
+	// never ranked. InstrumentCeiling marks the null engine's capacity,
+	// the instrument's own ceiling, not an engine's figure: not ranked
+	// either. MiBPerSecond is a capacity's body carried at capacity.
+	LowerBound        string
+	InstrumentCeiling bool
+	MiBPerSecond      *float64
 }
+
+// Bounded says the cell's value is not an engine's exact figure: a lower
+// bound, or the instrument's ceiling. It is shown, never ranked.
+func (c Cell) Bounded() bool { return c.Value != nil && (c.LowerBound != "" || c.InstrumentCeiling) }
 
 // Saturated says some measured pass of the cell was saturated.
 func (c Cell) Saturated() bool { return c.SaturatedPasses > 0 }

@@ -16,11 +16,14 @@ import (
 // workload's rows have the rate offered and carried (the cell's: the
 // median of its passes); saturated_passes counts the saturated passes (a
 // pass's row: 1 or 0), and saturated_value is a latency cell's over them:
-// what a client saw, not in value.
+// what a client saw, not in value. lower_bound says a value is a lower
+// bound and why (a capacity the generator ran out on, or at the
+// instrument's limit), instrument_ceiling marks the null engine's
+// capacity, mib_per_s is a capacity's body carried.
 var csvHeader = []string{"workload", "test", "title", "engine", "version", "runtime", "topology", "pass",
 	"value", "unit", "lower_is_better", "valid", "no_value", "valid_passes", "measured_passes",
 	"min", "median", "max", "requests", "errors", "engine_cpu_ms_per_1000", "engine_peak_rss_bytes",
-	"offered_rps", "achieved_rps", "saturated_passes", "saturated_value", "source"}
+	"offered_rps", "achieved_rps", "saturated_passes", "saturated_value", "lower_bound", "instrument_ceiling", "mib_per_s", "source"}
 
 // WriteCSV writes every figure of the report: each cell's value and each
 // of its measured passes. A figure with nothing measured is empty, with
@@ -36,7 +39,8 @@ func WriteCSV(w io.Writer, rep *Report) error {
 				row := []string{t.Workload, t.Name, t.Title, c.Engine, c.Version, c.Runtime, c.Topology, "all",
 					num(c.Value), t.Unit, strconv.FormatBool(t.LowerIsBetter), strconv.FormatBool(c.Valid), c.NoValue,
 					strconv.Itoa(c.ValidPasses), strconv.Itoa(c.MeasuredPasses), "", "", "",
-					strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10), "", "", "", "", "", "", c.Source}
+					strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10), "", "", "", "", "", "",
+					c.LowerBound, strconv.FormatBool(c.InstrumentCeiling), num(c.MiBPerSecond), c.Source}
 				if c.Spread != nil {
 					row[15], row[16], row[17] = fnum(c.Spread.Min), fnum(c.Spread.Median), fnum(c.Spread.Max)
 				}
@@ -212,7 +216,24 @@ func cellValue(c Cell, unit string) string {
 	if c.Value == nil {
 		return "no value: " + c.NoValue
 	}
-	return valueText(*c.Value, unit)
+	return boundedValue(c, unit)
+}
+
+// boundedValue is a cell's value with what it is: "≥ 24000 rps (the
+// generator ran out at 48000 rps)", "30000 rps (the instrument's
+// ceiling)", and a capacity's body carried beside it.
+func boundedValue(c Cell, unit string) string {
+	s := valueText(*c.Value, unit)
+	switch {
+	case c.LowerBound != "":
+		s = "≥ " + s + " (" + c.LowerBound + ")"
+	case c.InstrumentCeiling:
+		s += " (the instrument's ceiling)"
+	}
+	if c.MiBPerSecond != nil {
+		s += ", " + results.Sig3(*c.MiBPerSecond) + " MiB/s"
+	}
+	return s
 }
 
 // rateText is a rate in requests per second, to a tenth: "199.6", "500".

@@ -20,6 +20,7 @@ type Evidence struct {
 	Purge    *PurgeEvidence    `json:"purge,omitempty"`
 	Bans     *BanEvidence      `json:"bans,omitempty"`
 	Audience *AudienceEvidence `json:"audience,omitempty"`
+	Capacity *CapacityEvidence `json:"capacity,omitempty"`
 	OtherCPU *OtherCPU         `json:"other_cpu,omitempty"`
 	Cost     *Cost             `json:"cost,omitempty"`
 }
@@ -484,3 +485,60 @@ func evidenceFromExtra(ex map[string]any) *Evidence {
 	}
 	return &e
 }
+
+// CapacityEvidence is one capacity search: every probe in the order it
+// ran, and what the search concluded from them.
+type CapacityEvidence struct {
+	// SLO is the service level the probes were held to ("p99:10ms").
+	SLO string `json:"slo"`
+	// CapacityRPS is the highest offered rate that passed (null when none
+	// did: NoValue says what failed at the lowest probe); MiBPerSecond
+	// the body it carried at that rate.
+	CapacityRPS  *float64 `json:"capacity_rps"`
+	MiBPerSecond *float64 `json:"mib_per_s,omitempty"`
+	NoValue      string   `json:"no_value,omitempty"`
+	// LowerBound, when set, says the capacity is at least CapacityRPS and
+	// why the search could not tell more ("the generator ran out at 24000
+	// rps"); Stopped is the whole reason.
+	LowerBound string `json:"lower_bound,omitempty"`
+	Stopped    string `json:"stopped"`
+	// LowestFailRPS is the lowest rate the engine failed (null when it
+	// failed none): the capacity lies between CapacityRPS and it.
+	LowestFailRPS *float64        `json:"lowest_fail_rps"`
+	Probes        []CapacityProbe `json:"probes"`
+}
+
+// CapacityProbe is one probe of a capacity search: a pass at one offered
+// rate, after a warm-up at that rate.
+type CapacityProbe struct {
+	OfferedRPS  float64 `json:"offered_rps"`
+	CarriedRPS  float64 `json:"carried_rps"`
+	Connections int     `json:"connections"`
+	// QuantileMs is the SLO's quantile of TTFB (null without a success).
+	QuantileMs   *float64         `json:"quantile_ms"`
+	Requests     int64            `json:"requests"`
+	Errors       int64            `json:"errors"`
+	ErrorsByKind map[string]int64 `json:"errors_by_kind,omitempty"`
+	PoolLimited  bool             `json:"pool_limited"`
+	MiBPerSecond float64          `json:"mib_per_s"`
+	// OtherCPUShare is the share of the measured CPUs other processes
+	// took during the probe (null when not measured, and for an external
+	// proxy, whose own CPU is among them): a failure beside a large one
+	// may be the host's.
+	OtherCPUShare *float64 `json:"other_cpu_share,omitempty"`
+	// Generator is "valid", or why the generator itself failed the probe
+	// (its own lateness, its CPU): then the probe says nothing of the
+	// engine.
+	Generator string `json:"generator"`
+	// Verdict is CapacityPass, CapacityFail (the engine's) or
+	// CapacityGenerator; Reason says what failed, in a sentence.
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// The verdicts of a capacity probe.
+const (
+	CapacityPass      = "pass"
+	CapacityFail      = "fail"
+	CapacityGenerator = "generator"
+)

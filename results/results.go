@@ -127,6 +127,9 @@ type Conditions struct {
 	// hlsbench's own control requests, in a workload that makes them
 	// (purge-stampede, repeated-bans).
 	EngineCost string `json:"engine_cost,omitempty"`
+	// Capacity is how the capacity workload searched: its service levels,
+	// ramp, bounds and connections.
+	Capacity *CapacityConditions `json:"capacity,omitempty"`
 	// Policy is a digest of the cache policy every engine was given (TTLs,
 	// grace, probe, timeouts): runs under another policy do not compare.
 	Policy string `json:"policy,omitempty"`
@@ -164,6 +167,7 @@ func (c Conditions) Comparable(o Conditions) (bool, []string) {
 	check("purge_after", c.PurgeAfter, o.PurgeAfter)
 	check("ban_every", c.BanEvery, o.BanEvery)
 	check("audience", c.Audience.String(), o.Audience.String())
+	check("capacity", c.Capacity.String(), o.Capacity.String())
 	if c.Policy != "" && o.Policy != "" {
 		check("policy", c.Policy, o.Policy)
 	}
@@ -200,6 +204,34 @@ func (a *Audience) String() string {
 	return fmt.Sprintf("%d viewers over %v then %v, %d channels, %d titles of %d segments, zipf %g, ladder %v bps, %v segments, window %d, vod %g, switch %g, stores %v",
 		a.Viewers, time.Duration(a.Ramp), time.Duration(a.Watch), a.Channels, a.Titles, a.TitleSegments, a.Zipf, a.Ladder,
 		time.Duration(a.TargetDuration), a.Window, a.VODShare, a.SwitchShare, a.StoreSizes)
+}
+
+// CapacityConditions are the capacity workload's search: each test's
+// service level ("p99:10ms") and start and maximum rates, the ramp's
+// factor, the bisection's tolerance, the probes' bounds and length, and
+// how many connections a probe opens.
+type CapacityConditions struct {
+	SLO           map[string]string  `json:"slo"`
+	StartRPS      map[string]float64 `json:"start_rps"`
+	MaxRPS        map[string]float64 `json:"max_rps"`
+	RampFactor    float64            `json:"ramp_factor"`
+	Tolerance     float64            `json:"tolerance"`
+	CarriedShare  float64            `json:"carried_share"`
+	MaxProbes     int                `json:"max_probes"`
+	ProbeWarmup   Duration           `json:"probe_warmup"`
+	ProbeDuration Duration           `json:"probe_duration"`
+	Connections   string             `json:"connections"`
+}
+
+// String is the search in one line, "" for none: what Comparable
+// compares.
+func (c *CapacityConditions) String() string {
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprintf("slo %v, start %v, max %v, ×%g, tolerance %g, carried %g, %d probes of %v after %v, connections %s",
+		c.SLO, c.StartRPS, c.MaxRPS, c.RampFactor, c.Tolerance, c.CarriedShare, c.MaxProbes,
+		time.Duration(c.ProbeDuration), time.Duration(c.ProbeWarmup), c.Connections)
 }
 
 // Duration is a time.Duration written as a string ("5s") in JSON.
@@ -365,6 +397,20 @@ type Result struct {
 	// memory in a measured pass (null where the engine runs in-process).
 	EngineCPUMsPer1000 *float64 `json:"engine_cpu_ms_per_1000,omitempty"`
 	EnginePeakRSSBytes *int64   `json:"engine_peak_rss_bytes,omitempty"`
+
+	// LowerBound, when set, says Value is a lower bound and why, in a
+	// few words shown after it ("≥ 24000 rps (the generator ran out at
+	// 48000 rps)", "at the instrument's limit"): the engine carried at
+	// least Value, and the run could not tell how much more. Such a value
+	// is never ranked.
+	LowerBound string `json:"lower_bound,omitempty"`
+	// InstrumentCeiling marks the null engine's capacity: the most the
+	// generator and the host carried from a server doing no cache work
+	// (see MarkInstrumentLimit).
+	InstrumentCeiling bool `json:"instrument_ceiling,omitempty"`
+	// MiBPerSecond is the body carried at capacity (capacity tests): the
+	// median over the valid searches of each one's at its capacity.
+	MiBPerSecond *float64 `json:"mib_per_s,omitempty"`
 }
 
 // Saturated reports whether any measured pass of r was saturated: such a

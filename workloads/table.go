@@ -39,6 +39,10 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	oneWay := !slices.ContainsFunc(rs, func(r *results.Result) bool { return r.LowerIsBetter != rs[0].LowerIsBetter })
 	perRow := !oneWay && !rated
 	head := "  engine\ttest\tvalue [min–max]"
+	capCols := slices.ContainsFunc(rs, func(r *results.Result) bool { return r.Workload == Capacity })
+	if capCols {
+		head += "\tMiB/s\tCPU-ms/1k"
+	}
 	if rated {
 		head += "\tcarried"
 	}
@@ -63,6 +67,9 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 			value = "saturated, saw " + formatMs(*r.SaturatedValue)
 		}
 		row := "  " + name + "\t" + r.Title + "\t" + value
+		if capCols {
+			row += "\t" + sig3OrDash(r.MiBPerSecond) + "\t" + sig3OrDash(r.EngineCPUMsPer1000)
+		}
 		if rated {
 			row += "\t" + carriedText(r)
 		}
@@ -87,6 +94,9 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	}
 	if saturated {
 		fmt.Fprintln(w, wrap("saturated, saw X: no pass was valid and some were saturated; X is the test's quantile over the saturated passes merged, what a client saw with the queueing, not the engine's TTFB", TableWidth, "  ", "  "))
+	}
+	if capCols {
+		fmt.Fprintln(w, wrap("capacity: the highest offered rate with every request successful, ≥ 99% of it carried, no request waiting for a connection and TTFB within the SLO; MiB/s: body carried at capacity; CPU-ms/1k: the engine's CPU per 1000 requests at capacity; ≥ N (why): a lower bound — the generator ran out, or the engine is at the instrument's limit (within 10% of the null engine's)", TableWidth, "  ", "  "))
 	}
 	writeCost(w, rs)
 	writeAudienceFailures(w, rs)
@@ -246,6 +256,24 @@ func FormatValue(r *results.Result) string {
 	if r.Value == nil {
 		return "—"
 	}
+	switch {
+	case r.LowerBound != "":
+		return "≥ " + formatValue(r) + " (" + r.LowerBound + ")"
+	case r.InstrumentCeiling:
+		return formatValue(r) + " (the instrument's ceiling)"
+	}
+	return formatValue(r)
+}
+
+// sig3OrDash is a figure to three significant digits, "—" for none.
+func sig3OrDash(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return results.Sig3(*v)
+}
+
+func formatValue(r *results.Result) string {
 	v := *r.Value
 	hi := v
 	many := r.Spread != nil && r.Spread.N > 1

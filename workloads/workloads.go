@@ -67,6 +67,16 @@ type Config struct {
 	AudiencePasses int
 	StoreSizes     []int64
 
+	// capacity: each test's service level (missing: DefaultSLO), the
+	// measured searches (each one step), the most probes of a search, and
+	// each probe's warm-up and measured pass at its rate.
+	SLO              map[string]SLO
+	CapacityTests    []string      // the tests searched (empty: all three)
+	CapacitySearches int           // default 3
+	CapacityProbes   int           // default 20
+	ProbeWarmup      time.Duration // default 1s
+	ProbeDuration    time.Duration // default 3s
+
 	// CPUs pins the generator's event loops.
 	CPUs []int
 }
@@ -77,7 +87,8 @@ func Defaults() Config {
 		Clients: 200, Cycles: 5, HealthyPhase: 5 * time.Second, FailPhase: 10 * time.Second, FailMode: origin.Fail5xx,
 		PurgeBefore: 2 * time.Second, PurgeAfter: 6 * time.Second, BanPasses: 5, BanFor: 20 * time.Second,
 		Viewers: DefaultViewers, AudienceZipf: DefaultAudienceZipf, VODShare: DefaultVODShare, SwitchShare: DefaultSwitchShare,
-		Ramp: DefaultRamp, Watch: DefaultWatch, AudiencePasses: DefaultAudiencePasses}
+		Ramp: DefaultRamp, Watch: DefaultWatch, AudiencePasses: DefaultAudiencePasses,
+		CapacitySearches: 3, CapacityProbes: 20, ProbeWarmup: time.Second, ProbeDuration: 3 * time.Second}
 }
 
 // Quick is the --quick profile: every workload in about three minutes.
@@ -88,6 +99,7 @@ func Quick() Config {
 	c.PurgeBefore, c.PurgeAfter = time.Second, 3*time.Second
 	c.BanPasses, c.BanFor = 2, 5*time.Second
 	c.Ramp, c.Watch, c.AudiencePasses = 4*time.Second, 8*time.Second, 1
+	c.CapacitySearches, c.ProbeWarmup, c.ProbeDuration = 1, 500*time.Millisecond, time.Second
 	return c
 }
 
@@ -99,14 +111,15 @@ func Nightly() Config {
 	c := Defaults()
 	c.Warmups, c.Passes, c.PassDuration = 2, 10, 3*time.Second
 	c.Cycles, c.HealthyPhase, c.FailPhase = 5, 4*time.Second, 8*time.Second
+	c.CapacitySearches, c.ProbeWarmup, c.ProbeDuration = 3, time.Second, 2*time.Second
 	return c
 }
 
 // NightlyText says what --nightly runs, for the help text.
-const NightlyText = "2 warm-up and 10 measured passes of 3s; miss-storm 2+10 bursts; origin-flap 5 cycles of 4s healthy + 8s failing; purge-stampede 2+10 passes of 2s + 6s; repeated-bans 1+5 passes of 2s + 20s; live-audience 1+3 passes of 10s + 30s, then 1+1 at each other store size"
+const NightlyText = "2 warm-up and 10 measured passes of 3s; miss-storm 2+10 bursts; origin-flap 5 cycles of 4s healthy + 8s failing; purge-stampede 2+10 passes of 2s + 6s; repeated-bans 1+5 passes of 2s + 20s; live-audience 1+3 passes of 10s + 30s, then 1+1 at each other store size; capacity 3 searches of probes of 1s warm-up + 2s"
 
 // QuickText says what --quick changes, for the help text.
-const QuickText = "1 warm-up and 3 measured passes of 2s (instead of 3 and 20 of 5s); miss-storm 1+3 bursts; origin-flap 3 cycles of 3s healthy + 6s failing (instead of 5 of 5s + 10s); purge-stampede 1+3 passes of 1s + 3s around the purge (instead of 2s + 6s); repeated-bans 1+2 passes of 1s + 5s of bans (instead of 1+5 of 2s + 20s); live-audience 1+1 passes of 4s ramp + 8s watching, and 1+1 at each other store size (instead of 1+3 of 10s + 30s)"
+const QuickText = "1 warm-up and 3 measured passes of 2s (instead of 3 and 20 of 5s); miss-storm 1+3 bursts; origin-flap 3 cycles of 3s healthy + 6s failing (instead of 5 of 5s + 10s); purge-stampede 1+3 passes of 1s + 3s around the purge (instead of 2s + 6s); repeated-bans 1+2 passes of 1s + 5s of bans (instead of 1+5 of 2s + 20s); live-audience 1+1 passes of 4s ramp + 8s watching, and 1+1 at each other store size (instead of 1+3 of 10s + 30s); capacity 1 search of probes of 0.5s warm-up + 1s (instead of 3 of 1s + 3s)"
 
 func (c Config) withDefaults() Config {
 	d := Defaults()
@@ -172,6 +185,18 @@ func (c Config) withDefaults() Config {
 	if c.AudiencePasses == 0 {
 		c.AudiencePasses = d.AudiencePasses
 	}
+	if c.CapacitySearches == 0 {
+		c.CapacitySearches = d.CapacitySearches
+	}
+	if c.CapacityProbes == 0 {
+		c.CapacityProbes = d.CapacityProbes
+	}
+	if c.ProbeWarmup == 0 {
+		c.ProbeWarmup = d.ProbeWarmup
+	}
+	if c.ProbeDuration == 0 {
+		c.ProbeDuration = d.ProbeDuration
+	}
 	return c
 }
 
@@ -213,6 +238,27 @@ func (c Config) Validate() error {
 		return fieldErr("watch", "%v: want at least 1s of watching after the ramp", c.Watch)
 	case c.AudiencePasses < 1:
 		return fieldErr("audience-passes", "%d: want 1 or more", c.AudiencePasses)
+	case c.CapacitySearches < 1:
+		return fieldErr("capacity-searches", "%d: want 1 or more", c.CapacitySearches)
+	case c.CapacityProbes < 2:
+		return fieldErr("capacity-probes", "%d: want 2 or more probes per search", c.CapacityProbes)
+	case c.ProbeWarmup < 0:
+		return fieldErr("probe-warmup", "%v: want 0 or more", c.ProbeWarmup)
+	case c.ProbeDuration < 200*time.Millisecond:
+		return fieldErr("probe-duration", "%v: want at least 200ms", c.ProbeDuration)
+	}
+	for _, test := range c.CapacityTests {
+		if _, ok := DefaultSLO[test]; !ok {
+			return fieldErr("capacity-tests", "%q: want hit-path, segment-full or segment-range", test)
+		}
+	}
+	for test, s := range c.SLO {
+		if _, ok := DefaultSLO[test]; !ok {
+			return fieldErr("slo", "%q: unknown test: want hit-path, segment-full or segment-range", test)
+		}
+		if _, ok := sloQuantiles[quantileName(s.Quantile)]; !ok || s.Max <= 0 {
+			return fieldErr("slo", "%s=%s: want a quantile p50, p90, p99 or p999 and a duration above 0", test, s)
+		}
 	}
 	for _, n := range c.StoreSizes {
 		if n < 1<<20 {

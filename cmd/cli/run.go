@@ -50,6 +50,7 @@ type RunOptions struct {
 	Memory       byteSize // --memory: each container's limit
 	Quiet        bool
 	Lock         string // wait, fail or none: see runstate.go
+	SLO          string // capacity's service levels: test=pQ:duration, comma list
 
 	Audience AudienceOptions
 
@@ -152,6 +153,7 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringVar(&o.PurgeMethod, "purge-method", engines.PurgeMethod, "purge-stampede: the HTTP method of a per-object purge (--engine external is purged this way)")
 	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how hit-path and segment reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), proxyv2 (a TLS terminator in front speaking PROXY v2 to the engine), a comma list, or all")
 	f.StringVar(&o.Terminator, "terminator", engines.DefaultTerminator, "the TLS terminator of topology proxyv2: hitch (write-proxy-v2) or haproxy (send-proxy-v2)")
+	f.StringVar(&o.SLO, "slo", "", "capacity's service level per test, `TEST=QUANTILE:DURATION` items, comma separated: TEST hit-path, segment-full or segment-range, QUANTILE p50, p90, p99 or p999, DURATION with its unit; tests not named keep their defaults: "+workloads.DefaultSLOText)
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
 
 	audienceFlags(f, &o.Audience)
@@ -325,6 +327,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if err := o.audience(&cfg, profile); err != nil {
 		return err
 	}
+	if cfg.SLO, err = workloads.ParseSLO(o.SLO); err != nil {
+		return protocolErr(err)
+	}
 	if err := cfg.Validate(); err != nil {
 		return protocolErr(err)
 	}
@@ -418,6 +423,12 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	}
 	settings["workload_settings"] = pols
 	settings["lock"] = o.Lock
+	slo := map[string]string{}
+	for test, l := range cfg.SLO {
+		slo[test] = l.String()
+	}
+	settings["capacity"] = map[string]any{"slo": slo, "searches": cfg.CapacitySearches, "max_probes": cfg.CapacityProbes,
+		"probe_warmup": cfg.ProbeWarmup.String(), "probe_duration": cfg.ProbeDuration.String()}
 	settings["topologies"] = topologies
 	if term != nil {
 		settings["terminator"] = term.Name()
@@ -593,7 +604,7 @@ func protocolErr(err error) error {
 	switch fe.Field {
 	case "workload", "passes", "pass-duration", "rate", "warmups", "purge-mode", "purge-method",
 		"viewers", "channels", "titles", "ladder", "target-duration", "audience-zipf", "vod-share", "switch-share",
-		"ramp", "watch", "audience-passes", "store-sizes":
+		"ramp", "watch", "audience-passes", "store-sizes", "slo":
 		return usagef("--%s %s", fe.Field, fe.Msg)
 	}
 	return usagef("%s %s (set by the profile; see --quick)", fe.Field, fe.Msg)

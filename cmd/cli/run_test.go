@@ -76,6 +76,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--workload", "live-audience", "--store-sizes", "10KiB"}, "--store-sizes"},
 		{[]string{"run", "--workload", "live-audience", "--store-sizes", "lots"}, "--store-sizes"},
 		{[]string{"run", "--workload", "live-audience", "--audience-passes", "0"}, "--audience-passes"},
+		{[]string{"run", "--workload", "capacity", "--slo", "hit-path=p95:10ms"}, "--slo"},
+		{[]string{"run", "--workload", "capacity", "--slo", "video=p99:10ms"}, "segment-range"},
+		{[]string{"run", "--workload", "capacity", "--slo", "hit-path=p99:10"}, "p999"},
 	} {
 		code, _, errs := runCLI(t, context.Background(), tc.args...)
 		if code != ExitUsage || !strings.Contains(errs, tc.want) {

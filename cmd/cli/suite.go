@@ -137,6 +137,7 @@ func readSuiteFlags(fs *pflag.FlagSet, o *SuiteOptions) {
 	o.Engine, o.Workload, o.Runtime, o.FailMode = str("engine"), str("workload"), str("runtime"), str("fail-mode")
 	o.Topology, o.Terminator = str("topology"), str("terminator")
 	o.PurgeMode, o.PurgeMethod = str("purge-mode"), str("purge-method")
+	o.SLO = str("slo")
 	o.Passes, _ = fs.GetInt("passes")
 	o.Warmups, _ = fs.GetInt("warmups")
 	o.PassDuration, _ = fs.GetDuration("pass-duration")
@@ -169,6 +170,7 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	add("topology", o.Topology)
 	add("terminator", o.Terminator)
 	add("memory", o.Memory.String())
+	add("slo", o.SLO)
 	// The audience's values as their flags write them: flags bound to a
 	// copy of o's (binding sets the defaults, so the copy comes after).
 	fs := pflag.NewFlagSet("audience", pflag.ContinueOnError)

@@ -1,0 +1,84 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"strings"
+	"testing"
+)
+
+// The capacity fixture is one plaintext run of the capacity workload's
+// hit path: null at 30000 rps (the instrument's ceiling), NGINX at 28000
+// (within 10 % of it: at the instrument's limit), the built-in cache at
+// 12000, and Varnish at 9000 when the generator ran out at 18000.
+
+// TestReportCapacityMarks: every output says which capacities are lower
+// bounds and which is the ceiling, and the findings rank none of them.
+func TestReportCapacityMarks(t *testing.T) {
+	rep := build(t, "capacity")
+	var md, html, csvb bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&html, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCSV(&csvb, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"≥ 28000 rps (at the instrument's limit), 57.9 MiB/s",
+		"30000 rps (the instrument's ceiling), 62.1 MiB/s",
+		"≥ 9000 rps (the generator ran out at 18000 rps)",
+		"12000 rps, 24.4 MiB/s",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+		if !strings.Contains(html.String(), htmlEscapeText(want)) && !strings.Contains(html.String(), want) {
+			t.Errorf("html lacks %q", want)
+		}
+	}
+	var finding string
+	for _, w := range rep.Workloads {
+		for _, tt := range w.Tests {
+			if tt.ID == "capacity/hit-path" {
+				finding = tt.Finding
+			}
+		}
+	}
+	if !strings.HasPrefix(finding, "Only Built-in v0.9.0 (plaintext) has a ranked value: 12000 rps.") ||
+		!strings.Contains(finding, "is at least 28000 rps (at the instrument's limit), not ranked") ||
+		!strings.Contains(finding, "is the instrument's ceiling at 30000 rps, not ranked") {
+		t.Errorf("finding %q: want the built-in cache alone ranked, NGINX a lower bound, null the ceiling", finding)
+	}
+	rows, err := csv.NewReader(&csvb).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	seen := 0
+	for _, r := range rows[1:] {
+		if r[col["pass"]] != "all" {
+			continue
+		}
+		switch r[col["engine"]] {
+		case "nginx":
+			seen++
+			if r[col["lower_bound"]] != "at the instrument's limit" || r[col["mib_per_s"]] != "57.9" {
+				t.Errorf("nginx row %v", r)
+			}
+		case "null":
+			seen++
+			if r[col["instrument_ceiling"]] != "true" {
+				t.Errorf("null row %v", r)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("%d of the nginx and null rows found", seen)
+	}
+}

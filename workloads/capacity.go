@@ -1,0 +1,621 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/stats"
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
+)
+
+// Capacity is the highest rate an engine serves within a service level.
+const Capacity = "capacity"
+
+// capacity's tests, which --slo names.
+const (
+	CapHitPath      = "hit-path"
+	CapSegmentFull  = "segment-full"
+	CapSegmentRange = "segment-range"
+)
+
+// The search: a rate passes when it carries CapCarried of itself; the ramp
+// doubles from the start rate until a probe fails, then bisection halves
+// the bracket until (hi−lo)/lo ≤ CapTolerance.
+const (
+	CapCarried    = 0.99
+	CapTolerance  = 0.05
+	capRamp       = 2.0
+	capMinConns   = 16
+	capMaxConns   = 512
+	capConnsText  = "4 × rate × the SLO's duration (four times the requests Little's law keeps in flight when every answer takes the SLO's time), at least 16 and at most 512"
+	capProbeLimit = 20 * time.Second // per-probe request timeout at most: see probeTimeout
+	// capRetries is how many times a probe the generator failed is run
+	// again at its rate before the search stops there: a host stall
+	// spoils one probe, a generator out of capacity every one.
+	capRetries = 2
+	// capHostShare is the share of the measured CPUs other processes may
+	// take during a probe the engine failed before it is run once more:
+	// beyond it the host, not the engine, may have failed it. The repeat
+	// stands, whatever it shows; both are in the evidence.
+	capHostShare = 0.25
+	// capMinRequests is how many requests a measured probe sends at least,
+	// within 3 × its duration: see probeDuration.
+	capMinRequests = 500
+)
+
+// SLO is a service level: the Quantile of TTFB (50, 90, 99, 99.9) within
+// Max.
+type SLO struct {
+	Quantile float64
+	Max      time.Duration
+}
+
+func (s SLO) String() string { return quantileName(s.Quantile) + ":" + s.Max.String() }
+
+func quantileName(q float64) string {
+	if q == 99.9 {
+		return "p999"
+	}
+	return "p" + strconv.FormatFloat(q, 'f', -1, 64)
+}
+
+// DefaultSLO are the service levels a video edge would accept: a
+// playlist hit within 10 ms at p99 (a player reloads it every target
+// duration, seconds, and anything near 10 ms is an edge queueing, not
+// serving from memory); a 64 KiB Range's first byte within 25 ms; a
+// 4 MiB segment's within 100 ms (a player buffers segments of 2–6 s, so
+// 100 ms to first byte costs it nothing, and more means a backlog).
+var DefaultSLO = map[string]SLO{
+	CapHitPath:      {Quantile: 99, Max: 10 * time.Millisecond},
+	CapSegmentFull:  {Quantile: 99, Max: 100 * time.Millisecond},
+	CapSegmentRange: {Quantile: 99, Max: 25 * time.Millisecond},
+}
+
+// DefaultSLOText is DefaultSLO as --slo takes it, for the help text.
+const DefaultSLOText = "hit-path=p99:10ms,segment-full=p99:100ms,segment-range=p99:25ms"
+
+var sloQuantiles = map[string]float64{"p50": 50, "p90": 90, "p99": 99, "p999": 99.9}
+
+// ParseSLO reads "test=pQ:duration" items, comma separated (e.g.
+// "hit-path=p99:10ms,segment-range=p99:25ms"), over DefaultSLO: tests not
+// named keep their default. A mistake is a *FieldError for "slo".
+func ParseSLO(s string) (map[string]SLO, error) {
+	out := maps(DefaultSLO)
+	want := "want TEST=QUANTILE:DURATION items, comma separated, e.g. hit-path=p99:10ms; TEST is hit-path, segment-full or segment-range, QUANTILE p50, p90, p99 or p999, DURATION above 0 with its unit (10ms, 1.5s)"
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		test, rest, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fieldErr("slo", "%q: %s", item, want)
+		}
+		test = strings.TrimSpace(test)
+		if _, known := DefaultSLO[test]; !known {
+			return nil, fieldErr("slo", "%q: unknown test %q: %s", item, test, want)
+		}
+		qs, ds, ok := strings.Cut(rest, ":")
+		q, known := sloQuantiles[strings.ToLower(strings.TrimSpace(qs))]
+		if !ok || !known {
+			return nil, fieldErr("slo", "%q: quantile %q: %s", item, qs, want)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(ds))
+		if err != nil || d <= 0 {
+			return nil, fieldErr("slo", "%q: duration %q: %s", item, ds, want)
+		}
+		out[test] = SLO{Quantile: q, Max: d}
+	}
+	return out, nil
+}
+
+func maps(m map[string]SLO) map[string]SLO {
+	out := make(map[string]SLO, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// capDef is one capacity test: what it requests and where its search
+// starts and stops. The starts are below what any engine serves on a
+// laptop, so a first probe that fails says the engine (or the host) is in
+// trouble; the maxima are far above what a 2-core host carries.
+type capDef struct {
+	id, title string
+	segment   bool // the 4 MiB segment, not the playlist
+	rangeGET  bool
+	start     float64
+	max       float64
+}
+
+var capDefs = []capDef{
+	{id: CapHitPath, title: "Capacity, hit path (2 KB playlist)", start: 100, max: 400000},
+	{id: CapSegmentFull, title: "Capacity, 4 MiB full GET", segment: true, start: 10, max: 4000},
+	{id: CapSegmentRange, title: "Capacity, 64 KiB Range GET", segment: true, rangeGET: true, start: 100, max: 100000},
+}
+
+type capacity struct{}
+
+func (capacity) Spec() Spec {
+	p := engines.DefaultPolicy()
+	// Every request a hit: capacity is the engine's serving, not the
+	// origin's.
+	p.ManifestTTL, p.SegmentTTL = 24*time.Hour, 24*time.Hour
+	return Spec{Name: Capacity, Title: "Capacity within a service level", Policy: p,
+		Description: "the highest rate each request is served at, every request successful, ≥ 99 % of the rate carried, no request waiting for a connection and TTFB within the SLO: 2 KB playlist, 4 MiB segment and its 64 KiB Range, warm cache"}
+}
+
+func (capacity) Conditions(s Spec, cfg Config) results.Conditions {
+	c := protocol(cfg)
+	c.Warmups, c.Passes = 0, cfg.CapacitySearches
+	c.ObjectBytes, c.RangeBytes = origin.DefaultSegmentSize, rangeBytes
+	c.Timeout = results.Duration(cfg.Timeout)
+	cc := &results.CapacityConditions{SLO: map[string]string{}, StartRPS: map[string]float64{}, MaxRPS: map[string]float64{},
+		RampFactor: capRamp, Tolerance: CapTolerance, CarriedShare: CapCarried, MaxProbes: cfg.CapacityProbes,
+		ProbeWarmup: results.Duration(cfg.ProbeWarmup), ProbeDuration: results.Duration(cfg.ProbeDuration), Connections: capConnsText}
+	if cfg.Connections > 0 {
+		cc.Connections = strconv.Itoa(cfg.Connections)
+	}
+	for _, d := range capDefs {
+		cc.SLO[d.id], cc.StartRPS[d.id], cc.MaxRPS[d.id] = cfg.slo(d.id).String(), d.start, d.max
+	}
+	c.Capacity = cc
+	return c
+}
+
+// slo is a test's service level: the run's, or the default.
+func (c Config) slo(test string) SLO {
+	if s, ok := c.SLO[test]; ok {
+		return s
+	}
+	return DefaultSLO[test]
+}
+
+func (capacity) Estimate(cfg Config) time.Duration {
+	// A search of about a dozen probes, each a warm-up and a pass.
+	return startEstimate + time.Duration(len(capDefs)*cfg.CapacitySearches*12)*(cfg.ProbeWarmup+cfg.ProbeDuration+100*time.Millisecond)
+}
+
+// capAgg is how a capacity test's value is computed.
+const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate, a probe the generator failed run again twice at most and one the engine failed beside other processes taking over 25 % of the measured CPUs once; a search stopped by the generator, the maximum rate or the probe budget gives a lower bound (lower_bound), and so does a median over any such search; a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
+
+// Tests are capacity's tests, run over every topology.
+func (capacity) Tests() []latencyDef {
+	var out []latencyDef
+	for _, d := range capDefs {
+		out = append(out, latencyDef{id: d.id, title: d.title, unit: "rps", agg: capAgg})
+	}
+	return out
+}
+
+func (capacity) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
+	sess := &capSession{spec: &s, cfg: cfg, tgt: tgt, rc: rc,
+		playlist: ManifestPath + "?run=" + tgt.Nonce, segment: fmt.Sprintf(SegmentPath, 0) + "?run=" + tgt.Nonce}
+	ev := newEvidenceSet(tgt.Seed)
+	g, err := newGenerator(ctx, tgt, &cfg, 2, ev, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	if err := warm(ctx, g, rc, sess.playlist, nil); err != nil {
+		return nil, err
+	}
+	ev.segN = 0
+	if err := warm(ctx, g, rc, sess.segment, nil); err != nil {
+		return nil, err
+	}
+	if err := warm(ctx, g, rc, sess.segment, rangeHeader()); err != nil {
+		return nil, err
+	}
+	for _, d := range capDefs {
+		if len(cfg.CapacityTests) > 0 && !slices.Contains(cfg.CapacityTests, d.id) {
+			continue
+		}
+		sess.tests = append(sess.tests, &capTest{def: d, slo: cfg.slo(d.id), r: rc.newTest(&s, tgt, latencyDef{id: d.id, title: d.title, unit: "rps", agg: capAgg})})
+	}
+	return sess, nil
+}
+
+func rangeHeader() [][2]string {
+	return [][2]string{{"Range", fmt.Sprintf("bytes=0-%d", rangeBytes-1)}}
+}
+
+// capSession runs the searches of every capacity test, test after test:
+// step k is one whole search.
+type capSession struct {
+	spec              *Spec
+	cfg               Config
+	tgt               *Target
+	rc                *Recorder
+	playlist, segment string
+	tests             []*capTest
+}
+
+type capTest struct {
+	def capDef
+	slo SLO
+	r   *results.Result
+}
+
+func (s *capSession) Steps() int   { return len(s.tests) * s.cfg.CapacitySearches }
+func (s *capSession) Close() error { return nil }
+
+func (s *capSession) Step(ctx context.Context, step int) error {
+	t, i := s.tests[step/s.cfg.CapacitySearches], step%s.cfg.CapacitySearches
+	b := searchBounds{start: t.def.start, max: t.def.max, maxProbes: s.cfg.CapacityProbes}
+	var costs []*results.Evidence
+	started := time.Now()
+	out, err := search(ctx, b, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
+		pr, ev, err := s.probe(ctx, t, i, rate)
+		costs = append(costs, ev)
+		return pr, err
+	})
+	if err != nil {
+		return err
+	}
+	p := &passInfo{index: i + 1, started: started, ev: &results.Evidence{}}
+	ce := out.evidence(t.slo)
+	var value *float64
+	if out.best >= 0 {
+		value = ptr(out.probes[out.best].OfferedRPS)
+		ce.MiBPerSecond = ptr(out.probes[out.best].MiBPerSecond)
+		if ev := costs[out.best]; ev != nil {
+			p.ev.Cost, p.ev.OtherCPU, p.ev.Origin = ev.Cost, ev.OtherCPU, ev.Origin
+		}
+	}
+	p.ev.Capacity = ce
+	rp := addPass(t.r, p, value, out.noValue)
+	// The pass's requests are those of the probe its value rests on (the
+	// lowest when none passed); every probe's are in the evidence.
+	at := max(out.best, 0)
+	if len(out.probes) > 0 {
+		pr := out.probes[at]
+		rp.Requests, rp.Errors = pr.Requests, pr.Errors
+		if len(pr.ErrorsByKind) > 0 {
+			rp.ErrorsByKind = pr.ErrorsByKind
+		}
+	}
+	t.r.Recount()
+	t.summarise()
+	return s.rc.Save()
+}
+
+// summarise sets the test's value, lower bound and MiB/s from its valid
+// searches.
+func (t *capTest) summarise() {
+	var vals, mib []float64
+	lower := ""
+	for _, p := range t.r.Passes {
+		if p.Warmup || !p.Valid || p.Value == nil {
+			continue
+		}
+		vals = append(vals, *p.Value)
+		if c := p.Evidence.Capacity; c != nil {
+			if c.MiBPerSecond != nil {
+				mib = append(mib, *c.MiBPerSecond)
+			}
+			if c.LowerBound != "" && lower == "" {
+				lower = c.LowerBound
+			}
+		}
+	}
+	t.r.Value, t.r.MiBPerSecond = nil, nil
+	if len(vals) > 0 {
+		t.r.Value = ptr(math.Round(stats.Median(vals)))
+		t.r.NoValue = ""
+	}
+	if len(mib) > 0 {
+		t.r.MiBPerSecond = ptr(round3(stats.Median(mib)))
+	}
+	if t.r.LowerBound != results.AtInstrumentLimit {
+		t.r.LowerBound = lower
+	}
+}
+
+// probeTimeout bounds each request of a probe: an answer 20 times later
+// than the SLO allows fails it anyway, and a shorter timeout keeps an
+// overloaded probe's drain short.
+func probeTimeout(slo SLO, cfg Config) time.Duration {
+	return min(max(20*slo.Max, time.Second), cfg.Timeout, capProbeLimit)
+}
+
+// probeDuration is a measured probe's length at rate: d, or long enough
+// for capMinRequests requests, at most 3 × d. A p99 over 70 requests is
+// their maximum, and one late answer among 100 moves the carried rate by
+// percents: the low rates of a ramp need more than d to say anything.
+func probeDuration(rate float64, d time.Duration) time.Duration {
+	need := time.Duration(capMinRequests / rate * float64(time.Second))
+	return max(d, min(need, 3*d))
+}
+
+// conns is how many connections a probe at rate opens.
+func (s *capSession) conns(rate float64, slo SLO) int {
+	if s.cfg.Connections > 0 {
+		return s.cfg.Connections
+	}
+	return min(max(int(math.Ceil(4*rate*slo.Max.Seconds())), capMinConns), capMaxConns)
+}
+
+// probe runs one probe: a generator with enough connections, a warm-up at
+// rate, then the measured pass, observed as any pass is (cost, other
+// processes, the generator's CPU).
+func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate float64) (results.CapacityProbe, *results.Evidence, error) {
+	cfg := s.cfg
+	cfg.Timeout = probeTimeout(t.slo, s.cfg)
+	ev := newEvidenceSet(s.tgt.Seed)
+	pass := loadgen.Pass{Path: s.playlist, Rate: rate, Duration: cfg.ProbeWarmup}
+	if t.def.segment {
+		ev.segN, pass.Path = 0, s.segment
+	}
+	if t.def.rangeGET {
+		pass.Header = rangeHeader()
+	}
+	conns := s.conns(rate, t.slo)
+	s.rc.Progress.step(fmt.Sprintf("%s search %d at %s rps ", t.def.id, search+1, rps(rate)), cfg.ProbeWarmup+probeDuration(rate, cfg.ProbeDuration))
+	g, err := newGenerator(ctx, s.tgt, &cfg, conns, ev, nil)
+	if err != nil {
+		return results.CapacityProbe{}, nil, err
+	}
+	defer g.Close()
+	if cfg.ProbeWarmup > 0 {
+		r, err := g.Run(ctx, pass)
+		if err != nil {
+			return results.CapacityProbe{}, nil, err
+		}
+		if r.Interrupted {
+			return results.CapacityProbe{}, nil, ctx.Err()
+		}
+	}
+	pass.Duration = probeDuration(rate, cfg.ProbeDuration)
+	before := take(ctx, s.tgt)
+	started := time.Now()
+	r, err := g.Run(ctx, pass)
+	if err != nil {
+		return results.CapacityProbe{}, nil, err
+	}
+	if r.Interrupted {
+		return results.CapacityProbe{}, nil, ctx.Err()
+	}
+	p := &passInfo{index: search + 1, lr: r, started: started}
+	s.rc.observe(ctx, s.spec, s.tgt, p, before)
+	pr := judgeProbe(r, p.busy, t.slo)
+	pr.Connections = conns
+	// An external proxy's own CPU is among the other processes: their
+	// share says nothing of the host there.
+	if oc := p.ev.OtherCPU; oc != nil && s.tgt.Engine.Name != "external" {
+		pr.OtherCPUShare = ptr(round3(oc.Share))
+		if pr.Verdict == results.CapacityFail && oc.Share > BusyShare {
+			pr.Reason += fmt.Sprintf("; other processes took %.0f %% of the measured CPUs (%s) during the probe, which may be why", 100*oc.Share, oc.CPUs)
+		}
+	}
+	return pr, p.ev, nil
+}
+
+// judgeProbe is a probe's verdict. The generator is judged first: when it
+// was late or busy the pass says nothing of the engine, whatever else it
+// shows. Then the engine's criteria, each with what was measured.
+func judgeProbe(r *loadgen.Result, busy string, slo SLO) results.CapacityProbe {
+	pr := results.CapacityProbe{OfferedRPS: r.Target, CarriedRPS: math.Round(r.CarriedRPS*10) / 10, Requests: r.Requests,
+		Errors: r.Errors, PoolLimited: r.PoolLimited || r.Dropped > 0, QuantileMs: msq(r.TTFB, slo.Quantile), Generator: "valid"}
+	if len(r.ErrorsByKind) > 0 {
+		pr.ErrorsByKind = r.ErrorsByKind
+	}
+	if r.Answered > 0 && r.CarriedRPS > 0 {
+		pr.MiBPerSecond = round3(float64(r.BodyBytes) / float64(r.Answered) * r.CarriedRPS / (1 << 20))
+	}
+	var gen []string
+	for _, why := range r.InvalidReasons {
+		if strings.HasPrefix(why, "generator CPU saturated") {
+			gen = append(gen, why)
+		}
+	}
+	if busy != "" {
+		gen = append(gen, busy)
+	}
+	late := lateness(r, slo.Quantile)
+	fail := func(format string, args ...any) results.CapacityProbe {
+		pr.Verdict, pr.Reason = results.CapacityFail, fmt.Sprintf(format, args...)
+		return pr
+	}
+	toGenerator := func(why []string) results.CapacityProbe {
+		pr.Generator = strings.Join(why, "; ")
+		pr.Verdict, pr.Reason = results.CapacityGenerator, "the generator failed the probe: "+pr.Generator
+		return pr
+	}
+	switch {
+	case len(gen) > 0:
+		// Answers waited for a busy generator to read them: nothing of
+		// the pass is the engine's.
+		return toGenerator(append(gen, late...))
+	case r.OK == 0:
+		return fail("%s at %s rps offered", noSuccess(r), rps(r.Target))
+	case r.Errors > 0:
+		return fail("%d of %d requests failed (%s) at %s rps offered", r.Errors, r.Requests, kinds(r.ErrorsByKind), rps(r.Target))
+	case pr.PoolLimited:
+		return fail("requests waited for a free connection at %s rps offered: %d of %d found all %d busy (%d dropped)",
+			rps(r.Target), r.Queued+r.Dropped, r.Requests, r.Connections, r.Dropped)
+	case r.CarriedRPS < CapCarried*r.Target:
+		return fail("carried %.1f of %s rps offered, under %.0f %%", r.CarriedRPS, rps(r.Target), 100*CapCarried)
+	case pr.QuantileMs == nil:
+		return fail("no TTFB was measured at %s rps offered", rps(r.Target))
+	}
+	// The generator's lateness only ever adds to TTFB counted from the
+	// intended send: within the SLO with it, the engine met the SLO; over
+	// it from the dispatch instant, without it, the engine missed it.
+	// Only in between is the verdict the generator's.
+	fromDispatch := time.Duration(r.TTFBFromDispatch.ValueAtQuantile(slo.Quantile))
+	if len(late) > 0 {
+		pr.Generator = "late, not decisive: " + strings.Join(late, "; ")
+	}
+	switch corrected := time.Duration(*pr.QuantileMs * 1e6); {
+	case corrected <= slo.Max:
+	case fromDispatch > slo.Max:
+		return fail("TTFB %s %.3f ms over the SLO's %v at %s rps offered", quantileName(slo.Quantile), *pr.QuantileMs, slo.Max, rps(r.Target))
+	default:
+		return toGenerator(late)
+	}
+	pr.Verdict = results.CapacityPass
+	return pr
+}
+
+// searchBounds bound a search: its start and maximum rate and its number
+// of probes.
+type searchBounds struct {
+	start, max float64
+	maxProbes  int
+}
+
+// searchOutcome is what a search found: its probes in order, the index of
+// the one at capacity (-1: none passed), and why it stopped.
+type searchOutcome struct {
+	probes     []results.CapacityProbe
+	best       int
+	lowestFail *float64
+	lowerBound string // short, shown after the value
+	stopped    string
+	noValue    string
+}
+
+func (o *searchOutcome) evidence(slo SLO) *results.CapacityEvidence {
+	ce := &results.CapacityEvidence{SLO: slo.String(), LowerBound: o.lowerBound, Stopped: o.stopped, NoValue: o.noValue,
+		LowestFailRPS: o.lowestFail, Probes: o.probes}
+	if o.best >= 0 {
+		ce.CapacityRPS = ptr(o.probes[o.best].OfferedRPS)
+	}
+	return ce
+}
+
+// search finds the highest rate probe passes: a ramp ×2 from b.start
+// (capped at b.max) until a probe fails, then bisection until
+// (hi−lo)/lo ≤ CapTolerance. A probe the generator fails stops it: the
+// capacity is then at least the highest rate that passed, never the
+// engine's figure — after capRetries more probes at its rate the generator
+// failed too. So does reaching b.max or b.maxProbes. A failure while other
+// processes took over capHostShare of the measured CPUs is probed once
+// more, and the repeat decides.
+func search(ctx context.Context, b searchBounds, probe func(context.Context, float64) (results.CapacityProbe, error)) (*searchOutcome, error) {
+	o := &searchOutcome{best: -1}
+	lo, hi := 0.0, 0.0 // highest passed, lowest failed (0: none yet)
+	run := func(rate float64) (string, error) {
+		var pr results.CapacityProbe
+		genTries, hostTried := 0, false
+		for len(o.probes) < b.maxProbes {
+			var err error
+			if pr, err = probe(ctx, rate); err != nil {
+				return "", err
+			}
+			pr.OfferedRPS = rate
+			o.probes = append(o.probes, pr)
+			switch {
+			case pr.Verdict == results.CapacityGenerator && genTries < capRetries:
+				genTries++
+				continue
+			case pr.Verdict == results.CapacityFail && !hostTried && pr.OtherCPUShare != nil && *pr.OtherCPUShare > capHostShare:
+				hostTried = true
+				continue
+			}
+			break
+		}
+		switch pr.Verdict {
+		case results.CapacityPass:
+			lo, o.best = rate, len(o.probes)-1
+		case results.CapacityFail:
+			hi = rate
+			o.lowestFail = ptr(rate)
+		}
+		return pr.Verdict, nil
+	}
+	rate := b.start
+	for {
+		if len(o.probes) >= b.maxProbes {
+			o.stopProbes(lo, hi, b)
+			return o, nil
+		}
+		v, err := run(rate)
+		if err != nil {
+			return nil, err
+		}
+		if v == results.CapacityGenerator {
+			o.stopGenerator(lo, rate)
+			return o, nil
+		}
+		if hi > 0 {
+			break
+		}
+		if rate >= b.max {
+			o.stopped = fmt.Sprintf("the search's maximum rate, %s rps, passed", rps(b.max))
+			o.lowerBound = "the search's maximum rate"
+			return o, nil
+		}
+		rate = min(rate*capRamp, b.max)
+	}
+	if lo == 0 {
+		pr := o.probes[0]
+		o.noValue = fmt.Sprintf("no probe passed: the lowest, at %s rps offered, failed: %s", rps(pr.OfferedRPS), pr.Reason)
+		o.stopped = o.noValue
+		return o, nil
+	}
+	for (hi-lo)/lo > CapTolerance {
+		mid := bisect(lo, hi)
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if len(o.probes) >= b.maxProbes {
+			o.stopProbes(lo, hi, b)
+			return o, nil
+		}
+		v, err := run(mid)
+		if err != nil {
+			return nil, err
+		}
+		if v == results.CapacityGenerator {
+			o.stopGenerator(lo, mid)
+			return o, nil
+		}
+	}
+	o.stopped = fmt.Sprintf("bisection: %s rps passed and %s rps failed, within %.0f %%", rps(lo), rps(hi), 100*CapTolerance)
+	return o, nil
+}
+
+// bisect is the middle of lo and hi, in whole requests per second above
+// 20 rps.
+func bisect(lo, hi float64) float64 {
+	mid := (lo + hi) / 2
+	if mid > 20 {
+		return math.Round(mid)
+	}
+	return math.Round(mid*10) / 10
+}
+
+func (o *searchOutcome) stopGenerator(lo, at float64) {
+	why := o.probes[len(o.probes)-1].Generator
+	if lo == 0 {
+		o.noValue = fmt.Sprintf("no probe passed: the generator ran out at the lowest, %s rps offered, before the engine was measured: %s", rps(at), why)
+		o.stopped = o.noValue
+		return
+	}
+	o.lowerBound = fmt.Sprintf("the generator ran out at %s rps", rps(at))
+	o.stopped = fmt.Sprintf("the generator ran out at %s rps offered (%s): the engine carried %s rps within the SLO and may carry more", rps(at), why, rps(lo))
+}
+
+func (o *searchOutcome) stopProbes(lo, hi float64, b searchBounds) {
+	o.stopped = fmt.Sprintf("the search's %d probes ran out", b.maxProbes)
+	switch {
+	case lo == 0:
+		pr := o.probes[0]
+		o.noValue = fmt.Sprintf("no probe passed: the lowest, at %s rps offered, failed: %s", rps(pr.OfferedRPS), pr.Reason)
+	case hi > 0:
+		o.lowerBound = fmt.Sprintf("%d probes ran out below %s rps", b.maxProbes, rps(hi))
+	default:
+		o.lowerBound = fmt.Sprintf("%d probes ran out", b.maxProbes)
+	}
+}
