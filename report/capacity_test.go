@@ -49,7 +49,7 @@ func TestReportCapacityMarks(t *testing.T) {
 	}
 	if !strings.HasPrefix(finding, "Only Built-in v0.9.0 (plaintext) has a ranked value: 12000 rps.") ||
 		!strings.Contains(finding, "is at least 28000 rps (at the instrument's limit), not ranked") ||
-		!strings.Contains(finding, "is the instrument's ceiling at 30000 rps, not ranked") {
+		!strings.Contains(finding, "never ranked: null 0.1.0 (plaintext) is the instrument's ceiling at 30000 rps") {
 		t.Errorf("finding %q: want the built-in cache alone ranked, NGINX a lower bound, null the ceiling", finding)
 	}
 	rows, err := csv.NewReader(&csvb).ReadAll()

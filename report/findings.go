@@ -659,6 +659,8 @@ func instrumentFinding(t Test) string {
 		switch {
 		case c.Unranked:
 			parts = append(parts, fmt.Sprintf("%s was saturated (%s): no floor", name, carriedText(c)))
+		case c.Value != nil && c.InstrumentCeiling:
+			parts = append(parts, fmt.Sprintf("%s is the instrument's ceiling at %s", name, valueText(*c.Value, t.Unit)))
 		case c.Value != nil && t.Latency():
 			parts = append(parts, fmt.Sprintf("%s measured %s, the host's floor, drawn as a line on the chart", name, valueText(*c.Value, t.Unit)))
 		case c.Value != nil:
