@@ -550,7 +550,7 @@ func delta(tgt *Target, a, b snapshot) *results.Evidence {
 			o.Errors = append(o.Errors, "other processes' CPU: "+d.Err.Error())
 		} else {
 			oc := &results.OtherCPU{CPUs: engines.CPUList(d.CPUs), Share: round3(d.OtherShare), Seconds: round3(d.OtherSeconds),
-				StealSeconds: round3(d.StealSeconds)}
+				StealSeconds: round3(d.StealSeconds), PerCPU: cpuShares(d.PerCPU)}
 			for _, p := range d.Busiest {
 				if p.Seconds >= minBusiest {
 					oc.Busiest = append(oc.Busiest, fmt.Sprintf("%s (pid %d) %.2fs", p.Name, p.PID, p.Seconds))

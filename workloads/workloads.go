@@ -69,6 +69,13 @@ type Config struct {
 
 	// CPUs pins the generator's event loops.
 	CPUs []int
+
+	// HostRepeats is how many times a rate pass (hit-path, segment) that
+	// the host spoiled is run again: one invalid with the host's steal,
+	// interrupts, other processes or stalls past their thresholds (see
+	// HostStealShare and friends). Every spoiled attempt is kept in the
+	// pass that counts. 0 repeats nothing.
+	HostRepeats int
 }
 
 // Defaults are the reference page's protocol.
@@ -77,8 +84,11 @@ func Defaults() Config {
 		Clients: 200, Cycles: 5, HealthyPhase: 5 * time.Second, FailPhase: 10 * time.Second, FailMode: origin.Fail5xx,
 		PurgeBefore: 2 * time.Second, PurgeAfter: 6 * time.Second, BanPasses: 5, BanFor: 20 * time.Second,
 		Viewers: DefaultViewers, AudienceZipf: DefaultAudienceZipf, VODShare: DefaultVODShare, SwitchShare: DefaultSwitchShare,
-		Ramp: DefaultRamp, Watch: DefaultWatch, AudiencePasses: DefaultAudiencePasses}
+		Ramp: DefaultRamp, Watch: DefaultWatch, AudiencePasses: DefaultAudiencePasses, HostRepeats: DefaultHostRepeats}
 }
+
+// DefaultHostRepeats is Defaults' HostRepeats; Quick repeats once.
+const DefaultHostRepeats = 2
 
 // Quick is the --quick profile: every workload in about three minutes.
 func Quick() Config {
@@ -88,6 +98,7 @@ func Quick() Config {
 	c.PurgeBefore, c.PurgeAfter = time.Second, 3*time.Second
 	c.BanPasses, c.BanFor = 2, 5*time.Second
 	c.Ramp, c.Watch, c.AudiencePasses = 4*time.Second, 8*time.Second, 1
+	c.HostRepeats = 1
 	return c
 }
 
