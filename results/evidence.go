@@ -50,6 +50,14 @@ type Stalls struct {
 	LateSends  int64   `json:"late_sends,omitempty"`
 	HostLate   int64   `json:"host_late,omitempty"`
 	LateSendMs float64 `json:"late_send_ms,omitempty"`
+	// GeneratorCPULate counts the other late sends that fell in a stall of
+	// another watched CPU (the generator's). WaitArrivals is the answers
+	// that arrived, on average, while one of the other late sends waited,
+	// WaitExpected what the pass's mean rate would bring in that time:
+	// many more says the event loop was busy reading a burst of answers.
+	GeneratorCPULate int64   `json:"generator_cpu_late,omitempty"`
+	WaitArrivals     float64 `json:"wait_arrivals,omitempty"`
+	WaitExpected     float64 `json:"wait_expected,omitempty"`
 	// Excused are the lateness reasons the host's stalls account for: the
 	// pass was not rejected for them.
 	Excused []string `json:"excused,omitempty"`

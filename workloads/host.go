@@ -97,24 +97,65 @@ type attribution struct {
 	// the dispatch instant for sends outside the engine's CPU's stalls,
 	// from the intended time inside them).
 	corrected, generator time.Duration
+	// genCPULate counts the generator's late sends (outside the engine's
+	// stalls) that fell in a stall of another watched CPU (the
+	// generator's); waitArrivals is the answers that arrived while the
+	// generator's late sends waited, per send, and waitExpected what the
+	// pass's mean rate of answers would have brought in the same time: far
+	// more than expected says the loop was busy reading a burst.
+	genCPULate                 int64
+	waitArrivals, waitExpected float64
 }
 
 // attribute splits the lateness of recs at quantile q between the host
 // (sends in stalls of the engine's CPUs) and the generator.
 func attribute(recs []sendRec, stalls []cpuload.Stall, q float64) attribution {
+	return attributeAll(recs, stalls, nil, q)
+}
+
+// attributeAll is attribute, also counting the generator's late sends in
+// other stalls and the answers that arrived while they waited.
+func attributeAll(recs []sendRec, stalls, other []cpuload.Stall, q float64) attribution {
 	var a attribution
 	corr, gen := loadgen.NewHistogram(), loadgen.NewHistogram()
+	arrivals := make([]int64, 0, len(recs))
+	var first, last int64
+	for i, r := range recs {
+		arrivals = append(arrivals, r.at+r.ttfb)
+		if i == 0 || r.at < first {
+			first = r.at
+		}
+		last = max(last, r.at)
+	}
+	slices.Sort(arrivals)
+	var waited, genLate int64
 	for _, r := range recs {
 		_ = corr.RecordValue(r.ttfb)
 		own := r.ttfb - r.lag
 		if r.lag > int64(lateSend) {
 			a.late++
-			if inStall(r.at, stalls) {
+			switch {
+			case inStall(r.at, stalls):
 				a.hostLate++
 				own = r.ttfb
+			default:
+				genLate++
+				waited += r.lag
+				if inStall(r.at, other) {
+					a.genCPULate++
+				}
+				lo, _ := slices.BinarySearch(arrivals, r.at)
+				hi, _ := slices.BinarySearch(arrivals, r.at+r.lag)
+				a.waitArrivals += float64(hi - lo)
 			}
 		}
 		_ = gen.RecordValue(max(own, 0))
+	}
+	if genLate > 0 {
+		a.waitArrivals /= float64(genLate)
+		if last > first {
+			a.waitExpected = float64(len(recs)) / float64(last-first) * float64(waited) / float64(genLate)
+		}
 	}
 	if corr.TotalCount() > 0 {
 		a.corrected, a.generator = time.Duration(corr.ValueAtQuantile(q)), time.Duration(gen.ValueAtQuantile(q))
@@ -307,9 +348,17 @@ func judgeLateness(r *loadgen.Result, q float64, recs []sendRec, w *hostWatch, e
 	if len(why) == 0 || w == nil || ev == nil || ev.Stalls == nil {
 		return why
 	}
-	a := attribute(recs, w.engineStalls(), q)
+	engine := w.engineStalls()
+	var other []cpuload.Stall
+	for _, s := range w.stalls.Stalls {
+		if !slices.Contains(engine, s) {
+			other = append(other, s)
+		}
+	}
+	a := attributeAll(recs, engine, other, q)
 	st := ev.Stalls
 	st.LateSends, st.HostLate, st.LateSendMs = a.late, a.hostLate, ms(lateSend)
+	st.GeneratorCPULate, st.WaitArrivals, st.WaitExpected = a.genCPULate, round1(a.waitArrivals), round1(a.waitExpected)
 	if a.excused() {
 		st.Excused = append(st.Excused, fmt.Sprintf("the lateness that moved TTFB p%g to %.3f ms was the host's: %d of %d late sends fell in stalls of the engine's CPU (%s); without them the generator's own lateness moves it %.3f ms, within its tolerance",
 			q, float64(a.corrected)/1e6, a.hostLate, a.late, stallText(st), float64(a.corrected-a.generator)/1e6))

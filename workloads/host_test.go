@@ -57,6 +57,11 @@ func TestAttribute(t *testing.T) {
 	if a.late != 20 || a.hostLate != 0 || a.excused() || a.corrected-a.generator < 2*time.Millisecond {
 		t.Errorf("outside the stall: %+v, excused %v; want the generator's, not excused", a, a.excused())
 	}
+	// Answers came at their steady rate while those sends waited: no burst.
+	if a = attributeAll(lateRecs(800*time.Millisecond), stall, nil, 99); a.waitArrivals < 2 || a.waitArrivals > 5 ||
+		a.waitExpected < 2 || a.waitExpected > 5 {
+		t.Errorf("steady answers: %.1f arrived per late send, %.1f expected; want about 3 and 3", a.waitArrivals, a.waitExpected)
+	}
 	// Half in the stall: the other half still moves p99.
 	recs := lateRecs(500 * time.Millisecond)
 	for i := len(recs) - 10; i < len(recs); i++ {
