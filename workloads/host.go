@@ -178,6 +178,7 @@ type hostWatch struct {
 	sampler *cpuload.Sampler
 	stalls  cpuload.Stalls
 	started time.Time
+	wall    time.Duration
 }
 
 // watchCPUs are the CPUs a pass is watched on: the measured ones, or the
@@ -212,6 +213,7 @@ func startWatch(tgt *Target, log *sendLog) *hostWatch {
 func (w *hostWatch) stop() {
 	if w.sampler != nil {
 		w.stalls = w.sampler.Stop()
+		w.wall = time.Since(w.started)
 	}
 }
 

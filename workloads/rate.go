@@ -54,6 +54,7 @@ func (s *rateSession) Step(ctx context.Context, step int) error {
 		}
 		p := newPass(i, s.cfg.Warmups, r, generatorReasons(r))
 		p.started = started
+		p.samplerCPU, p.samplerWall = w.stalls.CPUSeconds, w.wall
 		s.rc.observe(ctx, s.spec, s.tgt, p, before)
 		p.ev.Stalls = stallEvidence(w.stalls, started)
 		p.ev.Claims = claims(r)
