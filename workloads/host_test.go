@@ -147,3 +147,28 @@ func TestHostSpoil(t *testing.T) {
 		t.Errorf("host %q names CPU 0, which only ran ours", s)
 	}
 }
+
+// The table names what the host did that rejected nothing: lateness its
+// stalls account for, and attempts it spoiled that were run again.
+func TestTableNamesTheHost(t *testing.T) {
+	r := &results.Result{ID: "hit-path/p99-ttfb", Workload: HitPath, Test: "p99-ttfb", Title: "p99 TTFB", Engine: "builtin",
+		Unit: "ms", LowerIsBetter: true, Value: results.F(1.5), Passes: []results.Pass{
+			{Index: 1, Valid: true, Value: results.F(1.5), Evidence: &results.Evidence{Stalls: &results.Stalls{
+				Excused: []string{"the lateness that moved TTFB p99 to 1.674 ms was the host's: CPU 0 and 1 stalled 3.1 ms at 2.41 s"}}}},
+			{Index: 2, Valid: true, Value: results.F(1.4), Spoiled: []results.SpoiledAttempt{
+				{Host: "CPU 1: steal 12 %, interrupts 9 %, other processes 4 %", InvalidReasons: []string{"late"}}}},
+		}}
+	r.Recount()
+	var b strings.Builder
+	WriteTable(&b, specOf(HitPath), []*results.Result{r})
+	out := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{"the host's, not the generator's", "CPU 0 and 1 stalled 3.1 ms at 2.41 s",
+		"an attempt was run again: the host spoiled it: CPU 1: steal 12 %"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "why passes are invalid") {
+		t.Errorf("a table of valid passes lists invalid reasons:\n%s", out)
+	}
+}
