@@ -49,7 +49,7 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	last := ""
 	causes := newCauses()
 	host := newCauses()
-	host.header = "the host's, not the generator's (recorded; these did not reject the passes that count):"
+	host.header = "the host's part, recorded (lateness it accounts for does not reject a pass; a spoiled attempt was run again):"
 	for _, r := range rs {
 		causes.tests[EngineLabel(r)]++
 		host.tests[EngineLabel(r)]++
