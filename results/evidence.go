@@ -23,6 +23,64 @@ type Evidence struct {
 	Capacity *CapacityEvidence `json:"capacity,omitempty"`
 	OtherCPU *OtherCPU         `json:"other_cpu,omitempty"`
 	Cost     *Cost             `json:"cost,omitempty"`
+	Stalls   *Stalls           `json:"stalls,omitempty"`
+}
+
+// Stalls is what the stall sampler saw during a pass: a thread pinned to
+// each measured CPU (SCHED_FIFO when allowed, so no normal task of ours or
+// anyone's could delay it) woke every PeriodMs, and every wake-up later
+// than ThresholdMs is a stall, time that CPU gave to nothing we ran (steal,
+// interrupts, a real-time task).
+type Stalls struct {
+	CPUs        string  `json:"cpus"`
+	Policy      string  `json:"policy"` // "fifo", or "other" when real-time was refused
+	PeriodMs    float64 `json:"period_ms"`
+	ThresholdMs float64 `json:"threshold_ms"`
+	Count       int     `json:"count"`
+	LongestMs   float64 `json:"longest_ms"`
+	TotalMs     float64 `json:"total_ms"`
+	// Worst are the longest stalls, merged across CPUs when they overlap,
+	// longest first, at most a few.
+	Worst []StallAt `json:"worst,omitempty"`
+	// CPUSeconds is the sampler's own CPU time in the pass.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// LateSends counts sends the generator dispatched later than
+	// LateSendMs after their intended time; HostLate those of them whose
+	// intended time fell in a stall of the engine's CPUs, or within the
+	// stall's own length before it.
+	LateSends  int64   `json:"late_sends,omitempty"`
+	HostLate   int64   `json:"host_late,omitempty"`
+	LateSendMs float64 `json:"late_send_ms,omitempty"`
+	// GeneratorCPULate counts the other late sends that fell in a stall of
+	// another watched CPU (the generator's). WaitArrivals is the answers
+	// that arrived, on average, while one of the other late sends waited,
+	// WaitExpected what the pass's mean rate would bring in that time:
+	// many more says the event loop was busy reading a burst of answers.
+	GeneratorCPULate int64   `json:"generator_cpu_late,omitempty"`
+	WaitArrivals     float64 `json:"wait_arrivals,omitempty"`
+	WaitExpected     float64 `json:"wait_expected,omitempty"`
+	// Excused are the lateness reasons the host's stalls account for: the
+	// pass was not rejected for them.
+	Excused []string `json:"excused,omitempty"`
+}
+
+// StallAt is one stall: the CPUs it held (those overlapping in time are
+// one), when it began from the pass's start, and how long it lasted.
+type StallAt struct {
+	CPUs string  `json:"cpus"`
+	AtS  float64 `json:"at_s"`
+	Ms   float64 `json:"ms"`
+}
+
+// CPUShare is how one measured CPU's time was spent in a pass, in percent
+// of it: stolen by the hypervisor, in hard and soft interrupts (ksoftirqd
+// included), in our processes, in other processes.
+type CPUShare struct {
+	CPU   int     `json:"cpu"`
+	Steal float64 `json:"steal"`
+	IRQ   float64 `json:"irq"`
+	Ours  float64 `json:"ours"`
+	Other float64 `json:"other"`
 }
 
 // OriginCounts are the origin's counts over the pass, and the engine's own
@@ -385,6 +443,8 @@ type OtherCPU struct {
 	// unpinned, the least busy CPU's share of the pass: at
 	// loadgen.CPULimit or more the pass's latency tests are invalid.
 	GeneratorBusyShare float64 `json:"generator_busy_share,omitempty"`
+	// PerCPU splits each measured CPU's time (percent of it).
+	PerCPU []CPUShare `json:"per_cpu,omitempty"`
 }
 
 // Cost is what the engine and the origin used during a pass.

@@ -455,9 +455,23 @@ type Pass struct {
 	StartedAt time.Time `json:"started_at,omitzero"`
 	// Evidence is what the pass's figures rest on, typed.
 	Evidence *Evidence `json:"evidence,omitempty"`
+	// Spoiled are earlier attempts at this pass that the host spoiled
+	// (steal, interrupts, other processes or stalls past their thresholds),
+	// each rerun: this pass is the one that counts.
+	Spoiled []SpoiledAttempt `json:"spoiled,omitempty"`
 	// Extra is schema 1 and 2's untyped evidence, read into Evidence on
 	// load and never written again.
 	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// SpoiledAttempt is an attempt at a pass that the host spoiled: when it
+// ran, what it would have measured, and why it was invalid and rerun.
+type SpoiledAttempt struct {
+	StartedAt      time.Time `json:"started_at,omitzero"`
+	Value          *float64  `json:"value"`
+	InvalidReasons []string  `json:"invalid_reasons"`
+	Host           string    `json:"host"`
+	Evidence       *Evidence `json:"evidence,omitempty"`
 }
 
 // Spread summarises the measured passes' values.

@@ -252,8 +252,14 @@ func generatorBusy(tgt *Target, p *passInfo, a, b snapshot) {
 	if p.lr.SendWindow <= 0 {
 		return
 	}
-	// Polling for a due slot (loadgen's SpinSeconds) is rest it chose.
-	share := max(p.lr.SendCPUSeconds-p.lr.SendSpinSeconds, 0) / (p.lr.SendWindow.Seconds() * float64(len(tgt.GeneratorCPUs)))
+	// Polling for a due slot (loadgen's SpinSeconds) is rest it chose; the
+	// stall sampler's threads, in this process and partly on other CPUs,
+	// are not the generator's.
+	sampler := 0.0
+	if p.samplerWall > 0 {
+		sampler = p.samplerCPU * min(1, p.lr.SendWindow.Seconds()/p.samplerWall.Seconds())
+	}
+	share := max(p.lr.SendCPUSeconds-p.lr.SendSpinSeconds-sampler, 0) / (p.lr.SendWindow.Seconds() * float64(len(tgt.GeneratorCPUs)))
 	if p.ev.OtherCPU != nil {
 		p.ev.OtherCPU.GeneratorBusyShare = round3(share)
 	}
@@ -288,6 +294,10 @@ type passInfo struct {
 	saturated string
 	started   time.Time
 	ev        *results.Evidence // never nil once observed
+	// samplerCPU is the stall sampler's CPU time over samplerWall, which
+	// the process's CPU time includes.
+	samplerCPU  float64
+	samplerWall time.Duration
 	// control counts hlsbench's own requests to the engine while the
 	// meter ran (purges, bans, checks): see costOf.
 	control int64
@@ -550,7 +560,7 @@ func delta(tgt *Target, a, b snapshot) *results.Evidence {
 			o.Errors = append(o.Errors, "other processes' CPU: "+d.Err.Error())
 		} else {
 			oc := &results.OtherCPU{CPUs: engines.CPUList(d.CPUs), Share: round3(d.OtherShare), Seconds: round3(d.OtherSeconds),
-				StealSeconds: round3(d.StealSeconds)}
+				StealSeconds: round3(d.StealSeconds), PerCPU: cpuShares(d.PerCPU)}
 			for _, p := range d.Busiest {
 				if p.Seconds >= minBusiest {
 					oc.Busiest = append(oc.Busiest, fmt.Sprintf("%s (pid %d) %.2fs", p.Name, p.PID, p.Seconds))

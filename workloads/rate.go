@@ -27,6 +27,7 @@ type rateSession struct {
 	rc     *Recorder
 	g      *loadgen.Generator
 	series []series
+	log    *sendLog
 }
 
 func (s *rateSession) perSeries() int { return s.cfg.Warmups + s.cfg.Passes }
@@ -38,34 +39,73 @@ func (s *rateSession) Close() error { return s.g.Close() }
 func (s *rateSession) Step(ctx context.Context, step int) error {
 	sr, i := &s.series[step/s.perSeries()], step%s.perSeries()
 	s.rc.Progress.step(sr.label+passLabel(i, s.cfg.Warmups, s.cfg.Passes, ""), sr.pass.Duration)
-	before := take(ctx, s.tgt)
-	started := time.Now()
-	r, err := s.g.Run(ctx, sr.pass)
-	if err != nil {
-		return err
+	spoiled := make([][]results.SpoiledAttempt, len(sr.tests))
+	for attempt := 0; ; attempt++ {
+		before := take(ctx, s.tgt)
+		started := time.Now()
+		w := startWatch(s.tgt, s.log)
+		r, err := s.g.Run(ctx, sr.pass)
+		w.stop()
+		if err != nil {
+			return err
+		}
+		if r.Interrupted {
+			return ctx.Err()
+		}
+		p := newPass(i, s.cfg.Warmups, r, generatorReasons(r))
+		p.started = started
+		p.samplerCPU, p.samplerWall = w.stalls.CPUSeconds, w.wall
+		s.rc.observe(ctx, s.spec, s.tgt, p, before)
+		p.ev.Stalls = stallEvidence(w.stalls, started)
+		p.ev.Claims = claims(r)
+		p.ev.Generator = generatorFigures(r, 50, 99)
+		var recs []sendRec
+		if s.log != nil {
+			recs = s.log.all()
+		}
+		more := make([][]string, len(sr.tests))
+		invalid := len(p.reasons) > 0 || len(p.latencyReasons()) > 0
+		for k, t := range sr.tests {
+			more[k] = judgeLateness(r, t.q, recs, w, p.ev)
+			invalid = invalid || len(more[k]) > 0
+		}
+		if host := hostSpoil(p.ev, r.Elapsed); invalid && host != "" {
+			for k := range more {
+				more[k] = append(more[k], "the host spoiled the pass: "+host)
+			}
+			if !p.warmup && attempt < s.cfg.HostRepeats {
+				for k, t := range sr.tests {
+					v, why := p.latencyValue(r.TTFB, t.q)
+					reasons := append(append(append([]string{}, p.reasons...), more[k]...), p.latencyReasons()...)
+					if v == nil && why != "" {
+						reasons = append(reasons, why)
+					}
+					spoiled[k] = append(spoiled[k], results.SpoiledAttempt{StartedAt: started.UTC(), Value: v,
+						InvalidReasons: reasons, Host: host, Evidence: &results.Evidence{OtherCPU: p.ev.OtherCPU, Stalls: p.ev.Stalls}})
+				}
+				continue
+			}
+		}
+		for k, t := range sr.tests {
+			t.add(p, r.TTFB, more[k]...)
+			if len(spoiled[k]) > 0 {
+				t.r.Passes[len(t.r.Passes)-1].Spoiled = spoiled[k]
+			}
+		}
+		return s.rc.Save()
 	}
-	if r.Interrupted {
-		return ctx.Err()
-	}
-	p := newPass(i, s.cfg.Warmups, r, generatorReasons(r))
-	p.started = started
-	s.rc.observe(ctx, s.spec, s.tgt, p, before)
-	p.ev.Claims = claims(r)
-	p.ev.Generator = generatorFigures(r, 50, 99)
-	for _, t := range sr.tests {
-		t.add(p, r.TTFB, lateness(r, t.q)...)
-	}
-	return s.rc.Save()
 }
 
 // openRate makes a generator, warms the object and lists the series.
 func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Recorder, segN int64, path string, series []series) (*rateSession, error) {
 	ev := newEvidenceSet(tgt.Seed)
 	ev.segN = segN
-	g, err := newGenerator(ctx, tgt, &cfg, pick(cfg.Connections, spec.Connections), ev, nil)
+	log := &sendLog{}
+	g, err := newGenerator(ctx, tgt, &cfg, pick(cfg.Connections, spec.Connections), ev, log.onRecord)
 	if err != nil {
 		return nil, err
 	}
+	log.shards = make([][]sendRec, g.Shards())
 	if err := warm(ctx, g, rc, path, nil); err != nil {
 		g.Close()
 		return nil, err
@@ -75,7 +115,7 @@ func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Reco
 			t.r.Aggregation += saturatedAgg
 		}
 	}
-	return &rateSession{spec: spec, cfg: cfg, tgt: tgt, rc: rc, g: g, series: series}, nil
+	return &rateSession{spec: spec, cfg: cfg, tgt: tgt, rc: rc, g: g, series: series, log: log}, nil
 }
 
 func newGenerator(ctx context.Context, tgt *Target, cfg *Config, conns int, ev *evidenceSet, onRecord func(int, *loadgen.Record, loadgen.BodyCheck)) (*loadgen.Generator, error) {

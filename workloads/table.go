@@ -52,8 +52,11 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	fmt.Fprintln(tw, head+"\tvalid")
 	last := ""
 	causes := newCauses()
+	host := newCauses()
+	host.header = "the host's part, recorded (lateness it accounts for does not reject a pass; a spoiled attempt was run again):"
 	for _, r := range rs {
 		causes.tests[EngineLabel(r)]++
+		host.tests[EngineLabel(r)]++
 	}
 	for _, r := range rs {
 		eng := EngineLabel(r)
@@ -78,6 +81,7 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 		}
 		fmt.Fprintf(tw, "%s\t%d/%d\n", row, r.ValidPasses, r.MeasuredPasses)
 		causes.add(eng, r)
+		host.addHost(eng, r)
 	}
 	tw.Flush()
 	legend := "value: the test's figure over its valid measured passes; [min–max]: the valid passes' own values; valid: valid of measured passes"
@@ -101,6 +105,7 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	writeCost(w, rs)
 	writeAudienceFailures(w, rs)
 	causes.write(w)
+	host.write(w)
 }
 
 // writeAudienceFailures prints, per engine, live-audience's failed requests
@@ -303,9 +308,10 @@ func formatValue(r *results.Result) string {
 // causes groups invalid reasons by engine and cause: the same cause in
 // several passes and tests (p50 and p99 of one pass) is printed once.
 type causes struct {
-	order []string
-	by    map[string]*cause
-	tests map[string]int // tests per engine in the table
+	header string // "": the invalid passes' reasons
+	order  []string
+	by     map[string]*cause
+	tests  map[string]int // tests per engine in the table
 }
 
 type cause struct {
@@ -320,6 +326,43 @@ func newCauses() *causes { return &causes{by: map[string]*cause{}, tests: map[st
 var digits = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
 
 func (c *causes) add(engine string, r *results.Result) {
+	c.each(engine, r, func(note func(string, int)) {
+		for _, p := range r.Passes {
+			if p.Warmup {
+				continue
+			}
+			for _, why := range p.InvalidReasons {
+				note(why, p.Index)
+			}
+		}
+		if r.MeasuredPasses == 0 && r.NoValue != "" {
+			note(r.NoValue, 0)
+		}
+	})
+}
+
+// addHost notes what the host did to r's measured passes that did not
+// reject them: lateness its stalls account for, attempts it spoiled that
+// were run again.
+func (c *causes) addHost(engine string, r *results.Result) {
+	c.each(engine, r, func(note func(string, int)) {
+		for _, p := range r.Passes {
+			if p.Warmup {
+				continue
+			}
+			if p.Evidence != nil && p.Evidence.Stalls != nil {
+				for _, why := range p.Evidence.Stalls.Excused {
+					note(why, p.Index)
+				}
+			}
+			for _, sp := range p.Spoiled {
+				note("an attempt was run again: the host spoiled it: "+sp.Host, p.Index)
+			}
+		}
+	})
+}
+
+func (c *causes) each(engine string, r *results.Result, walk func(note func(string, int))) {
 	note := func(text string, pass int) {
 		key := engine + "\x00" + digits.ReplaceAllString(text, "#")
 		x := c.by[key]
@@ -335,24 +378,18 @@ func (c *causes) add(engine string, r *results.Result) {
 			x.passes = append(x.passes, pass)
 		}
 	}
-	for _, p := range r.Passes {
-		if p.Warmup {
-			continue
-		}
-		for _, why := range p.InvalidReasons {
-			note(why, p.Index)
-		}
-	}
-	if r.MeasuredPasses == 0 && r.NoValue != "" {
-		note(r.NoValue, 0)
-	}
+	walk(note)
 }
 
 func (c *causes) write(w io.Writer) {
 	if len(c.order) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "  why passes are invalid or have no value:")
+	header := c.header
+	if header == "" {
+		header = "why passes are invalid or have no value:"
+	}
+	fmt.Fprintln(w, "  "+header)
 	for i, key := range c.order {
 		if i == maxCauses {
 			fmt.Fprintf(w, "    and %d more causes (the results file has every pass's reasons)\n", len(c.order)-maxCauses)

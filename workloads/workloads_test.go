@@ -434,7 +434,8 @@ func TestBusyCPUsAreRecorded(t *testing.T) {
 	defer func() { burn.Process.Kill(); burn.Wait() }()
 	time.AfterFunc(30*time.Second, func() { burn.Process.Kill() }) // bounded
 	cfg := testConfig()
-	cfg.Warmups, cfg.Passes, cfg.Rate = 0, 2, 100
+	// Repeats would count the spoiled attempts too: see TestHostSpoiledPassesRepeat.
+	cfg.Warmups, cfg.Passes, cfg.Rate, cfg.HostRepeats = 0, 2, 100, 0
 	run := execute(t, RunSpec{Engines: []string{"builtin"}, Workloads: mustSpecs(t, HitPath), Config: cfg})
 	in := run.Interference
 	if in == nil || in.Passes != 2 || in.BusyPasses == 0 || in.MaxOtherShare < 0.2 || !slices.Contains(in.Busiest, "sh") {
@@ -443,5 +444,61 @@ func TestBusyCPUsAreRecorded(t *testing.T) {
 	p := find(t, run, "builtin", "hit-path/p50-ttfb").Passes[0]
 	if oc := p.Evidence.OtherCPU; oc == nil || oc.Share < 0.2 {
 		t.Errorf("pass evidence other_cpu %+v", oc)
+	}
+	// Each measured CPU's split, the busy loop's in other on at least one.
+	oc := p.Evidence.OtherCPU
+	busiest := 0.0
+	for _, c := range oc.PerCPU {
+		busiest = max(busiest, c.Other)
+	}
+	if len(oc.PerCPU) != len(strings.Split(oc.CPUs, ",")) || busiest < 20 {
+		t.Errorf("per-CPU shares %+v of CPUs %s: want one each, one 20 %% other or more", oc.PerCPU, oc.CPUs)
+	}
+	if st := p.Evidence.Stalls; st == nil || st.CPUs != oc.CPUs || st.PeriodMs != 1 || (st.Policy != "fifo" && st.Policy != "other") {
+		t.Errorf("stall evidence %+v: want the sampler's on CPUs %s", st, oc.CPUs)
+	}
+}
+
+// A pass the host spoiled is run again, and the attempt is kept: every
+// pass here is saturated (one connection, 30 ms answers, 40 rps offered)
+// while a busy loop takes a CPU, so every measured pass is spoiled and
+// repeated once; warm-ups are not repeated.
+func TestHostSpoiledPassesRepeat(t *testing.T) {
+	burn := exec.Command("sh", "-c", "while :; do :; done")
+	if err := burn.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { burn.Process.Kill(); burn.Wait() }()
+	time.AfterFunc(30*time.Second, func() { burn.Process.Kill() }) // bounded
+	cfg := testConfig()
+	cfg.Warmups, cfg.Passes, cfg.Rate, cfg.Connections, cfg.HostRepeats = 1, 2, 40, 1, 1
+	cfg.PassDuration = 500 * time.Millisecond
+	run := external(t, HitPath, cfg, func(addr string) string {
+		return proxy(t, addr, func(rp *httputil.ReverseProxy) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				time.Sleep(30 * time.Millisecond)
+				rp.ServeHTTP(w, r)
+			})
+		})
+	})
+	r := find(t, run, "external", "hit-path/p50-ttfb")
+	if len(r.Passes) != 3 {
+		t.Fatalf("%d passes, want 1 warm-up and 2 measured", len(r.Passes))
+	}
+	for _, p := range r.Passes {
+		switch {
+		case p.Warmup && len(p.Spoiled) != 0:
+			t.Errorf("warm-up repeated: %+v", p.Spoiled)
+		case !p.Warmup && len(p.Spoiled) != 1:
+			t.Errorf("pass %d: %d spoiled attempts, want 1 (reasons %q)", p.Index, len(p.Spoiled), p.InvalidReasons)
+		case !p.Warmup:
+			sp := p.Spoiled[0]
+			if !strings.Contains(sp.Host, "other processes") || len(sp.InvalidReasons) == 0 || sp.Evidence == nil || sp.Evidence.OtherCPU == nil {
+				t.Errorf("pass %d: spoiled attempt %+v", p.Index, sp)
+			}
+			if !slices.ContainsFunc(p.InvalidReasons, func(s string) bool { return strings.HasPrefix(s, "the host spoiled the pass: ") }) {
+				t.Errorf("pass %d: the counting pass's reasons %q do not name the host", p.Index, p.InvalidReasons)
+			}
+		}
 	}
 }

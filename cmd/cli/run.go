@@ -30,6 +30,7 @@ type RunOptions struct {
 	Engine       string
 	Workload     string
 	Passes       int
+	HostRepeats  int
 	Warmups      int
 	PassDuration time.Duration
 	Rate         float64
@@ -138,6 +139,7 @@ invalid or has no value (the reasons are under each table and in the file);
 func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringVar(&o.Workload, "workload", "all", "workload: "+strings.Join(workloads.Names(), ", ")+" or all (comma list)")
 	f.IntVar(&o.Passes, "passes", 20, "measured passes per test")
+	f.IntVar(&o.HostRepeats, "host-repeats", workloads.DefaultHostRepeats, "hit-path and segment: run a pass the host spoiled (steal, interrupts, other processes or CPU stalls past their thresholds) again, up to this many times (0: never; --quick: 1)")
 	f.IntVar(&o.Warmups, "warmups", 3, "unmeasured warm-up passes per test")
 	f.DurationVar(&o.PassDuration, "pass-duration", 5*time.Second, "length of one pass of a rate workload")
 	f.Float64Var(&o.Rate, "rate", 0, "override every rate workload's rate (0: hit-path 5000, segment 500, origin-flap 200)")
@@ -313,6 +315,12 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if o.Passes < 1 {
 		return usagef("--passes %d: want 1 or more", o.Passes)
 	}
+	if o.HostRepeats < 0 {
+		return usagef("--host-repeats %d: want 0 or more", o.HostRepeats)
+	}
+	if o.set["host-repeats"] || !profile {
+		cfg.HostRepeats = o.HostRepeats
+	}
 	if o.Warmups < 0 {
 		return usagef("--warmups %d: want 0 or more", o.Warmups)
 	}
@@ -407,7 +415,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 
 	settings := map[string]any{"engines": engineNames, "workloads": o.Workload, "passes": cfg.Passes,
 		"warmups": max(cfg.Warmups, 0), "pass_duration": cfg.PassDuration.String(), "rate_override": cfg.Rate,
-		"quick": o.Quick, "nightly": o.nightly, "runtime": o.Runtime, "fail_mode": cfg.FailMode.String(),
+		"quick": o.Quick, "nightly": o.nightly, "host_repeats": cfg.HostRepeats, "runtime": o.Runtime, "fail_mode": cfg.FailMode.String(),
 		"origin_flap":        map[string]any{"cycles": cfg.Cycles, "healthy_phase": cfg.HealthyPhase.String(), "fail_phase": cfg.FailPhase.String()},
 		"miss_storm_clients": cfg.Clients, "timeout": cfg.Timeout.String(),
 		"purge_stampede": map[string]any{"mode": cfg.PurgeMode, "method": cfg.PurgeMethod,

@@ -75,6 +75,8 @@ type procTime struct {
 	comm   string
 	ticks  uint64  // utime+stime
 	weight float64 // the share of its allowed CPUs that are measured ones
+	set    unix.CPUSet
+	hasSet bool // set was read; without it the task is spread over the measured CPUs
 	ours   bool
 }
 
@@ -113,8 +115,9 @@ func Take(cpus []int, ours Ours) Sample {
 		if slices.Contains(ours.PIDs, p.PID) {
 			continue // thread by thread below
 		}
-		s.procs[procKey{pid: p.PID, start: p.Start}] = procTime{pid: p.PID, comm: p.Comm, ticks: p.UTime + p.STime,
-			weight: weight(p.PID, s.CPUs), ours: slices.Contains(ours.PGIDs, p.PGID)}
+		pt := procTime{pid: p.PID, comm: p.Comm, ticks: p.UTime + p.STime, ours: slices.Contains(ours.PGIDs, p.PGID)}
+		pt.affinity(p.PID, s.CPUs)
+		s.procs[procKey{pid: p.PID, start: p.Start}] = pt
 	}
 	for _, pid := range ours.PIDs {
 		threads, err := procfs.ReadTaskStats(pid)
@@ -122,8 +125,9 @@ func Take(cpus []int, ours Ours) Sample {
 			continue // gone
 		}
 		for _, t := range threads {
-			s.procs[procKey{pid: t.PID, start: t.Start, thread: true}] = procTime{pid: pid, comm: t.Comm,
-				ticks: t.UTime + t.STime, weight: weight(t.PID, s.CPUs), ours: true}
+			pt := procTime{pid: pid, comm: t.Comm, ticks: t.UTime + t.STime, ours: true}
+			pt.affinity(t.PID, s.CPUs)
+			s.procs[procKey{pid: t.PID, start: t.Start, thread: true}] = pt
 		}
 	}
 	return s
@@ -133,12 +137,26 @@ func Take(cpus []int, ours Ours) Sample {
 // is pinned inside them, 0 when pinned elsewhere. In between it is a guess
 // (the kernel does not say where a task's time was spent), which assumes
 // the task spread evenly.
-func weight(tid int, cpus []int) float64 {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(tid, &set); err != nil {
-		return 1
+func (p *procTime) affinity(tid int, cpus []int) {
+	p.weight = 1
+	if err := unix.SchedGetaffinity(tid, &p.set); err != nil {
+		return
 	}
-	return affinityWeight(set, cpus)
+	p.hasSet = true
+	p.weight = affinityWeight(p.set, cpus)
+}
+
+// on is the share of the task's time counted on the measured CPU c, by the
+// same guess as weight: its allowed CPUs alike, or the measured ones alike
+// when its affinity could not be read.
+func (p procTime) on(c int, measured int) float64 {
+	if !p.hasSet {
+		return 1 / float64(max(measured, 1))
+	}
+	if n := p.set.Count(); n > 0 && p.set.IsSet(c) {
+		return 1 / float64(n)
+	}
+	return 0
 }
 
 func affinityWeight(set unix.CPUSet, cpus []int) float64 {
@@ -192,7 +210,28 @@ type Delta struct {
 	// BusyShare is each CPU's share of the interval it was not idle
 	// (interrupts included): 1 is a core that never rested.
 	BusyShare map[int]float64
-	Err       error
+	// PerCPU is, for each measured CPU in order, how its time was spent.
+	PerCPU []CPUTime
+	Err    error
+}
+
+// CPUTime is how one CPU's time was spent over an interval, in seconds:
+// Steal went to other machines, Interrupts to hard and soft interrupts
+// (ksoftirqd's included), Ours to our processes, Other to the rest that
+// was busy, Idle to nothing. Ours and Other share a process's time evenly
+// over the CPUs it may use (the kernel does not say where it ran), so a
+// process pinned to one CPU is exact and an unpinned one is a guess.
+type CPUTime struct {
+	CPU                                            int
+	Capacity, Steal, Interrupts, Ours, Other, Idle float64
+}
+
+// Share is seconds as a share of the CPU's capacity (0 without one).
+func (t CPUTime) Share(seconds float64) float64 {
+	if t.Capacity <= 0 {
+		return 0
+	}
+	return seconds / t.Capacity
 }
 
 // Between compares two samples, a before b.
@@ -220,6 +259,13 @@ func Between(a, b Sample) Delta {
 	}
 	var ours, softirqd float64
 	var others []Proc
+	perOurs := make([]float64, len(b.CPUs))
+	perSoftirqd := make([]float64, len(b.CPUs))
+	spread := func(pt procTime, ticks uint64, into []float64) {
+		for i, c := range b.CPUs {
+			into[i] += float64(ticks) * pt.on(c, len(b.CPUs))
+		}
+	}
 	for k, pb := range b.procs {
 		pa, seen := a.procs[k]
 		ticks := pb.ticks // new since a: all of it is in the interval
@@ -230,8 +276,10 @@ func Between(a, b Sample) Delta {
 		case ticks == 0:
 		case pb.ours || (seen && pa.ours):
 			ours += float64(ticks) * pb.weight
+			spread(pb, ticks, perOurs)
 		case !k.thread && isSoftirqd(pb.comm):
 			softirqd += float64(ticks) * pb.weight
+			spread(pb, ticks, perSoftirqd)
 		case pb.weight > 0 && !k.thread:
 			others = append(others, Proc{PID: k.pid, Name: pb.comm, Seconds: seconds(ticks)})
 		}
@@ -255,6 +303,19 @@ func Between(a, b Sample) Delta {
 		return others[i].PID < others[j].PID
 	})
 	d.Busiest = others[:min(len(others), DefaultBusiest)]
+	for i, c := range b.CPUs {
+		ca, cb := a.cpu[c], b.cpu[c]
+		t := CPUTime{CPU: c, Capacity: seconds(sub(cb.total(), ca.total())), Steal: seconds(sub(cb.steal, ca.steal)),
+			Interrupts: seconds(sub(cb.interrupts(), ca.interrupts())) + perSoftirqd[i]/TicksPerSecond,
+			Ours:       perOurs[i] / TicksPerSecond,
+			Idle:       seconds(sub(cb.idle+cb.iowait, ca.idle+ca.iowait))}
+		// What was busy and not stolen, ours or softirqd's is another's; a
+		// tick of disagreement between the two counts goes against ours.
+		busy := seconds(sub(cb.busy(), ca.busy())) - t.Steal
+		t.Ours = min(t.Ours, max(busy, 0))
+		t.Other = max(busy-t.Ours-perSoftirqd[i]/TicksPerSecond, 0)
+		d.PerCPU = append(d.PerCPU, t)
+	}
 	return d
 }
 

@@ -3,6 +3,7 @@ package cpuload
 import (
 	"context"
 	"math"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -179,5 +180,78 @@ func TestTakeSeesBusyLoop(t *testing.T) {
 	}
 	if ours.OtherSeconds > other.OtherSeconds-0.3 {
 		t.Errorf("other %.2f s with the loop ours, %.2f s without", ours.OtherSeconds, other.OtherSeconds)
+	}
+}
+
+// Between's per-CPU split on made-up samples: CPU 0 runs our engine pinned
+// there and ksoftirqd/0, CPU 1 is partly stolen and runs a stranger pinned
+// there; a process of ours allowed on both is split evenly.
+func TestBetweenPerCPU(t *testing.T) {
+	set := func(cpus ...int) unix.CPUSet {
+		var s unix.CPUSet
+		for _, c := range cpus {
+			s.Set(c)
+		}
+		return s
+	}
+	t0 := time.Unix(1000, 0)
+	a := Sample{At: t0, CPUs: []int{0, 1},
+		cpu: map[int]cpuTimes{0: {user: 100, idle: 100}, 1: {user: 100, idle: 100}},
+		procs: map[procKey]procTime{
+			{pid: 10, start: 1}: {pid: 10, comm: "nginx", ticks: 0, set: set(0), hasSet: true, ours: true},
+			{pid: 11, start: 1}: {pid: 11, comm: "origin", ticks: 0, set: set(0, 1), hasSet: true, ours: true},
+			{pid: 20, start: 1}: {pid: 20, comm: "stranger", ticks: 0, set: set(1), hasSet: true},
+			{pid: 23, start: 1}: {pid: 23, comm: "ksoftirqd/0", ticks: 0, set: set(0), hasSet: true},
+		}}
+	// CPU 0: 60 user+system, 10 softirq, 30 idle; CPU 1: 50 user, 20 steal, 30 idle.
+	b := Sample{At: t0.Add(time.Second), CPUs: []int{0, 1},
+		cpu: map[int]cpuTimes{0: {user: 150, system: 10, softirq: 10, idle: 130}, 1: {user: 150, steal: 20, idle: 130}},
+		procs: map[procKey]procTime{
+			{pid: 10, start: 1}: {pid: 10, comm: "nginx", ticks: 40, set: set(0), hasSet: true, ours: true},
+			{pid: 11, start: 1}: {pid: 11, comm: "origin", ticks: 20, set: set(0, 1), hasSet: true, ours: true},
+			{pid: 20, start: 1}: {pid: 20, comm: "stranger", ticks: 40, set: set(1), hasSet: true},
+			{pid: 23, start: 1}: {pid: 23, comm: "ksoftirqd/0", ticks: 5, set: set(0), hasSet: true},
+		}}
+	d := Between(a, b)
+	if d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	if len(d.PerCPU) != 2 {
+		t.Fatalf("per CPU %+v, want 2", d.PerCPU)
+	}
+	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
+	c0, c1 := d.PerCPU[0], d.PerCPU[1]
+	// CPU 0: busy 60 = ours 40+10 + ksoftirqd 5 + other 5; interrupts 10+5.
+	if c0.CPU != 0 || !near(c0.Capacity, 1) || !near(c0.Ours, 0.5) || !near(c0.Interrupts, 0.15) || !near(c0.Other, 0.05) ||
+		!near(c0.Steal, 0) || !near(c0.Idle, 0.3) {
+		t.Errorf("CPU 0 %+v", c0)
+	}
+	// CPU 1: busy 70 = steal 20 + ours 10 + other 40.
+	if c1.CPU != 1 || !near(c1.Steal, 0.2) || !near(c1.Ours, 0.1) || !near(c1.Other, 0.4) || !near(c1.Interrupts, 0) ||
+		!near(c1.Share(c1.Steal), 0.2) {
+		t.Errorf("CPU 1 %+v", c1)
+	}
+}
+
+// The stall sampler wakes about once a period on each CPU and, asked for
+// SCHED_FIFO as root, runs at it; its cost is printed, not asserted.
+func TestStallSampler(t *testing.T) {
+	s := StartStalls([]int{0}, time.Millisecond, DefaultStallThreshold, true)
+	time.Sleep(300 * time.Millisecond)
+	st := s.Stop()
+	if st.Err != nil {
+		t.Fatal(st.Err)
+	}
+	if st.Wakes < 30 || st.Wakes > 400 {
+		t.Errorf("%d wake-ups in 300 ms at a 1 ms period", st.Wakes)
+	}
+	if os.Geteuid() == 0 && st.Policy != "fifo" {
+		t.Errorf("policy %q as root, want fifo", st.Policy)
+	}
+	t.Logf("%d wakes, %d stalls, policy %s, %.4f CPU-s (%.2f%% of a core)", st.Wakes, len(st.Stalls), st.Policy, st.CPUSeconds, 100*st.CPUSeconds/0.3)
+	for _, x := range st.Stalls {
+		if x.Duration <= DefaultStallThreshold {
+			t.Errorf("stall %v under the threshold", x)
+		}
 	}
 }

@@ -9,12 +9,20 @@
 #   b) h2load at the same rate on the same file, for comparison;
 #   c) closed loop, requests per generator CPU-second, median of 5 runs, for
 #      hlsbench and wrk, and their ratio;
-#   d) 500 rps of checksummed 4 MiB bodies for 10 s and the generator's max RSS.
+#   d) 500 rps of checksummed 4 MiB bodies for 10 s and the generator's max RSS;
+#   e) hlsbench and vegeta open loop side by side, same target, rate, pinning:
+#      p50/p99/max and CPU of each (issue 24: hlsbench 7.95 ms p99, vegeta 3.57);
+#   f) the stall test: the same open loop while nginx's worker is stopped
+#      (SIGSTOP) for 50 ms mid-run, for both tools: every request due in the
+#      stall must count the stall (max near 50 ms, from the intended send),
+#      and hlsbench says whether its own loop sent late after it.
 #
 # Needs nginx, taskset, setsid, timeout, GNU time (/usr/bin/time), go, and
 # python3 or jq. Each run also reports the user CPU that was neither the tool's
 # nor nginx's, and marks a run NOISY when other work shared the machine.
-# wrk and h2load are optional; without them their figures are skipped.
+# wrk and h2load are optional; without them their figures are skipped. vegeta
+# v12.13.0 is taken from PATH, or installed with `go install` into a temp GOBIN
+# (VEGETA=0 skips it).
 # BENCH_QUICK=1 shortens every run for a smoke test; the targets then no longer
 # mean what the issue says (CPU is scaled to the shorter run, the rest is as is).
 set -euo pipefail
@@ -52,6 +60,8 @@ if ((${#missing[@]})); then
 fi
 wrk_bin=$(command -v wrk || true)
 h2load_bin=$(command -v h2load || true)
+vegeta_bin=
+vegeta_version=v12.13.0
 
 quick=${BENCH_QUICK:-0}
 if [[ $quick == 1 ]]; then
@@ -74,6 +84,10 @@ nginx_pid=
 
 cleanup() {
 	local rc=$?
+	if [[ -n ${stall_pid:-} ]]; then
+		kill "$stall_pid" 2>/dev/null || true
+		[[ -n ${nginx_worker:-} ]] && kill -CONT "$nginx_worker" 2>/dev/null || true
+	fi
 	if [[ -n $nginx_pid ]] && kill -0 "$nginx_pid" 2>/dev/null; then
 		# TERM is nginx's fast shutdown: the master stops its worker, then exits.
 		kill -TERM "$nginx_pid" 2>/dev/null || true
@@ -294,6 +308,21 @@ bin=$tmp/hlsbench
 (cd "$repo" && go build -o "$tmp/mkobject" ./workloads/loadgen/bench/mkobject) ||
 	die "go build ./workloads/loadgen/bench/mkobject failed"
 echo "  hlsbench built from $(cd "$repo" && git describe --always --dirty 2>/dev/null || echo "an unknown commit")"
+if [[ ${VEGETA:-1} != 0 ]]; then
+	if command -v vegeta >/dev/null && [[ $(vegeta -version 2>&1) == *"${vegeta_version#v}"* ]]; then
+		vegeta_bin=$(command -v vegeta)
+	else
+		vcmd=(env GOBIN="$tmp/gobin" go install "github.com/tsenart/vegeta/v12@$vegeta_version")
+		show "${vcmd[@]}"
+		if "${vcmd[@]}" >"$tmp/vegeta-install.log" 2>&1; then
+			vegeta_bin=$tmp/gobin/vegeta
+		else
+			sed 's/^/  go install: /' "$tmp/vegeta-install.log" | tail -5
+			echo "  vegeta $vegeta_version could not be installed: e) and f) run hlsbench alone"
+		fi
+	fi
+	[[ -n $vegeta_bin ]] && echo "  vegeta: $vegeta_bin ($("$vegeta_bin" -version 2>&1 | head -1))"
+fi
 
 # --- objects and nginx ----------------------------------------------------
 
@@ -596,6 +625,93 @@ printf '        cpu_seconds %.3f (%.0f%% of its CPU), nginx worker CPU %.3f s (%
 	"${f[10]}" "$(calc "${f[10]} / ${f[12]} * 100")" "$(calc "$w1 - $w0")" "$(calc "($w1 - $w0) / ${f[12]} * 100")"
 others big
 echo "        $note"
+
+# --- e) and f) hlsbench beside vegeta, and the stall test -----------------
+
+# vegeta_run LABEL [STALL]: vegeta's open loop at the rate, 50 connections
+# at most, on the 2 KB file; vegeta counts each request from its scheduled
+# tick (it starts more workers rather than send late).
+vegeta_run() {
+	local label=$1
+	echo "GET $url_small" >"$tmp/vegeta.targets"
+	local rc=0
+	run_timed "$label" "$vegeta_bin" attack -targets="$tmp/vegeta.targets" -rate="$open_rate" -duration="${open_dur}s" \
+		-connections="$open_conns" -max-connections="$open_conns" -keepalive=true -timeout=30s -output="$tmp/$label.bin" || rc=$?
+	check_rc vegeta "$label" "$rc"
+	"$vegeta_bin" report -type=json "$tmp/$label.bin" >"$tmp/$label.json" 2>"$tmp/$label.report.err" ||
+		die "vegeta report failed: $(cat "$tmp/$label.report.err")"
+}
+
+# stall_at SECONDS: stop nginx's worker for 50 ms SECONDS from now, in the
+# background (stall_pid); teardown continues it if the run is cut short.
+stall_at() {
+	[[ -n ${nginx_worker:-} ]] || die "the stall test needs nginx's worker pid"
+	(
+		sleep "$1"
+		kill -STOP "$nginx_worker"
+		sleep 0.05
+		kill -CONT "$nginx_worker"
+	) &
+	stall_pid=$!
+}
+
+# compare LABEL_H LABEL_V TITLE prints hlsbench's and vegeta's figures of one
+# run each, in ms, with their CPU.
+compare() {
+	local h=$1 v=$2
+	mapfile -t hf < <(json "$tmp/$h.out" ttfb.p50_ms ttfb.p99_ms ttfb.max_ms total.p50_ms total.p99_ms total.max_ms \
+		cpu_seconds requests errors valid schedule_lag.p99_ms schedule_lag.max_ms invalid_reasons)
+	printf '  %-10s %9s %9s %9s %9s %9s %9s %8s %8s %7s\n' tool "ttfb p50" "ttfb p99" "ttfb max" "tot p50" "tot p99" "tot max" "CPU s" requests errors
+	printf '  %-10s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %8.3f %8s %7s\n' hlsbench "${hf[0]}" "${hf[1]}" "${hf[2]}" "${hf[3]}" "${hf[4]}" \
+		"${hf[5]}" "$(time_cpu "$h")" "${hf[7]}" "${hf[8]}"
+	if [[ -n $v ]]; then
+		mapfile -t vf < <(json "$tmp/$v.json" latencies.50th latencies.99th latencies.max requests success)
+		local verr
+		verr=$(calc "int(${vf[3]} * (1 - ${vf[4]}) + 0.5)")
+		printf '  %-10s %9s %9s %9s %9.3f %9.3f %9.3f %8.3f %8s %7s\n' vegeta - - - "$(calc "${vf[0]} / 1e6")" \
+			"$(calc "${vf[1]} / 1e6")" "$(calc "${vf[2]} / 1e6")" "$(time_cpu "$v")" "${vf[3]}" "$verr"
+	fi
+	echo "  (vegeta measures only the whole answer, from its scheduled tick: compare it with hlsbench's total, corrected)"
+	echo "  hlsbench: valid ${hf[9]}, schedule lag p99 ${hf[10]} ms, max ${hf[11]} ms; CPU is /usr/bin/time's user+sys of each process"
+	[[ ${hf[9]} == true ]] || echo "  hlsbench invalid_reasons: ${hf[12]}"
+	others "$h"
+	echo "  hlsbench run: $note"
+	if [[ -n $v ]]; then
+		others "$v"
+		echo "  vegeta run: $note"
+	fi
+}
+
+run_limit=$((open_dur + grace))
+echo
+echo "== e) open loop side by side: $open_rate rps, ${open_dur}s, $open_conns connections, 2 KB, load on CPU ${load_core:-?}"
+hlsbench side "$url_small" --rate "$open_rate" --duration "${open_dur}s" --connections "$open_conns"
+if [[ -n $vegeta_bin ]]; then
+	vegeta_run vside
+	compare side vside
+else
+	compare side ""
+fi
+
+echo
+half=$(calc "$open_dur / 2")
+echo "== f) stall test: nginx's worker stopped (SIGSTOP) for 50 ms at ${half}s into each run"
+echo "  at $open_rate rps about $((open_rate / 20)) requests fall due in the stall: a tool that counts from the"
+echo "  intended send shows them waiting up to 50 ms (max near 50 ms, p99 moved little at 0.5 % of requests);"
+echo "  one that sends late after it (a loop busy reading the burst) says so in its schedule lag"
+stall_at "$half"
+hlsbench hstall "$url_small" --rate "$open_rate" --duration "${open_dur}s" --connections "$open_conns"
+wait "$stall_pid" 2>/dev/null || true
+stall_pid=
+if [[ -n $vegeta_bin ]]; then
+	stall_at "$half"
+	vegeta_run vstall
+	wait "$stall_pid" 2>/dev/null || true
+	stall_pid=
+	compare hstall vstall
+else
+	compare hstall ""
+fi
 
 echo
 if ((noisy_runs)); then

@@ -1,0 +1,174 @@
+package workloads
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hlsbench/hlsbench/engines/cpuload"
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
+)
+
+var hostT0 = time.Unix(2000, 0)
+
+// lateRecs is 1000 answers of 1 ms sent on time every ms from hostT0, and
+// 20 more sent 3 ms late from at on (TTFB 4 ms from the intended time):
+// late enough to move p99 from 1 ms to 4 ms.
+func lateRecs(at time.Duration) []sendRec {
+	var recs []sendRec
+	for i := range 1000 {
+		recs = append(recs, sendRec{at: hostT0.Add(time.Duration(i) * time.Millisecond).UnixNano(), ttfb: int64(time.Millisecond)})
+	}
+	for i := range 20 {
+		recs = append(recs, sendRec{at: hostT0.Add(at + time.Duration(i)*50*time.Microsecond).UnixNano(),
+			lag: int64(3 * time.Millisecond), ttfb: int64(4 * time.Millisecond)})
+	}
+	return recs
+}
+
+func TestInStall(t *testing.T) {
+	st := []cpuload.Stall{{CPU: 1, At: hostT0.Add(time.Second), Duration: 2 * time.Millisecond}}
+	for _, c := range []struct {
+		at   time.Duration
+		want bool
+	}{
+		{time.Second + time.Millisecond, true},       // inside
+		{time.Second - 2*time.Millisecond, true},     // due a stall's length before it
+		{time.Second - 2100*time.Microsecond, false}, // earlier
+		{time.Second + 2100*time.Microsecond, false}, // after it ended
+	} {
+		if got := inStall(hostT0.Add(c.at).UnixNano(), st); got != c.want {
+			t.Errorf("send at %v: in stall %v, want %v", c.at, got, c.want)
+		}
+	}
+}
+
+// Late sends inside a stall of the engine's CPU are the host's: with them
+// counted from their intended time, the generator moved nothing; the same
+// sends outside any stall are the generator's.
+func TestAttribute(t *testing.T) {
+	stall := []cpuload.Stall{{CPU: 1, At: hostT0.Add(500 * time.Millisecond), Duration: 3 * time.Millisecond}}
+	a := attribute(lateRecs(500*time.Millisecond), stall, 99)
+	if a.late != 20 || a.hostLate != 20 || a.corrected != a.generator || !a.excused() {
+		t.Errorf("in the stall: %+v, excused %v; want 20 of 20 late sends the host's, excused", a, a.excused())
+	}
+	a = attribute(lateRecs(800*time.Millisecond), stall, 99)
+	if a.late != 20 || a.hostLate != 0 || a.excused() || a.corrected-a.generator < 2*time.Millisecond {
+		t.Errorf("outside the stall: %+v, excused %v; want the generator's, not excused", a, a.excused())
+	}
+	// Answers came at their steady rate while those sends waited: no burst.
+	if a = attributeAll(lateRecs(800*time.Millisecond), stall, nil, 99); a.waitArrivals < 2 || a.waitArrivals > 5 ||
+		a.waitExpected < 2 || a.waitExpected > 5 {
+		t.Errorf("steady answers: %.1f arrived per late send, %.1f expected; want about 3 and 3", a.waitArrivals, a.waitExpected)
+	}
+	// Half in the stall: the other half still moves p99.
+	recs := lateRecs(500 * time.Millisecond)
+	for i := len(recs) - 10; i < len(recs); i++ {
+		recs[i].at += int64(300 * time.Millisecond)
+	}
+	a = attribute(recs, stall, 99)
+	if a.hostLate != 10 || a.excused() {
+		t.Errorf("half in the stall: %+v, excused %v; want 10 the host's, not excused", a, a.excused())
+	}
+}
+
+func lateResult() *loadgen.Result {
+	return &loadgen.Result{LagEffects: []loadgen.LagEffect{{Figure: "ttfb", Quantile: 99, Corrected: 4 * time.Millisecond,
+		FromDispatch: time.Millisecond, Exceeded: true}}}
+}
+
+// judgeLateness drops the lateness reason only for stalls of the engine's
+// CPUs, and records why; a stall on the generator's CPU alone excuses
+// nothing.
+func TestJudgeLateness(t *testing.T) {
+	tgt := &Target{GeneratorCPUs: []int{0}, ServerCPUs: []int{1}, CPUs: []int{0, 1}}
+	for _, c := range []struct {
+		cpu     int
+		excused bool
+	}{{1, true}, {0, false}} {
+		w := &hostWatch{tgt: tgt, started: hostT0, stalls: cpuload.Stalls{CPUs: []int{0, 1}, Policy: "fifo",
+			Period: time.Millisecond, Threshold: 500 * time.Microsecond,
+			Stalls: []cpuload.Stall{{CPU: c.cpu, At: hostT0.Add(500 * time.Millisecond), Duration: 3 * time.Millisecond}}}}
+		ev := &results.Evidence{Stalls: stallEvidence(w.stalls, hostT0)}
+		why := judgeLateness(lateResult(), 99, lateRecs(500*time.Millisecond), w, ev)
+		if c.excused {
+			if len(why) != 0 || len(ev.Stalls.Excused) != 1 || ev.Stalls.HostLate != 20 ||
+				!strings.Contains(ev.Stalls.Excused[0], "CPU 1 stalled 3.0 ms at 0.50 s") {
+				t.Errorf("stall on the engine's CPU: reasons %q, evidence %+v", why, ev.Stalls)
+			}
+			continue
+		}
+		if len(why) != 1 || !strings.Contains(why[0], "the generator's own lateness moved TTFB p99") || len(ev.Stalls.Excused) != 0 {
+			t.Errorf("stall on the generator's CPU: reasons %q, evidence %+v", why, ev.Stalls)
+		}
+	}
+	// Without a sampler the reason stands.
+	if why := judgeLateness(lateResult(), 99, lateRecs(0), nil, &results.Evidence{}); len(why) != 1 {
+		t.Errorf("without stalls: %q", why)
+	}
+}
+
+// Stalls that overlap on two CPUs are one, named with both.
+func TestStallText(t *testing.T) {
+	st := cpuload.Stalls{CPUs: []int{0, 1}, Policy: "fifo", Period: time.Millisecond, Threshold: 500 * time.Microsecond,
+		Stalls: []cpuload.Stall{
+			{CPU: 0, At: hostT0.Add(2410 * time.Millisecond), Duration: 3 * time.Millisecond},
+			{CPU: 1, At: hostT0.Add(2411 * time.Millisecond), Duration: 2100 * time.Microsecond},
+			{CPU: 1, At: hostT0.Add(time.Second), Duration: 600 * time.Microsecond},
+		}}
+	e := stallEvidence(st, hostT0)
+	if got, want := stallText(e), "CPU 0 and 1 stalled 3.1 ms at 2.41 s, CPU 1 stalled 0.6 ms at 1.00 s (3 stalls of over 0.5 ms, 5.7 ms in all)"; got != want {
+		t.Errorf("stall text %q, want %q", got, want)
+	}
+	if e.Count != 3 || e.LongestMs != 3 || e.TotalMs != 5.7 {
+		t.Errorf("evidence %+v", e)
+	}
+}
+
+// The host is named only past a threshold.
+func TestHostSpoil(t *testing.T) {
+	quiet := &results.Evidence{OtherCPU: &results.OtherCPU{PerCPU: []results.CPUShare{{CPU: 0, Steal: 1, IRQ: 10, Ours: 60, Other: 2}}},
+		Stalls: &results.Stalls{Count: 1, TotalMs: 1}}
+	if s := hostSpoil(quiet, 2*time.Second); s != "" {
+		t.Errorf("a quiet host spoiled the pass: %q", s)
+	}
+	busy := &results.Evidence{OtherCPU: &results.OtherCPU{PerCPU: []results.CPUShare{{CPU: 0, Ours: 60}, {CPU: 1, Steal: 12, IRQ: 9, Other: 4}}},
+		Stalls: &results.Stalls{Count: 4, TotalMs: 25, LateSends: 10, HostLate: 6,
+			Worst: []results.StallAt{{CPUs: "0,1", AtS: 2.41, Ms: 3.1}}}}
+	s := hostSpoil(busy, 2*time.Second)
+	for _, want := range []string{"CPU 1: steal 12 %, interrupts 9 %, other processes 4 %", "4 stalls took 25.0 ms of the 2.0 s pass",
+		"CPU 0 and 1 stalled 3.1 ms at 2.41 s", "6 of 10 late sends fell in stalls"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("host %q lacks %q", s, want)
+		}
+	}
+	if strings.Contains(s, "CPU 0:") {
+		t.Errorf("host %q names CPU 0, which only ran ours", s)
+	}
+}
+
+// The table names what the host did that rejected nothing: lateness its
+// stalls account for, and attempts it spoiled that were run again.
+func TestTableNamesTheHost(t *testing.T) {
+	r := &results.Result{ID: "hit-path/p99-ttfb", Workload: HitPath, Test: "p99-ttfb", Title: "p99 TTFB", Engine: "builtin",
+		Unit: "ms", LowerIsBetter: true, Value: results.F(1.5), Passes: []results.Pass{
+			{Index: 1, Valid: true, Value: results.F(1.5), Evidence: &results.Evidence{Stalls: &results.Stalls{
+				Excused: []string{"the lateness that moved TTFB p99 to 1.674 ms was the host's: CPU 0 and 1 stalled 3.1 ms at 2.41 s"}}}},
+			{Index: 2, Valid: true, Value: results.F(1.4), Spoiled: []results.SpoiledAttempt{
+				{Host: "CPU 1: steal 12 %, interrupts 9 %, other processes 4 %", InvalidReasons: []string{"late"}}}},
+		}}
+	r.Recount()
+	var b strings.Builder
+	WriteTable(&b, specOf(HitPath), []*results.Result{r})
+	out := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{"the host's part, recorded", "CPU 0 and 1 stalled 3.1 ms at 2.41 s",
+		"an attempt was run again: the host spoiled it: CPU 1: steal 12 %"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "why passes are invalid") {
+		t.Errorf("a table of valid passes lists invalid reasons:\n%s", out)
+	}
+}
