@@ -577,6 +577,9 @@ func conditionFacts(c results.Conditions) []Fact {
 		add("Request timeout", c.Timeout.String())
 	}
 	add("Protocol", fmt.Sprintf("%d warm-up + %d measured passes", c.Warmups, c.Passes))
+	if c.Isolation != "" {
+		add("Isolation", c.Isolation)
+	}
 	if c.Policy != "" {
 		add("Cache policy", "digest "+c.Policy+" (the same for every engine)")
 	}
