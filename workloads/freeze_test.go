@@ -42,12 +42,14 @@ func (f *freezable) Stop(context.Context) error {
 }
 
 // The engine side (engines.Instance) and the origin side (launch.Instance).
-func (f *freezable) URL() string                                            { return "" }
-func (f *freezable) Info() results.Engine                                   { return results.Engine{Name: f.name} }
-func (f *freezable) Ready() string                                          { return "" }
-func (f *freezable) Exec(context.Context, ...string) (launch.Output, error) { return launch.Output{}, nil }
-func (f *freezable) Logs() string                                           { return "" }
-func (f *freezable) Done() <-chan struct{}                                  { return nil }
+func (f *freezable) URL() string          { return "" }
+func (f *freezable) Info() results.Engine { return results.Engine{Name: f.name} }
+func (f *freezable) Ready() string        { return "" }
+func (f *freezable) Exec(context.Context, ...string) (launch.Output, error) {
+	return launch.Output{}, nil
+}
+func (f *freezable) Logs() string          { return "" }
+func (f *freezable) Done() <-chan struct{} { return nil }
 
 // stepCheck is a session that, at each step, checks that its own cell is
 // awake and every other frozen.
@@ -187,7 +189,7 @@ func TestRunStepsAloneOrInproc(t *testing.T) {
 		for i := range cells {
 			cells[i] = &cell{name: "nginx"}
 		}
-		if got := isolation(c.runtime, cells);  !strings.Contains(got, c.want) {
+		if got := isolation(c.runtime, cells); !strings.Contains(got, c.want) {
 			t.Errorf("isolation(%s, %d cells) = %q, want %q in it", c.runtime, c.n, got, c.want)
 		}
 	}
