@@ -620,6 +620,35 @@ func (l *localInstance) Stop(ctx context.Context) error {
 	return errors.Join(append(errs, l.run.RemoveAll(l.work), l.run.RemoveAll(l.cache))...)
 }
 
+// Freeze stops the engine's processes and its terminator's
+// (launch.Freezer): a suite holds every cell but the measured one still.
+// An engine in hlsbench's own process cannot be frozen: launch.ErrCannotFreeze.
+func (l *localInstance) Freeze(ctx context.Context) error {
+	if l.term != nil {
+		if err := launch.Freeze(ctx, l.term); err != nil {
+			return fmt.Errorf("freeze %s: %w", l.info.Terminator, err)
+		}
+	}
+	if err := launch.Freeze(ctx, l.inst); err != nil {
+		return fmt.Errorf("freeze %s: %w", l.info.Name, err)
+	}
+	return nil
+}
+
+// Thaw lets the engine and its terminator run again: the engine first,
+// so that the terminator's first connection finds it awake.
+func (l *localInstance) Thaw(ctx context.Context) error {
+	if err := launch.Thaw(ctx, l.inst); err != nil {
+		return fmt.Errorf("thaw %s: %w", l.info.Name, err)
+	}
+	if l.term != nil {
+		if err := launch.Thaw(ctx, l.term); err != nil {
+			return fmt.Errorf("thaw %s: %w", l.info.Terminator, err)
+		}
+	}
+	return nil
+}
+
 // CacheBytes is the disk space of the engine's cache directory (RAM-backed):
 // what an engine that caches in files (NGINX) holds outside its processes'
 // resident memory.

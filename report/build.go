@@ -631,6 +631,9 @@ func conditionFacts(c results.Conditions) []Fact {
 		add("Request timeout", c.Timeout.String())
 	}
 	add("Protocol", fmt.Sprintf("%d warm-up + %d measured passes", c.Warmups, c.Passes))
+	if c.Isolation != "" {
+		add("Isolation", c.Isolation)
+	}
 	if c.Policy != "" {
 		add("Cache policy", "digest "+c.Policy+" (the same for every engine)")
 	}

@@ -133,6 +133,12 @@ type Conditions struct {
 	// Policy is a digest of the cache policy every engine was given (TTLs,
 	// grace, probe, timeouts): runs under another policy do not compare.
 	Policy string `json:"policy,omitempty"`
+	// Isolation says how the other cells of a run were kept from the
+	// CPUs while one was measured: frozen (stopped process groups, paused
+	// containers), none (the in-process runtime), or alone. Not compared:
+	// a cell measured alone and one measured beside frozen cells should
+	// agree, and that is what it is there to show.
+	Isolation string `json:"isolation,omitempty"`
 	// Warmups and Passes are the protocol; they may differ between runs
 	// that are compared.
 	Warmups int `json:"warmups"`

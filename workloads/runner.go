@@ -125,6 +125,7 @@ type originHandle struct {
 	control OriginControl
 	stop    func(context.Context) error
 	pgid    int // its process group; 0 in-process
+	inst    launch.Instance
 }
 
 // selfIn is where hlsbench itself is for the run's runtime: this binary,
@@ -172,7 +173,7 @@ func startOrigin(ctx context.Context, spec RunSpec, lch launch.Launcher, cfg ori
 		inst.Stop(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("origin control: %w%s", err, logsNote(inst))
 	}
-	h := &originHandle{dataURL: dataURL, seed: cfg.Seed, control: cl, stop: inst.Stop}
+	h := &originHandle{dataURL: dataURL, seed: cfg.Seed, control: cl, stop: inst.Stop, inst: inst}
 	if pg, ok := inst.(engines.ProcessGroup); ok {
 		h.pgid = pg.PGID()
 	}
@@ -303,10 +304,15 @@ type cell struct {
 }
 
 // stop tears a cell down; it survives cancellation, with its own limit.
+// A frozen cell is thawed first: its session may still talk to it, and a
+// stopped process cannot act on SIGTERM.
 func (c *cell) stop(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
 	var errs []error
+	if err := c.thaw(sctx); err != nil {
+		errs = append(errs, err)
+	}
 	if c.sess != nil {
 		errs = append(errs, c.sess.Close())
 	}
@@ -321,10 +327,76 @@ func (c *cell) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// freeze stops the cell's origin, engine and terminator (launch.Freezer);
+// a part that cannot be frozen (in-process, an external proxy) runs on,
+// as the workload's conditions say.
+func (c *cell) freeze(ctx context.Context) error {
+	var errs []error
+	if c.inst != nil {
+		if err := launch.Freeze(ctx, c.inst); err != nil && !errors.Is(err, launch.ErrCannotFreeze) {
+			errs = append(errs, fmt.Errorf("%s: %w", c.label(), err))
+		}
+	}
+	if c.orig != nil {
+		if err := launch.Freeze(ctx, c.orig.inst); err != nil && !errors.Is(err, launch.ErrCannotFreeze) {
+			errs = append(errs, fmt.Errorf("%s's origin: %w", c.label(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// thaw lets the cell's processes run again: the origin first, then the
+// engine, each ready for what calls it.
+func (c *cell) thaw(ctx context.Context) error {
+	var errs []error
+	if c.orig != nil {
+		if err := launch.Thaw(ctx, c.orig.inst); err != nil && !errors.Is(err, launch.ErrCannotFreeze) {
+			errs = append(errs, fmt.Errorf("%s's origin: %w", c.label(), err))
+		}
+	}
+	if c.inst != nil {
+		if err := launch.Thaw(ctx, c.inst); err != nil && !errors.Is(err, launch.ErrCannotFreeze) {
+			errs = append(errs, fmt.Errorf("%s: %w", c.label(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isolation says how a workload's cells are kept from each other while
+// one is measured, for its conditions: other cells frozen where the
+// runtime allows, which the in-process runtime does not.
+func isolation(runtime string, cells []*cell) string {
+	if len(cells) < 2 {
+		return "alone: no other cell ran during the workload"
+	}
+	var external bool
+	for _, c := range cells {
+		external = external || c.name == "external"
+	}
+	var how string
+	switch runtime {
+	case engines.RuntimeInproc:
+		return "none: the in-process runtime serves every cell inside hlsbench, which cannot be stopped, so idle cells run beside the one measured"
+	case engines.RuntimeDocker:
+		how = "other cells paused (docker pause of their origin's, engine's and terminator's containers) during each cell's passes"
+	default:
+		how = "other cells stopped (SIGSTOP to the process groups of their origin, engine and terminator) during each cell's passes"
+	}
+	if external {
+		how += "; an external proxy is not hlsbench's to stop, only its origin is"
+	}
+	return how
+}
+
 // runWorkload starts every engine at once, each on its own port with its
 // own origin (counters and failure switch), and runs the workload on them
 // interleaved pass by pass — pass k of every engine before pass k+1 of any
-// — so drift on a shared machine hits all alike.
+// — so drift on a shared machine hits all alike. While one cell runs a
+// step every other cell is frozen (cell.freeze), so idle neighbours do not
+// wake on the CPUs it is measured on. Every cell is started before the
+// first step, not when its own first step comes: a cell that cannot start
+// fails the run before anything is measured, and a frozen cell costs the
+// measured one nothing.
 func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPUPlan, rc *Recorder) (err error) {
 	var cells []*cell
 	defer func() {
@@ -370,9 +442,51 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 	if len(cells) == 0 {
 		return nil
 	}
+	setIsolation(rc.Run, w.Name, isolation(spec.Runtime, cells))
+	if err := runSteps(ctx, spec, w, plan, rc, cells); err != nil || ctx.Err() != nil {
+		return err
+	}
+	for _, c := range cells {
+		if spec.Done != nil {
+			spec.Done(c.name, c.topology, w.Name)
+		}
+	}
+	return nil
+}
+
+// runSteps runs the cells' sessions interleaved step by step. With more
+// than one cell, and a runtime that can stop them, every cell but the one
+// stepping is frozen; the one stepping is thawed before its restart (if
+// any) and its step, so what the step reads (counters, CPU cost) is its
+// own while it is the only cell awake. A cell is frozen before the next is
+// thawed, so two are never awake at once.
+func runSteps(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, cells []*cell) error {
+	freeze := len(cells) > 1 && spec.Runtime != engines.RuntimeInproc
+	if freeze {
+		for _, c := range cells {
+			if err := c.freeze(ctx); err != nil {
+				return fmt.Errorf("%s: freeze: %w", w.Name, err)
+			}
+		}
+	}
+	var awake *cell
 	for k := 0; k < cells[0].sess.Steps(); k++ {
 		for _, c := range cells {
 			rc.Progress.setWhere(c.where(w))
+			if freeze && awake != c {
+				// Frozen before the next is thawed: never two awake.
+				if awake != nil {
+					if err := awake.freeze(ctx); err != nil {
+						return fmt.Errorf("%s: freeze: %w", w.Name, err)
+					}
+				}
+				if err := c.thaw(ctx); err != nil {
+					return fmt.Errorf("%s: thaw: %w", w.Name, err)
+				}
+				awake = c
+			}
+			// Restarts and the step's evidence (counters, cost) happen
+			// while c is thawed and every other cell frozen.
 			if err := restartAt(ctx, spec, w, plan, rc, c, k); err != nil {
 				if ctx.Err() != nil {
 					return nil
@@ -385,11 +499,6 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 				}
 				return fmt.Errorf("%s on %s: %w", w.Name, c.label(), err)
 			}
-		}
-	}
-	for _, c := range cells {
-		if spec.Done != nil {
-			spec.Done(c.name, c.topology, w.Name)
 		}
 	}
 	return nil
@@ -577,6 +686,16 @@ func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Re
 		c.tgt.Groups = append(c.tgt.Groups, cost.Group{Name: costOrigin, PGID: orig.pgid})
 	}
 	return nil
+}
+
+// setIsolation records how the workload's cells were isolated in its
+// conditions.
+func setIsolation(run *results.Run, workload, how string) {
+	for i := range run.Workloads {
+		if run.Workloads[i].Name == workload {
+			run.Workloads[i].Conditions.Isolation = how
+		}
+	}
 }
 
 func appendEngine(list []results.Engine, e results.Engine) []results.Engine {

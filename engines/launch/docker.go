@@ -249,6 +249,13 @@ func Remove(ctx context.Context, cli *client.Client, run string) ([]string, erro
 	var removed []string
 	var errs []error
 	for _, c := range list {
+		if c.State == container.StatePaused {
+			// Left paused by a run that was killed mid-suite: unpaused
+			// before it is removed, as Stop does.
+			if err := cli.ContainerUnpause(ctx, c.ID); err != nil && !client.IsErrNotFound(err) {
+				errs = append(errs, fmt.Errorf("docker: unpause %s: %w", c.ID[:12], err))
+			}
+		}
 		err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
 		if err != nil && !client.IsErrNotFound(err) {
 			errs = append(errs, err)
@@ -307,6 +314,39 @@ type containerInstance struct {
 	once    sync.Once
 	stopErr error
 	done    chan struct{}
+
+	mu       sync.Mutex
+	paused   bool // ContainerPause sent, no ContainerUnpause since
+	stopping bool // Stop began: never paused again
+}
+
+// Freeze pauses the container (the daemon's cgroup freezer): every
+// process in it stops until Thaw. It is idempotent.
+func (c *containerInstance) Freeze(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused || c.stopping {
+		return nil
+	}
+	if err := c.d.Client.ContainerPause(ctx, c.id); err != nil {
+		return fmt.Errorf("pause %s container: %w", c.name, err)
+	}
+	c.paused = true
+	return nil
+}
+
+// Thaw unpauses the container if Freeze paused it.
+func (c *containerInstance) Thaw(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.paused {
+		return nil
+	}
+	if err := c.d.Client.ContainerUnpause(ctx, c.id); err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("unpause %s container: %w", c.name, err)
+	}
+	c.paused = false
+	return nil
 }
 
 // follow streams the container's output into the tail and the lines.
@@ -410,6 +450,13 @@ func (c *containerInstance) Exec(ctx context.Context, argv ...string) (Output, e
 func (c *containerInstance) Stop(ctx context.Context) error {
 	c.once.Do(func() {
 		ctx := context.WithoutCancel(ctx)
+		// A paused container would not act on SIGTERM: unpaused first.
+		c.mu.Lock()
+		c.stopping = true
+		c.mu.Unlock()
+		if err := c.Thaw(ctx); err != nil {
+			c.stopErr = err
+		}
 		t := c.stopTimeout
 		if t == 0 {
 			t = DefaultStopTimeout
@@ -436,4 +483,5 @@ func (c *containerInstance) Stop(ctx context.Context) error {
 var (
 	_ Launcher = Docker{}
 	_ Instance = (*containerInstance)(nil)
+	_ Freezer  = (*containerInstance)(nil)
 )

@@ -123,3 +123,61 @@ func TestDockerFailsAndRun(t *testing.T) {
 		t.Error("a spec without an image started")
 	}
 }
+
+// A container frozen with ContainerPause is paused until Thaw; Stop
+// unpauses a paused one before it stops it (its trap answers SIGTERM), and
+// Remove, the sweep of a killed run's containers, unpauses and removes a
+// paused orphan.
+func TestDockerFreezeThaw(t *testing.T) {
+	cli := needDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := "test-freeze"
+	d := Docker{Client: cli, RunID: run}
+	t.Cleanup(func() { Remove(context.Background(), cli, run) })
+	start := func(name string) Instance {
+		inst, err := d.Start(ctx, Spec{Name: name, Image: testImage, Dir: t.TempDir(),
+			Command: []string{"sh", "-c", `trap 'exit 0' TERM; echo up; sleep 60 & wait`}, ReadyLine: "up", StopTimeout: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inst
+	}
+	paused := func(inst Instance) bool {
+		in, err := cli.ContainerInspect(ctx, inst.(*containerInstance).ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.State.Paused
+	}
+	inst := start("frozen")
+	if err := Freeze(ctx, inst); err != nil || !paused(inst) {
+		t.Fatalf("freeze: %v; want the container paused", err)
+	}
+	if err := Freeze(ctx, inst); err != nil {
+		t.Errorf("second freeze: %v", err)
+	}
+	if err := Thaw(ctx, inst); err != nil || paused(inst) {
+		t.Fatalf("thaw: %v; want the container running", err)
+	}
+	if err := Freeze(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Stop(ctx); err != nil {
+		t.Fatalf("stop of a paused container: %v", err)
+	}
+	if runs, _ := Runs(ctx, cli); len(runs[run]) != 0 {
+		t.Errorf("stopped, still there: %v", runs[run])
+	}
+	orphan := start("orphan")
+	if err := Freeze(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := Remove(ctx, cli, run)
+	if err != nil || len(removed) != 1 {
+		t.Errorf("Remove of a paused orphan: %v, %v", removed, err)
+	}
+	if runs, _ := Runs(ctx, cli); len(runs[run]) != 0 {
+		t.Errorf("swept, still there: %v", runs[run])
+	}
+}

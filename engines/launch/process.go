@@ -47,6 +47,7 @@ type Process struct {
 	done    chan struct{}
 	waitErr error
 	stopped bool
+	frozen  bool // SIGSTOP sent to the group, no SIGCONT since
 
 	tracked *runstate.Tracked
 	// ready is the rest of the ready line, once seen.
@@ -200,6 +201,8 @@ func (p *Process) Stop(ctx context.Context) error {
 		<-p.done
 		return nil
 	}
+	// A frozen group would hold SIGTERM until SIGKILL: thawed first.
+	_ = p.Thaw(ctx)
 	err := p.stop(ctx)
 	if err == nil {
 		// Kept while any process of the group still runs: the run's Close,

@@ -2,10 +2,12 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/internal/procfs"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
@@ -39,4 +41,70 @@ func TestStartProcessRecordsInRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Stop(context.Background())
+}
+
+// waitState waits (bounded) until pid's state is or is not 'T' (stopped),
+// and says whether it got there.
+func waitState(pid int, stopped bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if st, err := procfs.ReadStat(pid); err == nil && (st.State == 'T') == stopped {
+			return true
+		}
+	}
+	return false
+}
+
+// A frozen group stops (state T), thaws, and is frozen again; Stop then
+// ends it with SIGTERM, which its trap answers with exit 0, rather than
+// SIGKILL after the stop timeout: Stop thaws before it signals.
+func TestProcessFreezeThawStop(t *testing.T) {
+	r, err := runstate.Begin(runstate.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := runstate.With(context.Background(), r)
+	p, err := StartProcess(ctx, ProcessSpec{Name: "trapper", Path: "sh",
+		Args: []string{"-c", `trap 'exit 0' TERM; echo up; sleep 60 & wait`}, StopTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := p.WaitLine(wctx, "up"); err != nil {
+		t.Fatal(err)
+	}
+	var inst Instance = p
+	if err := Freeze(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	if !waitState(p.PID(), true) || !p.Frozen() {
+		t.Fatal("frozen, yet its leader is not stopped")
+	}
+	if err := Thaw(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	if !waitState(p.PID(), false) || p.Frozen() {
+		t.Fatal("thawed, yet its leader is still stopped")
+	}
+	if err := p.Freeze(ctx); err != nil || !waitState(p.PID(), true) {
+		t.Fatalf("second freeze: %v", err)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p.waitErr != nil {
+		t.Errorf("a frozen group was not ended by SIGTERM: %v", p.waitErr)
+	}
+	if err := p.Freeze(ctx); err != nil || p.Frozen() {
+		t.Errorf("freeze after stop: %v, frozen %v", err, p.Frozen())
+	}
+	// The in-process runtime cannot be frozen, and says so.
+	inst, err = Inproc{}.Start(ctx, Spec{Name: "x", Serve: func() (string, func(context.Context) error, error) { return "", nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Freeze(ctx, inst); !errors.Is(err, ErrCannotFreeze) {
+		t.Errorf("in-process freeze: %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -536,5 +537,54 @@ func TestSweepEndsRespawned(t *testing.T) {
 	}
 	if s, err := procfs.ReadStat(cmd.Process.Pid); err == nil && !s.Zombie() {
 		t.Errorf("the master (pid %d) still running after the sweep", cmd.Process.Pid)
+	}
+}
+
+// A killed run's frozen cell (its group stopped with SIGSTOP) is thawed by
+// the sweep and ended by its SIGTERM: the trap's exit 0, not SIGKILL.
+func TestSweepThawsFrozenOrphan(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Begin(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `trap 'exit 0' TERM; echo up; sleep 60 & wait`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	buf := make([]byte, 3)
+	if _, err := io.ReadFull(out, buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Track("frozen", cmd.Process.Pid, cmd.Args); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if st, err := procfs.ReadStat(cmd.Process.Pid); err == nil && st.State == 'T' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("SIGSTOP did not stop the group's leader")
+		}
+	}
+	killRun(t, r)
+	sw, err := Sweep(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sw.Dead) != 1 || len(sw.Dead[0].Killed) == 0 {
+		t.Fatalf("sweep: %+v", sw)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the frozen orphan was not ended by SIGTERM: %v", err)
 	}
 }

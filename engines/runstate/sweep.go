@@ -241,8 +241,8 @@ func members(p Proc, all []procfs.Stat) []procfs.Stat {
 	return out
 }
 
-// endGroups sends SIGTERM to every provable member of procs, waits, then
-// SIGKILL to those left, and reports every process it signalled. A member
+// endGroups thaws every provable member of procs (SIGCONT: a frozen
+// cell's), sends each SIGTERM, waits, then SIGKILL to those left, and reports every process it signalled. A member
 // forked while its group was ending (a master replacing a worker that the
 // SIGTERM ended) was not among the first targets: the groups are listed
 // again until none has a member left, or sweepRounds times.
@@ -259,6 +259,14 @@ func endGroups(procs []Proc, dryRun bool) ([]Killed, error) {
 		return killed, nil
 	}
 	var errs []error
+	// A run killed mid-suite leaves the cells it had frozen stopped
+	// (SIGSTOP): thawed first, so that SIGTERM ends them cleanly rather
+	// than waiting for SIGKILL.
+	for _, s := range targets {
+		if err := signal(s, syscall.SIGCONT); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, sig := range []struct {
 		sig  syscall.Signal
 		wait time.Duration
