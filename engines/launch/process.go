@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -74,7 +75,7 @@ func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 		return nil, err
 	}
 	cmd.Stderr = p.tail
-	if err := cmd.Start(); err != nil {
+	if err := onSpawnThread(cmd.Start); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
 	// Recorded before the output readers and the waiter start: the process
@@ -91,6 +92,35 @@ func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// Linux sends a child its PR_SET_PDEATHSIG when the *thread* that forked
+// it exits, not the process (see prctl(2)), and Go ends a thread whose
+// goroutine exits while locked to it — the stall sampler's and pinned
+// event loops' threads do, by design, so that no other goroutine inherits
+// their affinity or real-time policy. A child forked from a thread that
+// later became one of those was SIGKILLed mid-run ("connection refused"
+// from an engine or a terminator that had been answering). So every child
+// is forked from one thread kept for that alone, which never exits.
+var spawn = struct {
+	once sync.Once
+	ch   chan func()
+}{}
+
+// onSpawnThread runs start on the spawning thread and returns its error.
+func onSpawnThread(start func() error) error {
+	spawn.once.Do(func() {
+		spawn.ch = make(chan func())
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as hlsbench
+			for f := range spawn.ch {
+				f()
+			}
+		}()
+	})
+	errc := make(chan error, 1)
+	spawn.ch <- func() { errc <- start() }
+	return <-errc
 }
 
 // StartSelf runs a command of this hlsbench binary (self) as a child,

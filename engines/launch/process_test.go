@@ -3,9 +3,13 @@ package launch
 import (
 	"context"
 	"errors"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hlsbench/hlsbench/engines/internal/procfs"
 	"github.com/hlsbench/hlsbench/engines/runstate"
@@ -106,5 +110,49 @@ func TestProcessFreezeThawStop(t *testing.T) {
 	}
 	if err := Freeze(ctx, inst); !errors.Is(err, ErrCannotFreeze) {
 		t.Errorf("in-process freeze: %v", err)
+	}
+}
+
+// A child outlives the thread that asked for it: Linux sends
+// PR_SET_PDEATHSIG when the forking thread exits, and a goroutine that
+// exits locked to its thread (a pinned event loop, the stall sampler) ends
+// that thread. Started from such a goroutine, the child must still run.
+func TestChildOutlivesLockedThread(t *testing.T) {
+	// Go never ends the main thread (it parks it instead): a goroutine
+	// that lands there holds it till the test ends, and another is tried.
+	hold := make(chan struct{})
+	defer close(hold)
+	type started struct {
+		p   *Process
+		err error
+		m0  bool
+	}
+	var p *Process
+	for try := 0; try < 10 && p == nil; try++ {
+		got := make(chan started, 1)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			if unix.Gettid() == os.Getpid() {
+				got <- started{m0: true}
+				<-hold
+				return
+			}
+			p, err := StartProcess(context.Background(), ProcessSpec{Name: "sleeper", Path: "sleep", Args: []string{"60"}, StopTimeout: time.Second})
+			got <- started{p: p, err: err}
+		}()
+		s := <-got
+		if s.err != nil {
+			t.Fatal(s.err)
+		}
+		p = s.p
+	}
+	if p == nil {
+		t.Fatal("every goroutine landed on the main thread")
+	}
+	defer p.Stop(context.Background())
+	select {
+	case <-p.done:
+		t.Fatalf("the child ended when the thread that started it did: %v", p.waitErr)
+	case <-time.After(500 * time.Millisecond):
 	}
 }
