@@ -198,7 +198,7 @@ func TestCapacityRateLimitedProxy(t *testing.T) {
 		t.Skip("the race detector's stalls put a 10 ms p99 out of reach of any rate")
 	}
 	cfg := testConfig()
-	cfg.CapacitySearches, cfg.CapacityTests = 1, []string{CapHitPath}
+	cfg.CapacitySearches, cfg.CapacityTests, cfg.CapacityProbes = 1, []string{CapHitPath}, 20
 	cfg.ProbeWarmup, cfg.ProbeDuration = 300*time.Millisecond, 700*time.Millisecond
 	run := external(t, Capacity, cfg, externalCache(t, specOf(Capacity).Policy, true, func(c *builtin.Cache) http.Handler {
 		return &slotLimiter{every: time.Second / 800, h: c}

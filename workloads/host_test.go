@@ -162,7 +162,7 @@ func TestTableNamesTheHost(t *testing.T) {
 	var b strings.Builder
 	WriteTable(&b, specOf(HitPath), []*results.Result{r})
 	out := strings.Join(strings.Fields(b.String()), " ")
-	for _, want := range []string{"the host's part, recorded", "CPU 0 and 1 stalled 3.1 ms at 2.41 s",
+	for _, want := range []string{"the host's part (its lateness rejects no pass", "CPU 0 and 1 stalled 3.1 ms at 2.41 s",
 		"an attempt was run again: the host spoiled it: CPU 1: steal 12 %"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

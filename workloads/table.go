@@ -53,7 +53,8 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	last := ""
 	causes := newCauses()
 	host := newCauses()
-	host.header = "the host's part, recorded (lateness it accounts for does not reject a pass; a spoiled attempt was run again):"
+	var bounds []string
+	host.header = "the host's part (its lateness rejects no pass; a spoiled attempt was run again):"
 	for _, r := range rs {
 		causes.tests[EngineLabel(r)]++
 		host.tests[EngineLabel(r)]++
@@ -66,6 +67,11 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 		}
 		last = eng
 		value := FormatValue(r)
+		if r.Value != nil && r.LowerBound != "" {
+			// The why goes under the table: it does not fit a column.
+			value = "≥ " + formatValue(r)
+			bounds = append(bounds, fmt.Sprintf("%s, %s: at least %s (%s)", eng, r.Title, formatValue(r), r.LowerBound))
+		}
 		if r.Value == nil && r.SaturatedValue != nil {
 			value = "saturated, saw " + formatMs(*r.SaturatedValue)
 		}
@@ -100,7 +106,10 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 		fmt.Fprintln(w, wrap("saturated, saw X: no pass was valid and some were saturated; X is the test's quantile over the saturated passes merged, what a client saw with the queueing, not the engine's TTFB", TableWidth, "  ", "  "))
 	}
 	if capCols {
-		fmt.Fprintln(w, wrap("capacity: the highest offered rate with every request successful, ≥ 99% of it carried, no request waiting for a connection and TTFB within the SLO; MiB/s: body carried at capacity; CPU-ms/1k: the engine's CPU per 1000 requests at capacity; ≥ N (why): a lower bound — the generator ran out, or the engine is at the instrument's limit (within 10% of the null engine's)", TableWidth, "  ", "  "))
+		fmt.Fprintln(w, wrap("capacity: the highest offered rate with every request successful, ≥ 99% of it carried, no request waiting for a connection and TTFB within the SLO; MiB/s: body carried at capacity; CPU-ms/1k: the engine's CPU per 1000 requests at capacity; ≥ N: a lower bound (why: below) — the generator ran out, or the engine is at the instrument's limit (within 10% of the null engine's)", TableWidth, "  ", "  "))
+	}
+	for _, b := range bounds {
+		fmt.Fprintln(w, wrap("≥ "+b, TableWidth, "  ", "    "))
 	}
 	writeCost(w, rs)
 	writeAudienceFailures(w, rs)

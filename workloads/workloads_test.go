@@ -31,6 +31,8 @@ func testConfig() Config {
 	c.BanPasses, c.BanFor = 1, 4*time.Second
 	c.Viewers, c.Ramp, c.Watch, c.AudiencePasses, c.StoreSizes = 60, time.Second, 3*time.Second, 1, []int64{}
 	c.Timeout = 10 * time.Second
+	// One short search: the capacity workload's own tests set what they need.
+	c.CapacitySearches, c.CapacityProbes, c.ProbeWarmup, c.ProbeDuration = 1, 12, 200*time.Millisecond, 500*time.Millisecond
 	return c
 }
 
