@@ -147,8 +147,10 @@ func manifestTopology(t string) string {
 	return t
 }
 
-// workloadOrder is the reference page's order; others follow as found.
-var workloadOrder = []string{"hit-path", "segment", "miss-storm", "origin-flap", "purge-stampede", "repeated-bans", "live-audience"}
+// workloadOrder is capacity first — how much each engine carries within
+// a service level on this host, the page's answer — then the reference
+// page's order; others follow as found.
+var workloadOrder = []string{"capacity", "hit-path", "segment", "miss-storm", "origin-flap", "purge-stampede", "repeated-bans", "live-audience"}
 
 // topologyOrder is the reference page's order of topologies.
 var topologyOrder = []string{"plaintext", "tls", "proxyv2"}

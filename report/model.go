@@ -17,8 +17,8 @@ type Report struct {
 	// Sources are the result files read, in the order given (a suite
 	// directory's in its manifest's order).
 	Sources []Source
-	// Workloads in the order of the reference page (hit-path, segment,
-	// miss-storm, origin-flap, then any other in the order first seen).
+	// Workloads: capacity first, then the reference page's order
+	// (hit-path, segment, miss-storm, origin-flap), then the others.
 	Workloads []Workload
 	// Learned is the page's summary: how many tests separate the cells,
 	// the largest significant differences, the capacity ranking.
