@@ -57,7 +57,8 @@ nightly:
 # on this 2-core machine (nothing else of ours may run while one does), then
 # reported as one. `make page` runs every part in PAGE_PARTS in turn, each a
 # suite of the reference page's engines (Varnish 9.0.2 and Vinyl Cache built
-# by `hlsbench engines build`, NGINX, builtin) into PAGE_RUNS/PART, then
+# by `hlsbench engines build`, NGINX, builtin, and null: the instrument's
+# ceiling and the host's floor, never ranked) into PAGE_RUNS/PART, then
 # `make page-report`. `make page-part PART=latency` runs one part (again from
 # the start; `hlsbench suite --resume PAGE_RUNS/PART` finishes an
 # interrupted one), `make page-report` merges the parts into SITE (all of
@@ -65,9 +66,10 @@ nightly:
 # (exit 3) still makes its page: the page says which. `make page-quick` is
 # the same with --quick into build/site-quick. `make page-from-results`
 # rebuilds site/ from the committed site/runs alone: the same bytes.
-PAGE_ENGINES  ?= varnish@9.0.2,vinyl,nginx,builtin
+PAGE_ENGINES  ?= varnish@9.0.2,vinyl,nginx,builtin,null
 PAGE_TOPOLOGY ?= all
-PAGE_PARTS    ?= latency cache audience
+PAGE_PARTS    ?= capacity latency cache audience
+PAGE_PART_capacity = capacity
 PAGE_PART_latency  = hit-path,segment
 PAGE_PART_cache    = miss-storm,origin-flap,purge-stampede,repeated-bans
 PAGE_PART_audience = live-audience
