@@ -438,7 +438,7 @@ func conditions(in *Input) []Fact {
 	seen := map[string]bool{}
 	for _, s := range in.Sources {
 		for _, e := range s.Run.Engines {
-			v := fmt.Sprintf("%s %s, %s, %s", displayName(e.Name), e.Version, e.Runtime, e.Topology)
+			v := fmt.Sprintf("%s, %s, %s", engineVersion(e.Name, e.Version), e.Runtime, e.Topology)
 			if p := pinning(e.Pinning); p != "" {
 				v += "; " + p
 			}
@@ -675,4 +675,23 @@ func instrumentFinding(t Test) string {
 		return ""
 	}
 	return " The instrument, not an engine and never ranked: " + strings.Join(parts, "; ") + "."
+}
+
+// engineVersion names an engine with its version once: "Varnish 9.0.2" for
+// varnish@9.0.2 reporting 9.0.2, "Vinyl Cache trunk (7.7.0-dev)" when the
+// selected version and the reported one differ.
+func engineVersion(name, version string) string {
+	label := displayName(baseEngine(name))
+	_, sel, _ := strings.Cut(name, "@")
+	switch {
+	case version == "":
+		if sel != "" {
+			label += " " + sel
+		}
+	case sel == "" || strings.Contains(version, sel):
+		label += " " + version
+	default:
+		label += " " + sel + " (" + version + ")"
+	}
+	return label
 }

@@ -64,3 +64,17 @@ func TestLearnedStatesTheLargest(t *testing.T) {
 		}
 	}
 }
+
+// The conditions name an engine's version once, however it was selected.
+func TestEngineVersion(t *testing.T) {
+	for _, tc := range []struct{ name, version, want string }{
+		{"varnish@9.0.2", "9.0.2", "Varnish 9.0.2"},
+		{"varnish", "7.1.1", "Varnish 7.1.1"},
+		{"vinyl@trunk", "7.7.0-dev", "Vinyl Cache trunk (7.7.0-dev)"},
+		{"nginx@1.27.0", "", "NGINX 1.27.0"},
+	} {
+		if got := engineVersion(tc.name, tc.version); got != tc.want {
+			t.Errorf("engineVersion(%q, %q) = %q, want %q", tc.name, tc.version, got, tc.want)
+		}
+	}
+}
