@@ -61,6 +61,16 @@ func (p *Progress) at(where string) {
 	p.step("starting the origin and the engine", startEstimate)
 }
 
+// unplan takes d off the plan: a cell that runs no pass.
+func (p *Progress) unplan(d time.Duration) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.planned -= d
+}
+
 // where says which engine and workload the next step is of, without a
 // line of its own (interleaved passes change it every step).
 func (p *Progress) setWhere(w string) {
@@ -168,13 +178,22 @@ func Estimate(spec Spec, cfg Config) time.Duration {
 	return spec.w.Estimate(cfg.withDefaults())
 }
 
-// EstimateRun adds up Estimate over every workload and engine.
-func EstimateRun(specs []Spec, engines int, cfg Config) time.Duration {
+// EstimateRun adds up Estimate over every cell the run will start: each
+// engine in each topology a workload runs over, less the cells a resumed
+// suite skips. A cell found not applicable as it starts is taken off the
+// plan then (Progress.unplan).
+func EstimateRun(spec RunSpec, cfg Config) time.Duration {
 	var d time.Duration
-	for _, s := range specs {
-		d += Estimate(s, cfg)
+	for _, w := range spec.Workloads {
+		for _, e := range spec.Engines {
+			for _, topo := range topologiesOf(spec, w) {
+				if spec.Skip == nil || !spec.Skip(e, topo, w.Name) {
+					d += Estimate(w, cfg)
+				}
+			}
+		}
 	}
-	return d * time.Duration(engines)
+	return d
 }
 
 // names lists the workloads' names.

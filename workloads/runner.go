@@ -200,7 +200,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	}
 	run := results.NewRun(spec.Version, spec.Commit, spec.Settings)
 	rc := &Recorder{Run: run, Dir: spec.OutDir, Progress: spec.Progress}
-	planned := EstimateRun(spec.Workloads, len(spec.Engines), spec.Config)
+	planned := EstimateRun(spec, spec.Config)
 	spec.Progress.begin(planned)
 	if err := rc.Save(); err != nil {
 		return run, rc, fmt.Errorf("save results: %w", err)
@@ -420,6 +420,7 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 			}
 			if c.na != "" {
 				// Not applicable: its tests say why, and it runs no pass.
+				rc.Progress.unplan(Estimate(w, cfg) - startEstimate)
 				err := c.stop(ctx)
 				notApplicable(rc, &w, c, spec.Runtime)
 				if spec.Done != nil {

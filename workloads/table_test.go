@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"bytes"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -205,5 +206,32 @@ func TestWrapKeepsNoBreakSpace(t *testing.T) {
 	got := wrap("engine cost, builtin (full-p50-ttfb, full-p99-ttfb): 716\u00a0CPU-ms per 1000 requests, peak RSS 21.8\u00a0MB", 98, "  ", "    ")
 	if !strings.Contains(got, "21.8\u00a0MB") || strings.Contains(got, "21.8\n") {
 		t.Errorf("wrapped:\n%s", got)
+	}
+}
+
+// The plan counts every cell: an engine in each topology a workload runs
+// over (hit-path in three, miss-storm in plaintext only), less the cells a
+// resumed suite skips; a cell found not applicable comes off it.
+func TestEstimateRunCountsCells(t *testing.T) {
+	specs, err := Specs("hit-path,miss-storm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Quick()
+	hit, storm := Estimate(specs[0], cfg), Estimate(specs[1], cfg)
+	spec := RunSpec{Workloads: specs, Engines: []string{"builtin", "nginx"},
+		Topologies: []string{"plaintext", "tls", "proxyv2"}}
+	if got, want := EstimateRun(spec, cfg), 6*hit+2*storm; got != want {
+		t.Errorf("2 engines × 3 topologies of hit-path, 2 of miss-storm: planned %v, want %v", got, want)
+	}
+	spec.Skip = func(engine, topo, workload string) bool { return engine == "nginx" && topo == "tls" }
+	if got, want := EstimateRun(spec, cfg), 5*hit+2*storm; got != want {
+		t.Errorf("nginx tls skipped: planned %v, want %v", got, want)
+	}
+	p := NewProgress(io.Discard, false)
+	p.begin(EstimateRun(spec, cfg))
+	p.unplan(hit - startEstimate)
+	if want := 4*hit + 2*storm + startEstimate; p.planned != want {
+		t.Errorf("after a cell not applicable: planned %v, want %v", p.planned, want)
 	}
 }
