@@ -955,8 +955,9 @@ func (c *cpuSeries) sample(tgt *Target) (stop func()) {
 		defer wg.Done()
 		t := time.NewTicker(cpuEvery)
 		defer t.Stop()
+		rd := cost.NewCPUReader(*g)
 		for {
-			if v, err := cost.CPUNow(*g); err == nil {
+			if v, err := rd.Now(); err == nil {
 				c.mu.Lock()
 				c.at, c.cpu = append(c.at, time.Now()), append(c.cpu, v)
 				c.mu.Unlock()

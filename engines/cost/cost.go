@@ -254,6 +254,63 @@ func CPUNow(g Group) (float64, error) {
 	return float64(ticks) / procfs.TicksPerSecond, nil
 }
 
+// CPUReader reads a group's CPU time again and again within a pass, as
+// CPUNow does, but cheaply: a walk of every process (CPUNow's way) holds the
+// CPU it runs on for most of a millisecond on a 2-core VM, in the kernel
+// where a real-time thread cannot preempt it, and the purge workloads read
+// ten times a second beside the generator's event loop. The reader walks
+// once, then reads only the processes it found; it walks again when one of
+// them has ended (its time has moved to the parent that reaped it). A
+// process the group starts after a walk is counted from the next one.
+type CPUReader struct {
+	g     Group
+	procs []key
+	walks int
+}
+
+// NewCPUReader reads g; it walks on its first Now.
+func NewCPUReader(g Group) *CPUReader { return &CPUReader{g: g} }
+
+// Now is the CPU time the group's processes have used so far, their own and
+// that of children they reaped.
+func (r *CPUReader) Now() (float64, error) {
+	if len(r.procs) > 0 {
+		var ticks uint64
+		ok := true
+		for _, k := range r.procs {
+			st, err := procfs.ReadStat(k.pid)
+			if err != nil || st.Start != k.start || st.PGID != r.g.PGID {
+				ok = false
+				break
+			}
+			ticks += st.UTime + st.STime + st.CUTime + st.CSTime
+		}
+		if ok {
+			return float64(ticks) / procfs.TicksPerSecond, nil
+		}
+	}
+	r.walks++
+	r.procs = r.procs[:0]
+	all, err := procfs.All()
+	if err != nil {
+		return 0, fmt.Errorf("read processes: %w", err)
+	}
+	var ticks uint64
+	for _, st := range all {
+		if st.PGID == r.g.PGID {
+			ticks += st.UTime + st.STime + st.CUTime + st.CSTime
+			r.procs = append(r.procs, key{st.PID, st.Start})
+		}
+	}
+	if len(r.procs) == 0 {
+		return 0, fmt.Errorf("%s: no process in group %d", r.g.Name, r.g.PGID)
+	}
+	return float64(ticks) / procfs.TicksPerSecond, nil
+}
+
+// Walks is how many times Now read every process.
+func (r *CPUReader) Walks() int { return r.walks }
+
 // PSSNow is the proportional set size of the group's processes now,
 // summed: a page that n processes map counts 1/n in each, so pages shared
 // between the group's processes (the binary, NGINX's keys zone, Varnish's

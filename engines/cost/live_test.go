@@ -238,3 +238,63 @@ func TestMeterNGINX(t *testing.T) {
 		t.Errorf("nginx: %+v; want CPU time, a master and a worker, a peak", u)
 	}
 }
+
+// CPUReader counts what CPUNow counts: two helpers' burns, one of them
+// reaped by sh in between. It walks every process once, reads only the
+// group's own while they live, and walks again when one has ended.
+func TestCPUReaderLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("burns 0.6 s of CPU")
+	}
+	const burnMS = 300
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`%[1]s=stay,1,%[2]d "$0" & %[1]s=exit,1,%[2]d "$0"; : >"$%[3]s/reaped"; wait`,
+		helperEnv, burnMS, helperDir)
+	ctx := context.Background()
+	p, err := launch.StartProcess(ctx, launch.ProcessSpec{Name: "helpers", Path: "sh", Args: []string{"-c", script, self},
+		Env: []string{helperDir + "=" + dir}, StopTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.WithoutCancel(ctx))
+	waitFiles(t, p, dir, "stay.ready", "exit.ready")
+	g := cost.Group{Name: "helpers", PGID: p.PGID()}
+	r := cost.NewCPUReader(g)
+	v0, err := r.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := r.Now(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.Walks() != 1 {
+		t.Errorf("%d walks of every process for 6 readings of a group whose processes all live, want 1", r.Walks())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFiles(t, p, dir, "stay.done", "reaped")
+	v1, err := r.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Walks() != 2 {
+		t.Errorf("%d walks after a helper ended, want 2 (one more, to find who is left)", r.Walks())
+	}
+	all, err := cost.CPUNow(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 * burnMS / 1000.0; v1-v0 < want-0.05 || v1-v0 > want+0.2 {
+		t.Errorf("CPU read %.2f s, want about %.2f (two helpers' %d ms, one reaped by sh)", v1-v0, want, burnMS)
+	}
+	if d := all - v1; d < -0.02 || d > 0.05 {
+		t.Errorf("CPUReader %.3f s, CPUNow %.3f s: want the same count", v1, all)
+	}
+}

@@ -23,6 +23,15 @@
 # default 3) change the runs. The summary gives, per server and rate, the
 # median of its passes: the rate carried and the server's CPU-ms per 1000
 # requests answered.
+#
+# Then, when wrk is installed, the ceiling any generator could show here:
+# wrk's closed loop (one thread, CONNS connections, pinned where hlsbench
+# was) against null and nginx in turn, REPEAT times each, with the requests
+# each carried and the server's CPU per 1000 requests split into user (the
+# server's own code) and system (the kernel's TCP on loopback, which no
+# server can do without). When the server's core is busy and most of its
+# time is the kernel's, null cannot stand far above nginx on this host,
+# however cheap the generator.
 set -euo pipefail
 
 die() {
@@ -243,5 +252,52 @@ for (srv, rate), r in sorted(rows.items(), key=lambda kv: (kv[0][1], ["null", "n
     print(f"{srv:<7} {rate:8d} {statistics.median(r['carried']):10.0f} {statistics.median(r['cpu']):16.1f} "
           f"{r['valid']:>6} of {len(r['carried'])}")
 PY
+if wrk_bin=$(command -v wrk); then
+	echo "== closed loop with wrk: ${dur} s, $conns connections, one thread on CPU ${load_core:-any}"
+	# proc_ticks PID prints the user and system clock ticks PID has used.
+	proc_ticks() {
+		awk '{ sub(/.*\) /, ""); print $12, $13 }' "/proc/$1/stat"
+	}
+	printf '%-7s %10s %10s %12s %12s %10s\n' server carried "srv busy" "user ms/1k" "sys ms/1k" "wrk errors"
+	for rep in $(seq "$repeat"); do
+		for srv in null nginx; do
+			cmd=(timeout --kill-after=5 $((dur + grace)) "${load_pin[@]}" "$wrk_bin" -t1 -c"$conns" -d"${dur}s" "${url[$srv]}")
+			echo "  \$ ${cmd[*]}" >>"$tmp/commands"
+			read -r u0 s0 < <(proc_ticks "${spid[$srv]}")
+			"${cmd[@]}" >"$tmp/wrk.out" 2>&1 || die "wrk exited $? against $srv: $(tail -3 "$tmp/wrk.out")"
+			read -r u1 s1 < <(proc_ticks "${spid[$srv]}")
+			n=$(awk '/requests in/ { print $1; exit }' "$tmp/wrk.out")
+			[[ -n $n && $n -gt 0 ]] || die "wrk against $srv: no request count in its output: $(cat "$tmp/wrk.out")"
+			errs=$(awk '/Socket errors|Non-2xx/' "$tmp/wrk.out" | tr -s ' ' | paste -sd ';' -)
+			python3 - "$srv" "$n" "$dur" "$u0" "$s0" "$u1" "$s1" "$(getconf CLK_TCK)" "${errs:-none}" "$tmp/wrk-summary" <<'PY'
+import sys
+srv, n, dur, u0, s0, u1, s1, tck, errs, out = sys.argv[1:]
+n, dur, tck = int(n), float(dur), float(tck)
+user, sys_ = (int(u1) - int(u0)) / tck, (int(s1) - int(s0)) / tck
+print(f"{srv:<7} {n / dur:10.0f} {100 * (user + sys_) / dur:9.0f}% {1e6 * user / n:12.2f} {1e6 * sys_ / n:12.2f} {errs:>10}")
+with open(out, "a") as f:
+    print(srv, n / dur, 1e6 * user / n, 1e6 * sys_ / n, file=f)
+PY
+		done
+	done
+	python3 - "$tmp/wrk-summary" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    srv, rps, user, sys_ = line.split()
+    r = rows.setdefault(srv, ([], [], []))
+    r[0].append(float(rps)); r[1].append(float(user)); r[2].append(float(sys_))
+m = {srv: [statistics.median(v) for v in r] for srv, r in rows.items()}
+for srv, (rps, user, sys_) in m.items():
+    print(f"  {srv}: median {rps:.0f} rps carried; {user:.2f} + {sys_:.2f} CPU-ms per 1000 (user + system), "
+          f"system {100 * sys_ / (user + sys_):.0f} %")
+if "null" in m and "nginx" in m:
+    print(f"  null / nginx, wrk's closed loop: {m['null'][0] / m['nginx'][0]:.2f}x the requests carried; "
+          f"a server with no user time at all would carry at most "
+          f"{(m['nginx'][1] + m['nginx'][2]) / m['null'][2]:.2f}x nginx's (nginx's CPU per request over null's system share)")
+PY
+else
+	echo "== wrk not found: the closed-loop ceiling is skipped (Debian: apt-get install wrk)"
+fi
 echo "== commands"
 awk '!seen[$0]++' "$tmp/commands"
