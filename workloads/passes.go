@@ -32,6 +32,10 @@ type Target struct {
 	Origin OriginControl
 	Seed   uint64 // the origin's content seed
 	Engine results.Engine
+	// InProcess: the origin, and the built-in cache, run inside this
+	// process (runtime inproc): the generator leaves its garbage
+	// collector alone during passes (loadgen.Options.KeepGC).
+	InProcess bool
 	// Counters reads the engine's own counters; nil when it has none.
 	Counters func(ctx context.Context) (map[string]float64, error)
 	// Nonce makes this run's objects cold (and distinct per engine).

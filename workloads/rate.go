@@ -120,7 +120,10 @@ func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Reco
 
 func newGenerator(ctx context.Context, tgt *Target, cfg *Config, conns int, ev *evidenceSet, onRecord func(int, *loadgen.Record, loadgen.BodyCheck)) (*loadgen.Generator, error) {
 	g, err := loadgen.New(ctx, loadgen.Options{URL: tgt.URL, TLSConfig: tgt.TLS, Connections: conns, Timeout: cfg.Timeout,
-		ChecksumHeader: origin.ChecksumHeader, BodyCheck: ev.factory, OnRecord: onRecord, CPUs: cfg.CPUs})
+		ChecksumHeader: origin.ChecksumHeader, BodyCheck: ev.factory, OnRecord: onRecord, CPUs: cfg.CPUs,
+		// An engine or origin inside this process collects its own
+		// garbage during passes, as it would anywhere.
+		KeepGC: tgt.InProcess})
 	if err != nil {
 		return nil, fmt.Errorf("load generator: %w", err)
 	}

@@ -656,8 +656,8 @@ func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Re
 	info.Pinning["origin"] = engines.CPUList(plan.Servers)
 	rc.Run.Engines = appendEngine(rc.Run.Engines, info)
 	c.tgt = &Target{URL: c.inst.URL(), Origin: orig.control, Seed: orig.seed, Engine: info,
-		Nonce: rc.Run.ID + "-" + info.Name + "-" + c.topology,
-		CPUs:  append(append([]int{}, plan.Generator...), plan.Servers...), GeneratorCPUs: plan.Generator, ServerCPUs: plan.Servers,
+		Nonce: rc.Run.ID + "-" + info.Name + "-" + c.topology, InProcess: spec.Runtime == engines.RuntimeInproc,
+		CPUs: append(append([]int{}, plan.Generator...), plan.Servers...), GeneratorCPUs: plan.Generator, ServerCPUs: plan.Servers,
 		Ours: func() cpuload.Ours { return cpuload.Self(runstate.From(ctx).PGIDs()) }}
 	if c.topology != engines.TopologyPlaintext && spec.TLS != nil {
 		c.tgt.TLS = spec.TLS.ClientConfig()

@@ -220,6 +220,9 @@ func (g *Generator) Run(ctx context.Context, p Pass) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !g.opts.KeepGC {
+		defer holdGC()()
+	}
 	start := time.Now()
 	cpu0 := processCPU()
 	sp.left.Store(int32(len(g.shards)))

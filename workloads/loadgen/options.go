@@ -102,6 +102,11 @@ type Options struct {
 	// HDRLog, when set, receives an HdrHistogram V2 interval log (one
 	// interval a second, tagged ttfb and total, corrected, in nanoseconds).
 	HDRLog io.Writer
+	// KeepGC leaves the garbage collector as it is during passes. By
+	// default a pass collects first and holds the collector off while it
+	// runs (holdGC); set KeepGC when what is measured runs in this process
+	// (an in-process engine or origin): its collections are its own cost.
+	KeepGC bool
 }
 
 // Arrival is how intended send times are spread.
