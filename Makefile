@@ -21,8 +21,10 @@ bench-loadgen:
 	bash workloads/loadgen/bench/bench.sh
 
 # The null engine against NGINX (one worker) and the Go origin, all on one
-# CPU: open loop on a 2 KB object at each of RATES, a few seconds a pass
-# (about 1 minute; see the script for RATES, DURATION and CONNS).
+# CPU: open loop on a 2 KB object at each of RATES, a few seconds a pass,
+# then wrk's closed loop against null and NGINX with their user and system
+# CPU per request: what any generator could show on this host (about
+# 3 minutes; see the script for RATES, DURATION, CONNS and REPEAT).
 bench-null:
 	bash workloads/loadgen/bench/null.sh
 
