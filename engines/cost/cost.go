@@ -235,24 +235,7 @@ func sub(b, a uint64) uint64 {
 // CPUNow is the CPU time the group's processes have used so far, their
 // own and that of children they reaped: readings within a pass, apart
 // from the Meter that measures the whole pass (it resets no peak).
-func CPUNow(g Group) (float64, error) {
-	all, err := procfs.All()
-	if err != nil {
-		return 0, fmt.Errorf("read processes: %w", err)
-	}
-	var ticks uint64
-	n := 0
-	for _, st := range all {
-		if st.PGID == g.PGID {
-			ticks += st.UTime + st.STime + st.CUTime + st.CSTime
-			n++
-		}
-	}
-	if n == 0 {
-		return 0, fmt.Errorf("%s: no process in group %d", g.Name, g.PGID)
-	}
-	return float64(ticks) / procfs.TicksPerSecond, nil
-}
+func CPUNow(g Group) (float64, error) { return NewCPUReader(g).Now() }
 
 // CPUReader reads a group's CPU time again and again within a pass, as
 // CPUNow does, but cheaply: a walk of every process (CPUNow's way) holds the

@@ -116,14 +116,12 @@ func waitFiles(t *testing.T, p *launch.Process, dir string, names ...string) {
 	}
 }
 
-// A group of three, sh and two helpers: one stays, one ends in the pass and
-// sh reaps it. Each burns 300 ms of CPU; the one that stays touches 48 MB,
-// the other 32 MB. A second pass, where nothing happens, has a lower peak.
-func TestMeterLive(t *testing.T) {
-	if testing.Short() {
-		t.Skip("burns 0.6 s of CPU")
-	}
-	const stayMB, exitMB, burnMS = 48, 32, 300
+// startHelpers starts a group of three: sh and two helpers, "stay" (it
+// touches stayMB and stays) and "exit" (exitMB, ends after its burn and sh
+// reaps it, then writes dir/reaped); each burns burnMS of CPU once dir/go
+// exists. The group is stopped when the test ends.
+func startHelpers(t *testing.T, stayMB, exitMB, burnMS int) (*launch.Process, string) {
+	t.Helper()
 	dir := t.TempDir()
 	self, err := os.Executable()
 	if err != nil {
@@ -137,7 +135,19 @@ func TestMeterLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop(context.WithoutCancel(ctx))
+	t.Cleanup(func() { p.Stop(context.WithoutCancel(ctx)) })
+	return p, dir
+}
+
+// A group of three, sh and two helpers: one stays, one ends in the pass and
+// sh reaps it. Each burns 300 ms of CPU; the one that stays touches 48 MB,
+// the other 32 MB. A second pass, where nothing happens, has a lower peak.
+func TestMeterLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("burns 0.6 s of CPU")
+	}
+	const stayMB, exitMB, burnMS = 48, 32, 300
+	p, dir := startHelpers(t, stayMB, exitMB, burnMS)
 	waitFiles(t, p, dir, "stay.ready", "exit.ready")
 	canReset := procfs.ResetPeakRSS(p.PID()) == nil
 
@@ -247,20 +257,7 @@ func TestCPUReaderLive(t *testing.T) {
 		t.Skip("burns 0.6 s of CPU")
 	}
 	const burnMS = 300
-	dir := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := fmt.Sprintf(`%[1]s=stay,1,%[2]d "$0" & %[1]s=exit,1,%[2]d "$0"; : >"$%[3]s/reaped"; wait`,
-		helperEnv, burnMS, helperDir)
-	ctx := context.Background()
-	p, err := launch.StartProcess(ctx, launch.ProcessSpec{Name: "helpers", Path: "sh", Args: []string{"-c", script, self},
-		Env: []string{helperDir + "=" + dir}, StopTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop(context.WithoutCancel(ctx))
+	p, dir := startHelpers(t, 1, 1, burnMS)
 	waitFiles(t, p, dir, "stay.ready", "exit.ready")
 	g := cost.Group{Name: "helpers", PGID: p.PGID()}
 	r := cost.NewCPUReader(g)
