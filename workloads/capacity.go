@@ -378,7 +378,9 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 	pass.Duration = probeDuration(rate, cfg.ProbeDuration)
 	before := take(ctx, s.tgt)
 	started := time.Now()
+	w := startWatch(s.tgt, nil)
 	r, err := g.Run(ctx, pass)
+	w.stop()
 	if err != nil {
 		return results.CapacityProbe{}, nil, err
 	}
@@ -386,9 +388,17 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 		return results.CapacityProbe{}, nil, ctx.Err()
 	}
 	p := &passInfo{index: search + 1, lr: r, started: started}
+	p.samplerCPU, p.samplerWall = w.stalls.CPUSeconds, w.wall
 	s.rc.observe(ctx, s.spec, s.tgt, p, before)
+	p.ev.Stalls = stallEvidence(w.stalls, started)
 	pr := judgeProbe(r, p.busy, t.slo)
 	pr.Connections = conns
+	if s.tgt.Engine.Name != "external" {
+		pr.Host = hostSpoil(p.ev, r.Elapsed)
+	}
+	if pr.Verdict == results.CapacityFail && pr.Host != "" {
+		pr.Reason += "; the host: " + pr.Host
+	}
 	// An external proxy's own CPU is among the other processes: their
 	// share says nothing of the host there.
 	if oc := p.ev.OtherCPU; oc != nil && s.tgt.Engine.Name != "external" {
@@ -495,18 +505,32 @@ func (o *searchOutcome) evidence(slo SLO) *results.CapacityEvidence {
 }
 
 // search finds the highest rate probe passes: a ramp ×2 from b.start
-// (capped at b.max) until a probe fails, then bisection until
-// (hi−lo)/lo ≤ CapTolerance. A probe the generator fails stops it: the
-// capacity is then at least the highest rate that passed, never the
-// engine's figure — after capRetries more probes at its rate the generator
-// failed too. So does reaching b.max or b.maxProbes. A failure while other
-// processes took over capHostShare of the measured CPUs is probed once
-// more, and the repeat decides.
+// (capped at b.max) until a probe fails, then bisection until the bracket
+// is within CapTolerance of lo. A probe the generator fails is the
+// generator's, never the engine's: after capRetries more probes at its rate
+// it failed too, it bounds the search from above as the instrument's limit
+// and bisection goes on below it, so the capacity found is at least the
+// highest rate that passed, as close under the generator's limit as the
+// tolerance allows (a probe the generator fails below a rate it already
+// failed is not run again). Reaching b.max or
+// b.maxProbes stops it too. A failure while other processes took over
+// capHostShare of the measured CPUs, or beside the host past its
+// thresholds (hostSpoil: steal, interrupts, stalls), is probed once more,
+// and the repeat decides.
 func search(ctx context.Context, b searchBounds, probe func(context.Context, float64) (results.CapacityProbe, error)) (*searchOutcome, error) {
 	o := &searchOutcome{best: -1}
-	lo, hi := 0.0, 0.0 // highest passed, lowest failed (0: none yet)
+	// Highest passed, lowest the engine failed, lowest the generator
+	// failed; 0: none yet.
+	lo, hi, gen := 0.0, 0.0, 0.0
 	run := func(rate float64) (string, error) {
 		var pr results.CapacityProbe
+		retries := capRetries
+		if gen > 0 {
+			// Under a rate the generator is known to fail, its failure
+			// is not run again: the bound it sets is then lower, never
+			// the engine's, and the probes go to the bisection.
+			retries = 0
+		}
 		genTries, hostTried := 0, false
 		for len(o.probes) < b.maxProbes {
 			var err error
@@ -516,10 +540,10 @@ func search(ctx context.Context, b searchBounds, probe func(context.Context, flo
 			pr.OfferedRPS = rate
 			o.probes = append(o.probes, pr)
 			switch {
-			case pr.Verdict == results.CapacityGenerator && genTries < capRetries:
+			case pr.Verdict == results.CapacityGenerator && genTries < retries:
 				genTries++
 				continue
-			case pr.Verdict == results.CapacityFail && !hostTried && pr.OtherCPUShare != nil && *pr.OtherCPUShare > capHostShare:
+			case pr.Verdict == results.CapacityFail && !hostTried && (pr.Host != "" || pr.OtherCPUShare != nil && *pr.OtherCPUShare > capHostShare):
 				hostTried = true
 				continue
 			}
@@ -531,24 +555,21 @@ func search(ctx context.Context, b searchBounds, probe func(context.Context, flo
 		case results.CapacityFail:
 			hi = rate
 			o.lowestFail = ptr(rate)
+		case results.CapacityGenerator:
+			gen = rate
 		}
 		return pr.Verdict, nil
 	}
 	rate := b.start
 	for {
 		if len(o.probes) >= b.maxProbes {
-			o.stopProbes(lo, hi, b)
+			o.stopProbes(lo, hi, gen, b)
 			return o, nil
 		}
-		v, err := run(rate)
-		if err != nil {
+		if _, err := run(rate); err != nil {
 			return nil, err
 		}
-		if v == results.CapacityGenerator {
-			o.stopGenerator(lo, rate)
-			return o, nil
-		}
-		if hi > 0 {
+		if hi > 0 || gen > 0 {
 			break
 		}
 		if rate >= b.max {
@@ -559,28 +580,37 @@ func search(ctx context.Context, b searchBounds, probe func(context.Context, flo
 		rate = min(rate*capRamp, b.max)
 	}
 	if lo == 0 {
+		if gen > 0 {
+			o.stopGenerator(lo, gen)
+			return o, nil
+		}
 		pr := o.probes[0]
 		o.noValue = fmt.Sprintf("no probe passed: the lowest, at %s rps offered, failed: %s", rps(pr.OfferedRPS), pr.Reason)
 		o.stopped = o.noValue
 		return o, nil
 	}
-	for (hi-lo)/lo > CapTolerance {
-		mid := bisect(lo, hi)
-		if mid <= lo || mid >= hi {
+	upper := func() float64 {
+		if hi > 0 && (gen == 0 || hi < gen) {
+			return hi
+		}
+		return gen
+	}
+	for (upper()-lo)/lo > CapTolerance {
+		mid := bisect(lo, upper())
+		if mid <= lo || mid >= upper() {
 			break
 		}
 		if len(o.probes) >= b.maxProbes {
-			o.stopProbes(lo, hi, b)
+			o.stopProbes(lo, hi, gen, b)
 			return o, nil
 		}
-		v, err := run(mid)
-		if err != nil {
+		if _, err := run(mid); err != nil {
 			return nil, err
 		}
-		if v == results.CapacityGenerator {
-			o.stopGenerator(lo, mid)
-			return o, nil
-		}
+	}
+	if upper() == gen {
+		o.stopGenerator(lo, gen)
+		return o, nil
 	}
 	o.stopped = fmt.Sprintf("bisection: %s rps passed and %s rps failed, within %.0f %%", rps(lo), rps(hi), 100*CapTolerance)
 	return o, nil
@@ -597,7 +627,13 @@ func bisect(lo, hi float64) float64 {
 }
 
 func (o *searchOutcome) stopGenerator(lo, at float64) {
-	why := o.probes[len(o.probes)-1].Generator
+	var why string
+	for i := len(o.probes) - 1; i >= 0; i-- {
+		if pr := o.probes[i]; pr.Verdict == results.CapacityGenerator && pr.OfferedRPS == at {
+			why = pr.Generator
+			break
+		}
+	}
 	if lo == 0 {
 		o.noValue = fmt.Sprintf("no probe passed: the generator ran out at the lowest, %s rps offered, before the engine was measured: %s", rps(at), why)
 		o.stopped = o.noValue
@@ -607,12 +643,14 @@ func (o *searchOutcome) stopGenerator(lo, at float64) {
 	o.stopped = fmt.Sprintf("the generator ran out at %s rps offered (%s): the engine carried %s rps within the SLO and may carry more", rps(at), why, rps(lo))
 }
 
-func (o *searchOutcome) stopProbes(lo, hi float64, b searchBounds) {
+func (o *searchOutcome) stopProbes(lo, hi, gen float64, b searchBounds) {
 	o.stopped = fmt.Sprintf("the search's %d probes ran out", b.maxProbes)
 	switch {
 	case lo == 0:
 		pr := o.probes[0]
 		o.noValue = fmt.Sprintf("no probe passed: the lowest, at %s rps offered, failed: %s", rps(pr.OfferedRPS), pr.Reason)
+	case gen > 0 && (hi == 0 || gen < hi):
+		o.lowerBound = fmt.Sprintf("%d probes ran out below %s rps, where the generator ran out", b.maxProbes, rps(gen))
 	case hi > 0:
 		o.lowerBound = fmt.Sprintf("%d probes ran out below %s rps", b.maxProbes, rps(hi))
 	default:

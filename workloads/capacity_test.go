@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -84,17 +85,25 @@ func TestCapacitySearchBounds(t *testing.T) {
 
 func TestCapacitySearchGeneratorRanOut(t *testing.T) {
 	var rates []float64
-	o, _ := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, engineAt(1e9, 3000, &rates))
-	if got := o.probes[o.best].OfferedRPS; got != 1600 {
-		t.Fatalf("capacity %v, want the last rate that passed, 1600", got)
+	o, _ := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 30}, engineAt(1e9, 3000, &rates))
+	// The ramp passes 1600 and the generator fails 3200 three times; the
+	// search bisects below it to within 5 %: 2400, 2800 pass, 3000 is the
+	// generator's (not run again), 2900 passes.
+	want := []float64{100, 200, 400, 800, 1600, 3200, 3200, 3200, 2400, 2800, 3000, 2900}
+	if !slices.Equal(rates, want) {
+		t.Fatalf("probes %v, want %v", rates, want)
 	}
-	if o.lowerBound != "the generator ran out at 3200 rps" || o.lowestFail != nil {
+	if got := o.probes[o.best].OfferedRPS; got != 2900 {
+		t.Fatalf("capacity %v, want the highest rate that passed under the generator's limit, 2900", got)
+	}
+	if o.lowerBound != "the generator ran out at 3000 rps" || o.lowestFail != nil {
 		t.Fatalf("lower bound %q, lowest engine failure %v: the generator's failure is never the engine's", o.lowerBound, o.lowestFail)
 	}
-	if rates[len(rates)-1] != 3200 {
-		t.Fatalf("the search went on after the generator ran out: %v", rates)
+	if !strings.Contains(o.stopped, "97% of its 1 core") {
+		t.Fatalf("stopped %q: want the generator's reason", o.stopped)
 	}
-	// In the bisection too: a host stall spoils the generator at 1200.
+	// In the bisection: a host stall spoils the generator at 1200 every
+	// time; the engine's own failures above 1000 still decide.
 	rates = nil
 	engine := engineAt(1000, 0, &rates)
 	o, _ = search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
@@ -104,8 +113,15 @@ func TestCapacitySearchGeneratorRanOut(t *testing.T) {
 		}
 		return engine(ctx, rate)
 	})
-	if o.probes[o.best].OfferedRPS != 800 || o.lowerBound != "the generator ran out at 1200 rps" {
-		t.Fatalf("capacity %v, lower bound %q (probes %v)", o.probes[o.best].OfferedRPS, o.lowerBound, rates)
+	if o.probes[o.best].OfferedRPS != 1000 || o.lowerBound != "" || *o.lowestFail != 1050 {
+		t.Fatalf("capacity %v, lower bound %q, lowest fail %v (probes %v): want 1000 exact, failed at 1050", o.probes[o.best].OfferedRPS, o.lowerBound, *o.lowestFail, rates)
+	}
+	// Probes running out under the generator's limit say where it was.
+	rates = nil
+	o, _ = search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 10}, engineAt(1e9, 2000, &rates))
+	want = []float64{100, 200, 400, 800, 1600, 3200, 3200, 3200, 2400, 2000}
+	if !slices.Equal(rates, want) || o.lowerBound != "10 probes ran out below 2000 rps, where the generator ran out" {
+		t.Fatalf("probes %v (want %v), lower bound %q", rates, want, o.lowerBound)
 	}
 }
 
@@ -349,5 +365,19 @@ func TestCapacitySearchRetriesBusyHost(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("1600 probed %d times: %v", n, rates)
+	}
+	// A failure beside a stall of the host is probed once more too; a
+	// second failure there decides.
+	rates = nil
+	o, _ = search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
+		pr, err := engine(ctx, rate)
+		if rate == 400 {
+			pr = results.CapacityProbe{Verdict: results.CapacityFail, Reason: "requests waited for a free connection",
+				Host: "1 stalls took 41.0 ms of the 1.0 s pass: CPU 1 41.0 ms at 0.52 s"}
+		}
+		return pr, err
+	})
+	if o.probes[o.best].OfferedRPS != 388 || !slices.Equal(rates[:5], []float64{100, 200, 400, 400, 300}) {
+		t.Fatalf("capacity %v, probes %v: want 400 probed twice, then bisection under it", o.probes[o.best].OfferedRPS, rates)
 	}
 }
