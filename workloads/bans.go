@@ -83,11 +83,12 @@ type banSession struct {
 	drifts, cpuDrifts, lists, durations []float64
 }
 
-// quarterHists are a pass's first and last quarters' TTFB, from the
-// intended send time and from the dispatch (ttfb - lag): their difference
-// is the generator's own lateness in the window each figure publishes.
+// quarterHists are a pass's first and last quarters' requests: TTFB from
+// the intended send time and from the dispatch (ttfb - lag), whose
+// difference is the generator's own lateness in the window each figure
+// publishes, and the sends, for the host's share of it.
 type quarterHists struct {
-	first, firstDisp, last, lastDisp *hdr.Histogram
+	first, last *lateClass
 }
 
 func (w repeatedBans) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
@@ -190,11 +191,13 @@ func (bs *banSession) Step(ctx context.Context, i int) error {
 	defer ccancel()
 	calls := make(chan []banCall, 1)
 	go func() { calls <- bs.calls(cctx, started, total) }()
+	w := startWatch(tgt, nil)
 	r, runErr := bs.g.Run(ctx, loadgen.Pass{Paths: bs.paths, Zipf: PurgeZipf, Rate: bs.rate, Duration: total, Seed: uint64(i + 1)})
+	w.stop()
 	ccancel()
 	made := <-calls
 	stopCPU()
-	p, _, err := bs.endPass(ctx, i, r, runErr, started, before, warmErr)
+	p, _, err := bs.endPass(ctx, i, r, runErr, started, before, w, warmErr)
 	if err != nil {
 		return err
 	}
@@ -307,7 +310,7 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 
 	t0 := start.UnixNano()
 	quarter := int64(total / 4)
-	q := quarterHists{first: loadgen.NewHistogram(), firstDisp: loadgen.NewHistogram(), last: loadgen.NewHistogram(), lastDisp: loadgen.NewHistogram()}
+	q := quarterHists{first: newLateClass(), last: newLateClass()}
 	nwin := int((total + BanEvery - 1) / BanEvery)
 	wins := make([]*hdr.Histogram, nwin)
 	for k := range wins {
@@ -332,12 +335,12 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 			w := &be.Windows[min(int(at/int64(BanEvery)), nwin-1)]
 			w.Requests++
 			var ph *results.PhaseTTFB
-			var h, hd *hdr.Histogram
+			var qc *lateClass
 			switch {
 			case at < quarter:
-				ph, h, hd = &be.First, q.first, q.firstDisp
+				ph, qc = &be.First, q.first
 			case at >= int64(total)-quarter:
-				ph, h, hd = &be.Last, q.last, q.lastDisp
+				ph, qc = &be.Last, q.last
 			}
 			if ph != nil {
 				ph.Requests++
@@ -368,8 +371,7 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 			}
 			_ = wins[min(int(at/int64(BanEvery)), nwin-1)].RecordValue(v)
 			if ph != nil {
-				_ = h.RecordValue(v)
-				_ = hd.RecordValue(d)
+				qc.add(rec.intended, v, d)
 			}
 		}
 	}
@@ -387,8 +389,8 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 			}
 		}
 	}
-	be.First.P50Ms, be.First.P99Ms = msq(q.first, 50), msq(q.first, 99)
-	be.Last.P50Ms, be.Last.P99Ms = msq(q.last, 50), msq(q.last, 99)
+	be.First.P50Ms, be.First.P99Ms = msq(q.first.corr, 50), msq(q.first.corr, 99)
+	be.Last.P50Ms, be.Last.P99Ms = msq(q.last.corr, 50), msq(q.last.corr, 99)
 	be.EngineCPUFirst = cpu.cores(start, start.Add(time.Duration(quarter)))
 	be.EngineCPULast = cpu.cores(start.Add(total-time.Duration(quarter)), start.Add(total))
 	bs.q = q
@@ -425,21 +427,14 @@ func quarterFailed(which string, ph *results.PhaseTTFB) []string {
 		ph.Errors, ph.Requests, which, kinds(ph.ErrorsByKind))}
 }
 
-// quarterLate is classLateness for a quarter whose histograms may be
-// missing (a pass recorded without its records).
-func quarterLate(name string, corr, disp *hdr.Histogram) []string {
-	if corr == nil || disp == nil {
-		return nil
-	}
-	return classLateness(name, corr, disp, 99)
-}
-
 func (bs *banSession) record(p *passInfo, be *results.BanEvidence, made []banCall) {
 	// The latency figures are judged on the quarters they publish: their
 	// failures, and the generator's lateness there (not over the pass).
 	busy := p.latencyReasons()
-	lastWhy := append(quarterFailed("last", &be.Last), quarterLate("last quarter's TTFB", bs.q.last, bs.q.lastDisp)...)
-	driftWhy := append(append(quarterFailed("first", &be.First), quarterLate("first quarter's TTFB", bs.q.first, bs.q.firstDisp)...), lastWhy...)
+	// The host's stalls excuse the lateness they account for (a quarter
+	// may be missing: a pass recorded without its records).
+	lastWhy := append(quarterFailed("last", &be.Last), bs.q.last.judge("last quarter's TTFB", 99, bs.watch, p.ev)...)
+	driftWhy := append(append(quarterFailed("first", &be.First), bs.q.first.judge("first quarter's TTFB", 99, bs.watch, p.ev)...), lastWhy...)
 	driftWhy, lastWhy = append(driftWhy, busy...), append(lastWhy, busy...)
 
 	// The drift of the p99, last quarter against first.
@@ -462,8 +457,12 @@ func (bs *banSession) record(p *passInfo, be *results.BanEvidence, made []banCal
 	}
 
 	// The last quarter's p99 itself.
-	v, why := p.latencyValue(bs.q.last, 99)
-	bs.late.addValue(p, bs.q.last, v, why, lastWhy...)
+	var last *hdr.Histogram
+	if bs.q.last != nil {
+		last = bs.q.last.corr
+	}
+	v, why := p.latencyValue(last, 99)
+	bs.late.addValue(p, last, v, why, lastWhy...)
 
 	// The engine's CPU, last quarter against first: time the engine spent,
 	// not latency, so the generator's lateness does not matter.

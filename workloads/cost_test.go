@@ -147,7 +147,7 @@ func TestControlRequestsCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := ps.endPass(ctx, cfg.Warmups, r, nil, time.Now(), before, nil)
+	p, _, err := ps.endPass(ctx, cfg.Warmups, r, nil, time.Now(), before, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,6 +109,54 @@ func TestJudgeLateness(t *testing.T) {
 	}
 }
 
+// A class of requests (purge-stampede's windows, repeated-bans' quarters)
+// is judged as a pass is: lateness in stalls of the engine's CPUs is
+// excused and recorded, the generator's stands.
+func TestLateClassJudge(t *testing.T) {
+	tgt := &Target{GeneratorCPUs: []int{0}, ServerCPUs: []int{1}, CPUs: []int{0, 1}}
+	class := func() *lateClass {
+		c := newLateClass()
+		for _, r := range lateRecs(500 * time.Millisecond) {
+			c.add(r.at, r.ttfb, r.ttfb-r.lag)
+		}
+		return c
+	}
+	for _, c := range []struct {
+		cpu     int
+		excused bool
+	}{{1, true}, {0, false}} {
+		w := &hostWatch{tgt: tgt, started: hostT0, stalls: cpuload.Stalls{CPUs: []int{0, 1}, Policy: "fifo",
+			Period: time.Millisecond, Threshold: 500 * time.Microsecond,
+			Stalls: []cpuload.Stall{{CPU: c.cpu, At: hostT0.Add(500 * time.Millisecond), Duration: 3 * time.Millisecond}}}}
+		ev := &results.Evidence{Stalls: stallEvidence(w.stalls, hostT0)}
+		why := class().judge("refill TTFB", 99, w, ev)
+		if c.excused {
+			if len(why) != 0 || len(ev.Stalls.Excused) != 1 || !strings.Contains(ev.Stalls.Excused[0], "refill TTFB p99 to 4.002 ms was the host's") {
+				t.Errorf("stall on the engine's CPU: reasons %q, excused %q", why, ev.Stalls.Excused)
+			}
+			continue
+		}
+		if len(why) != 1 || !strings.Contains(why[0], "moved the refill TTFB p99 from 1.000 ms to 4.002 ms") || len(ev.Stalls.Excused) != 0 {
+			t.Errorf("stall on the generator's CPU: reasons %q, excused %q", why, ev.Stalls.Excused)
+		}
+	}
+	// Without a sampler the reason stands; a class not recorded has none.
+	if why := class().judge("refill TTFB", 99, nil, &results.Evidence{}); len(why) != 1 {
+		t.Errorf("without stalls: %q", why)
+	}
+	var none *lateClass
+	if why := none.judge("last quarter's TTFB", 99, nil, nil); why != nil {
+		t.Errorf("no class: %q", why)
+	}
+	// Merged, two classes keep every send.
+	m := newLateClass()
+	m.merge(class())
+	m.merge(class())
+	if len(m.recs) != 2040 || m.corr.TotalCount() != 2040 || m.disp.TotalCount() != 2040 {
+		t.Errorf("merged: %d sends, %d and %d recorded", len(m.recs), m.corr.TotalCount(), m.disp.TotalCount())
+	}
+}
+
 // Stalls that overlap on two CPUs are one, named with both.
 func TestStallText(t *testing.T) {
 	st := cpuload.Stalls{CPUs: []int{0, 1}, Policy: "fifo", Period: time.Millisecond, Threshold: 500 * time.Microsecond,

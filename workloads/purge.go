@@ -132,6 +132,9 @@ type purgeSession struct {
 	method string
 	rate   float64
 	client *http.Client
+	// watch watched the host through the last pass: its stalls excuse
+	// the lateness they account for.
+	watch *hostWatch
 
 	amp, stale    *sumTest
 	recovery, dur *results.Result
@@ -247,8 +250,10 @@ func (ps *purgeSession) Step(ctx context.Context, i int) error {
 	defer pcancel()
 	done := make(chan purgeDone, 1)
 	timer := time.AfterFunc(cfg.PurgeBefore, func() { done <- ps.purge(pctx) })
+	w := startWatch(tgt, nil)
 	r, runErr := ps.g.Run(ctx, loadgen.Pass{Paths: ps.paths, Zipf: PurgeZipf, Rate: ps.rate,
 		Duration: cfg.PurgeBefore + cfg.PurgeAfter, Seed: uint64(i + 1)})
+	w.stop()
 	var pd purgeDone
 	if timer.Stop() {
 		pd.err = errors.New("the pass ended before the purge")
@@ -258,7 +263,7 @@ func (ps *purgeSession) Step(ctx context.Context, i int) error {
 	stopCPU()
 	// The recovery keeps failed requests too: a failure counts at the
 	// timeout.
-	p, after, err := ps.endPass(ctx, i, r, runErr, started, before, warmErr)
+	p, after, err := ps.endPass(ctx, i, r, runErr, started, before, w, warmErr)
 	if err != nil {
 		return err
 	}
@@ -437,9 +442,10 @@ func countAnswer(stamp, sent int64, answered, unproven, stale *int64) {
 
 // endPass makes pass i from the generator's result once the load stopped:
 // nil and the error when it failed or was interrupted, else the pass
-// observed from the before snapshot, with the warm-up's failure if any.
+// observed from the before snapshot (and the host by w), with the
+// warm-up's failure if any.
 func (ps *purgeSession) endPass(ctx context.Context, i int, r *loadgen.Result, runErr error, started time.Time,
-	before snapshot, warmErr error) (*passInfo, snapshot, error) {
+	before snapshot, w *hostWatch, warmErr error) (*passInfo, snapshot, error) {
 	if runErr != nil {
 		return nil, snapshot{}, runErr
 	}
@@ -452,7 +458,14 @@ func (ps *purgeSession) endPass(ctx context.Context, i int, r *loadgen.Result, r
 	_, verdict := r.Verdict()
 	p := newPass(i, ps.cfg.Warmups, r, verdict)
 	p.started, p.control = started, ps.log.control.Load()
+	if w != nil {
+		p.samplerCPU, p.samplerWall = w.stalls.CPUSeconds, w.wall
+	}
 	after := ps.rc.observe(ctx, ps.spec, ps.tgt, p, before)
+	if w != nil {
+		p.ev.Stalls = stallEvidence(w.stalls, started)
+	}
+	ps.watch = w
 	if warmErr != nil {
 		p.reasons = append(p.reasons, warmErr.Error())
 	}
@@ -493,8 +506,7 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 	// Each window's TTFBs from the intended send time and, beside them,
 	// from the dispatch (TTFB - lag): the generator's own lateness is
 	// judged on the window a figure is made of, not the whole pass.
-	beforeH, beforeD := loadgen.NewHistogram(), loadgen.NewHistogram()
-	refillH, refillD, afterH := loadgen.NewHistogram(), loadgen.NewHistogram(), loadgen.NewHistogram()
+	beforeC, refillC, afterH := newLateClass(), newLateClass(), loadgen.NewHistogram()
 	var recs []purgeRec
 	for _, s := range ps.log.shards {
 		recs = append(recs, s...)
@@ -504,7 +516,8 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 	// were not the first for their object since its invalidation (what
 	// recovery is judged on).
 	type window struct {
-		all, repeat, repeatD   *hdr.Histogram
+		all                    *hdr.Histogram
+		repeat                 *lateClass
 		n, first, errs, staleN int64
 	}
 	var wins []window
@@ -512,15 +525,15 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 		rec := &recs[i]
 		good := rec.good()
 		if rec.intended < start {
-			phase(&pe.Before, beforeH, rec, good)
+			phase(&pe.Before, nil, rec, good)
 			if good {
-				_ = beforeD.RecordValue(max(rec.ttfb-rec.lag, 0))
+				beforeC.add(rec.intended, max(rec.ttfb, 0), max(rec.ttfb-rec.lag, 0))
 			}
 			continue
 		}
 		k := int((rec.intended - start) / int64(purgeWindow))
 		for len(wins) <= k {
-			wins = append(wins, window{all: loadgen.NewHistogram(), repeat: loadgen.NewHistogram(), repeatD: loadgen.NewHistogram()})
+			wins = append(wins, window{all: loadgen.NewHistogram(), repeat: newLateClass()})
 		}
 		w := &wins[k]
 		w.n++
@@ -544,8 +557,7 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 			if !good {
 				v, d = timeout, timeout
 			}
-			_ = w.repeat.RecordValue(v)
-			_ = w.repeatD.RecordValue(d)
+			w.repeat.add(rec.intended, v, d)
 		}
 		if rec.intended >= pd.done[rec.obj] && good {
 			// A failed answer refilled nothing: it is not an object the
@@ -564,13 +576,11 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 		pe.Refill.Requests++
 		switch {
 		case good:
-			_ = refillH.RecordValue(max(rec.ttfb, 0))
-			_ = refillD.RecordValue(max(rec.ttfb-rec.lag, 0))
+			refillC.add(rec.intended, max(rec.ttfb, 0), max(rec.ttfb-rec.lag, 0))
 		case rec.kind == "timeout":
 			pe.Refill.Errors++
 			pe.RefillTimeouts++
-			_ = refillH.RecordValue(timeout)
-			_ = refillD.RecordValue(timeout)
+			refillC.add(rec.intended, timeout, timeout)
 		default:
 			pe.Refill.Errors++
 		}
@@ -580,6 +590,7 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 			pe.DistinctAfter++
 		}
 	}
+	beforeH := beforeC.corr
 	pe.ReferenceP99Ms = msq(beforeH, 99)
 	pe.Before.P50Ms, pe.Before.P99Ms = msq(beforeH, 50), pe.ReferenceP99Ms
 	// Recovery: the first step from which the repeat requests' p99 over
@@ -587,8 +598,8 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 	// steps with a whole span of the schedule after them are judged.
 	// Lateness is judged on what the decision rests on: the reference,
 	// and the span of every step up to the one recovered at (all of them
-	// when none was).
-	late := classLateness("TTFB before the purge", beforeH, beforeD, 99)
+	// when none was); record judges them, with the host's stalls.
+	decided := []namedClass{{"TTFB before the purge", beforeC}}
 	span := int(recoverSpan / purgeWindow)
 	whole := int(end.Sub(pd.start) / purgeWindow) // windows the schedule fills
 	judged := min(whole, len(wins)) - span + 1    // steps with a whole span after them
@@ -600,14 +611,13 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 		w := &wins[k]
 		var next *float64
 		if k < judged {
-			h, hd := loadgen.NewHistogram(), loadgen.NewHistogram()
+			c := newLateClass()
 			for j := k; j < k+span; j++ {
-				h.Merge(wins[j].repeat)
-				hd.Merge(wins[j].repeatD)
+				c.merge(wins[j].repeat)
 			}
-			next = msq(h, 99)
-			if recovered < 0 && len(late) == 0 {
-				late = classLateness(fmt.Sprintf("TTFB of repeat requests in the second from %s after the purge", time.Duration(k)*purgeWindow), h, hd, 99)
+			next = msq(c.corr, 99)
+			if recovered < 0 {
+				decided = append(decided, namedClass{fmt.Sprintf("TTFB of repeat requests in the second from %s after the purge", time.Duration(k)*purgeWindow), c})
 			}
 		}
 		pe.Windows = append(pe.Windows, results.PurgeWindow{AtMs: float64(time.Duration(k)*purgeWindow) / 1e6,
@@ -619,9 +629,9 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 	if recovered >= 0 {
 		pe.RecoveredMs = ptr(float64(time.Duration(recovered)*purgeWindow) / 1e6)
 	}
-	pe.Refill.P50Ms, pe.Refill.P99Ms = msq(refillH, 50), msq(refillH, 99)
+	pe.Refill.P50Ms, pe.Refill.P99Ms = msq(refillC.corr, 50), msq(refillC.corr, 99)
 	pe.After.P50Ms, pe.After.P99Ms = msq(afterH, 50), msq(afterH, 99)
-	ps.log.refill, ps.log.refillDisp, ps.log.recoveryLate = refillH, refillD, late
+	ps.log.refill, ps.log.recovery = refillC, decided
 	pe.EngineCPUBefore = cpu.cores(time.Time{}, pd.start)
 	pe.EngineCPURefill = cpu.cores(pd.start, time.Unix(0, min(refillEnd, end.UnixNano())))
 	return pe
@@ -634,13 +644,36 @@ func recoverLimit(refMs float64) float64 {
 	return max(recoverBound*refMs, refMs+float64(loadgen.LagToleranceFloor)/1e6)
 }
 
+// phase counts rec in ph, and records its TTFB in h (when not nil) if it
+// was good.
 func phase(ph *results.PhaseTTFB, h *hdr.Histogram, rec *purgeRec, good bool) {
 	ph.Requests++
 	if !good {
 		ph.Errors++
 		return
 	}
-	_ = h.RecordValue(max(rec.ttfb, 0))
+	if h != nil {
+		_ = h.RecordValue(max(rec.ttfb, 0))
+	}
+}
+
+// namedClass is a class of requests a decision rested on, and its name in
+// the reasons.
+type namedClass struct {
+	name string
+	c    *lateClass
+}
+
+// firstLate is the reasons of the first class, in order, whose lateness
+// (the host's share taken out) moved its p99: what a decision resting on
+// them all cannot stand on.
+func firstLate(classes []namedClass, w *hostWatch, ev *results.Evidence) []string {
+	for _, nc := range classes {
+		if why := nc.c.judge(nc.name, 99, w, ev); len(why) > 0 {
+			return why
+		}
+	}
+	return nil
 }
 
 // record adds a pass to every test; pe is nil when no purge was made.
@@ -721,7 +754,7 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 	if miss != "" {
 		more = append(more, miss)
 	}
-	more = append(more, ps.log.recoveryLate...)
+	more = append(more, firstLate(ps.log.recovery, ps.watch, p.ev)...)
 	more = append(more, p.latencyReasons()...)
 	rp := addPass(ps.recovery, full, rec, recWhy, more...)
 	if censored {
@@ -774,7 +807,7 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 		var h *hdr.Histogram
 		var more []string
 		if pe != nil {
-			h = ps.log.refill
+			h = ps.log.refill.corr
 			v, why = p.latencyValue(h, t.q)
 			if v == nil && pe.Refill.Requests > 0 && pe.Refill.Errors == pe.Refill.Requests {
 				why = fmt.Sprintf("no good answer during the refill: %d of %d requests failed", pe.Refill.Errors, pe.Refill.Requests)
@@ -782,7 +815,7 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 			if miss != "" {
 				more = append(more, miss)
 			}
-			more = append(more, classLateness("refill TTFB", ps.log.refill, ps.log.refillDisp, t.q)...)
+			more = append(more, ps.log.refill.judge("refill TTFB", t.q, ps.watch, p.ev)...)
 		}
 		more = append(more, p.latencyReasons()...)
 		if pe != nil && pe.Refill.Errors > 0 && v != nil {
@@ -902,11 +935,10 @@ func (r *purgeRec) good() bool { return !r.err && r.status >= 200 && r.status <=
 // purgeLog collects records per event loop, without locks.
 type purgeLog struct {
 	shards [][]purgeRec
-	refill *hdr.Histogram // the last pass's refill TTFBs
-	// purge-stampede's alone: the refill's TTFBs from the dispatch, and
-	// why the generator's lateness moved what recovery was decided on.
-	refillDisp   *hdr.Histogram
-	recoveryLate []string
+	// purge-stampede's alone, the last pass's: the refill's requests, and
+	// the classes recovery was decided on.
+	refill   *lateClass
+	recovery []namedClass
 	// control counts hlsbench's own requests the engine answered in the
 	// pass (purges, bans, checks: see costOf).
 	control controlCount
@@ -925,7 +957,7 @@ func (l *purgeLog) reset() {
 	for i := range l.shards {
 		l.shards[i] = l.shards[i][:0]
 	}
-	l.refill, l.refillDisp, l.recoveryLate = nil, nil, nil
+	l.refill, l.recovery = nil, nil
 	l.control.Store(0)
 }
 
