@@ -586,10 +586,10 @@ type CapacityProbe struct {
 	// proxy, whose own CPU is among them): a failure beside a large one
 	// may be the host's.
 	OtherCPUShare *float64 `json:"other_cpu_share,omitempty"`
-	// Host, when set, says what of the host passed its thresholds during
-	// the probe (steal, interrupts or other processes on a measured CPU,
-	// or stalls of the measured CPUs past 1 % of the probe, with when):
-	// a failure beside it is probed once more and the repeat decides.
+	// Host, when set, says what of the host may have failed the probe:
+	// the hypervisor's steal past 5 % of a measured CPU, or every measured
+	// CPU stalled at once for 10 ms or more (with when). A failure beside
+	// it is probed once more and the repeat decides.
 	Host string `json:"host,omitempty"`
 	// Generator is "valid", or why the generator itself failed the probe
 	// (its own lateness, its CPU): then the probe says nothing of the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines/builtin"
+	"github.com/hlsbench/hlsbench/engines/cpuload"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
@@ -379,5 +380,44 @@ func TestCapacitySearchRetriesBusyHost(t *testing.T) {
 	})
 	if o.probes[o.best].OfferedRPS != 388 || !slices.Equal(rates[:5], []float64{100, 200, 400, 400, 300}) {
 		t.Fatalf("capacity %v, probes %v: want 400 probed twice, then bisection under it", o.probes[o.best].OfferedRPS, rates)
+	}
+}
+
+// A capacity probe's host is the hypervisor's steal or a pause of every
+// CPU at once: its own interrupts and one CPU's stalls are not.
+func TestCapHost(t *testing.T) {
+	t0 := time.Unix(3000, 0)
+	stall := func(cpu int, at, d time.Duration) cpuload.Stall {
+		return cpuload.Stall{CPU: cpu, At: t0.Add(at), Duration: d}
+	}
+	ms := time.Millisecond
+	busy := &results.Evidence{OtherCPU: &results.OtherCPU{PerCPU: []results.CPUShare{{CPU: 0, IRQ: 45, Ours: 50}, {CPU: 1, IRQ: 80, Other: 4}}}}
+	// Hundreds of one CPU's stalls, and the two CPUs' overlapping 6 ms:
+	// the probe's own network work.
+	var own []cpuload.Stall
+	for i := range 300 {
+		own = append(own, stall(0, time.Duration(i)*3*ms, 2*ms))
+	}
+	own = append(own, stall(1, 100*ms+500*time.Microsecond, 6*ms))
+	if h := capHost(busy, cpuload.Stalls{CPUs: []int{0, 1}, Stalls: own}, t0); h != "" {
+		t.Errorf("the probe's own interrupts and stalls: host %q", h)
+	}
+	// Both CPUs stalled from 500 to 540 ms, their stalls starting apart.
+	pause := []cpuload.Stall{stall(0, 495*ms, 45*ms), stall(1, 500*ms, 50*ms)}
+	h := capHost(busy, cpuload.Stalls{CPUs: []int{0, 1}, Stalls: pause}, t0)
+	if h != "every measured CPU (0,1) stalled at once for 40.0 ms at 0.50 s" {
+		t.Errorf("a pause of the machine: host %q", h)
+	}
+	// One CPU stalled 50 ms alone is not the machine's.
+	if h := capHost(nil, cpuload.Stalls{CPUs: []int{0, 1}, Stalls: pause[1:]}, t0); h != "" {
+		t.Errorf("one CPU's stall: host %q", h)
+	}
+	stolen := &results.Evidence{OtherCPU: &results.OtherCPU{PerCPU: []results.CPUShare{{CPU: 0, Steal: 12}, {CPU: 1, Steal: 1}}}}
+	if h := capHost(stolen, cpuload.Stalls{}, t0); h != "CPU 0: steal 12 %" {
+		t.Errorf("steal: host %q", h)
+	}
+	// Stalls that only touch are not at once.
+	if d, _ := machinePause([]cpuload.Stall{stall(0, 0, 20*ms), stall(1, 20*ms, 20*ms)}, []int{0, 1}); d != 0 {
+		t.Errorf("touching stalls: pause %v", d)
 	}
 }
