@@ -415,7 +415,14 @@ func (c *lateClass) judge(name string, q float64, w *hostWatch, ev *results.Evid
 	if len(why) == 0 || w == nil || ev == nil || ev.Stalls == nil {
 		return why
 	}
-	a := attribute(c.recs, w.engineStalls(), q)
+	engine := w.engineStalls()
+	var other []cpuload.Stall
+	for _, s := range w.stalls.Stalls {
+		if !slices.Contains(engine, s) {
+			other = append(other, s)
+		}
+	}
+	a := attributeAll(c.recs, engine, other, q)
 	st := ev.Stalls
 	if a.excused() {
 		st.Excused = append(st.Excused, fmt.Sprintf("the lateness that moved the %s p%g to %.3f ms was the host's: %d of %d late sends fell in stalls of the engine's CPU (%s); without them the generator's own lateness moves it %.3f ms, within its tolerance",
@@ -425,5 +432,20 @@ func (c *lateClass) judge(name string, q float64, w *hostWatch, ev *results.Evid
 	if a.hostLate > 0 {
 		why = append(why[:len(why):len(why)], fmt.Sprintf("%d of %d late sends fell in stalls of the engine's CPU (%s), too few to account for it", a.hostLate, a.late, stallText(st)))
 	}
+	if own := a.late - a.hostLate; own > 0 {
+		// Whether the loop was busy reading a burst of answers: far more
+		// arrivals than the window's mean rate brings says so.
+		why = append(why[:len(why):len(why)], fmt.Sprintf("while the generator's %d late sends of the window waited, %.1f answers arrived per send (%.1f at its mean rate)%s",
+			own, a.waitArrivals, a.waitExpected, onGeneratorCPU(a.genCPULate, own)))
+	}
 	return why
+}
+
+// onGeneratorCPU names the late sends that fell in stalls of the
+// generator's CPU, "" when none did.
+func onGeneratorCPU(n, of int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d of them fell in stalls of the generator's CPU", n)
 }

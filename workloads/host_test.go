@@ -136,7 +136,9 @@ func TestLateClassJudge(t *testing.T) {
 			}
 			continue
 		}
-		if len(why) != 1 || !strings.Contains(why[0], "moved the refill TTFB p99 from 1.000 ms to 4.002 ms") || len(ev.Stalls.Excused) != 0 {
+		if len(why) != 2 || !strings.Contains(why[0], "moved the refill TTFB p99 from 1.000 ms to 4.002 ms") || len(ev.Stalls.Excused) != 0 ||
+			!strings.Contains(why[1], "while the generator's 20 late sends of the window waited") ||
+			!strings.Contains(why[1], "20 of them fell in stalls of the generator's CPU") {
 			t.Errorf("stall on the generator's CPU: reasons %q, excused %q", why, ev.Stalls.Excused)
 		}
 	}
