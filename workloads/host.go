@@ -218,6 +218,17 @@ func (w *hostWatch) stop() {
 	}
 }
 
+// splitStalls are the stalls on the engine's CPUs and the others.
+func (w *hostWatch) splitStalls() (engine, other []cpuload.Stall) {
+	engine = w.engineStalls()
+	for _, s := range w.stalls.Stalls {
+		if !slices.Contains(engine, s) {
+			other = append(other, s)
+		}
+	}
+	return engine, other
+}
+
 // engineStalls are the stalls on the engine's CPUs.
 func (w *hostWatch) engineStalls() []cpuload.Stall {
 	cpus := engineCPUs(w.tgt)
@@ -351,13 +362,7 @@ func judgeLateness(r *loadgen.Result, q float64, recs []sendRec, w *hostWatch, e
 	if len(why) == 0 || w == nil || ev == nil || ev.Stalls == nil {
 		return why
 	}
-	engine := w.engineStalls()
-	var other []cpuload.Stall
-	for _, s := range w.stalls.Stalls {
-		if !slices.Contains(engine, s) {
-			other = append(other, s)
-		}
-	}
+	engine, other := w.splitStalls()
 	a := attributeAll(recs, engine, other, q)
 	st := ev.Stalls
 	st.LateSends, st.HostLate, st.LateSendMs = a.late, a.hostLate, ms(lateSend)
@@ -415,13 +420,7 @@ func (c *lateClass) judge(name string, q float64, w *hostWatch, ev *results.Evid
 	if len(why) == 0 || w == nil || ev == nil || ev.Stalls == nil {
 		return why
 	}
-	engine := w.engineStalls()
-	var other []cpuload.Stall
-	for _, s := range w.stalls.Stalls {
-		if !slices.Contains(engine, s) {
-			other = append(other, s)
-		}
-	}
+	engine, other := w.splitStalls()
 	a := attributeAll(c.recs, engine, other, q)
 	st := ev.Stalls
 	if a.excused() {

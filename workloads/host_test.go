@@ -27,6 +27,15 @@ func lateRecs(at time.Duration) []sendRec {
 	return recs
 }
 
+// stalledAt is a watch over CPUs 0 and 1 with one 3 ms stall of cpu at
+// 500 ms, and the pass evidence it makes.
+func stalledAt(tgt *Target, cpu int) (*hostWatch, *results.Evidence) {
+	w := &hostWatch{tgt: tgt, started: hostT0, stalls: cpuload.Stalls{CPUs: []int{0, 1}, Policy: "fifo",
+		Period: time.Millisecond, Threshold: 500 * time.Microsecond,
+		Stalls: []cpuload.Stall{{CPU: cpu, At: hostT0.Add(500 * time.Millisecond), Duration: 3 * time.Millisecond}}}}
+	return w, &results.Evidence{Stalls: stallEvidence(w.stalls, hostT0)}
+}
+
 func TestInStall(t *testing.T) {
 	st := []cpuload.Stall{{CPU: 1, At: hostT0.Add(time.Second), Duration: 2 * time.Millisecond}}
 	for _, c := range []struct {
@@ -87,10 +96,7 @@ func TestJudgeLateness(t *testing.T) {
 		cpu     int
 		excused bool
 	}{{1, true}, {0, false}} {
-		w := &hostWatch{tgt: tgt, started: hostT0, stalls: cpuload.Stalls{CPUs: []int{0, 1}, Policy: "fifo",
-			Period: time.Millisecond, Threshold: 500 * time.Microsecond,
-			Stalls: []cpuload.Stall{{CPU: c.cpu, At: hostT0.Add(500 * time.Millisecond), Duration: 3 * time.Millisecond}}}}
-		ev := &results.Evidence{Stalls: stallEvidence(w.stalls, hostT0)}
+		w, ev := stalledAt(tgt, c.cpu)
 		why := judgeLateness(lateResult(), 99, lateRecs(500*time.Millisecond), w, ev)
 		if c.excused {
 			if len(why) != 0 || len(ev.Stalls.Excused) != 1 || ev.Stalls.HostLate != 20 ||
@@ -125,10 +131,7 @@ func TestLateClassJudge(t *testing.T) {
 		cpu     int
 		excused bool
 	}{{1, true}, {0, false}} {
-		w := &hostWatch{tgt: tgt, started: hostT0, stalls: cpuload.Stalls{CPUs: []int{0, 1}, Policy: "fifo",
-			Period: time.Millisecond, Threshold: 500 * time.Microsecond,
-			Stalls: []cpuload.Stall{{CPU: c.cpu, At: hostT0.Add(500 * time.Millisecond), Duration: 3 * time.Millisecond}}}}
-		ev := &results.Evidence{Stalls: stallEvidence(w.stalls, hostT0)}
+		w, ev := stalledAt(tgt, c.cpu)
 		why := class().judge("refill TTFB", 99, w, ev)
 		if c.excused {
 			if len(why) != 0 || len(ev.Stalls.Excused) != 1 || !strings.Contains(ev.Stalls.Excused[0], "refill TTFB p99 to 4.002 ms was the host's") {
