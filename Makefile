@@ -61,19 +61,22 @@ nightly:
 # suite of the reference page's engines (Varnish 9.0.2 and Vinyl Cache built
 # by `hlsbench engines build`, NGINX, builtin, and null: the instrument's
 # ceiling and the host's floor, never ranked) into PAGE_RUNS/PART, then
-# `make page-report`. `make page-part PART=latency` runs one part (again from
+# `make page-report`. `make page-part PART=segment` runs one part (again from
 # the start; `hlsbench suite --resume PAGE_RUNS/PART` finishes an
 # interrupted one), `make page-report` merges the parts into SITE (all of
 # PAGE_PARTS must be there). A suite that ends with some result invalid
-# (exit 3) still makes its page: the page says which. `make page-quick` is
+# (exit 3) still makes its page: the page says which. The parts are kept in
+# results/page and committed as each finishes: a new checkout keeps what was
+# measured, and the next part can run in another session. `make page-quick` is
 # the same with --quick into build/site-quick. `make page-from-results`
 # rebuilds site/ from the committed site/runs alone: the same bytes.
 PAGE_ENGINES  ?= varnish@9.0.2,vinyl,nginx,builtin,null
 PAGE_TOPOLOGY ?= all
-PAGE_PARTS    ?= capacity capacity-terminated latency cache audience
+PAGE_PARTS    ?= capacity capacity-terminated hit-path segment cache audience
 PAGE_PART_capacity = capacity
 PAGE_PART_capacity-terminated = capacity
-PAGE_PART_latency  = hit-path,segment
+PAGE_PART_hit-path = hit-path
+PAGE_PART_segment  = segment
 PAGE_PART_cache    = miss-storm,origin-flap,purge-stampede,repeated-bans
 PAGE_PART_audience = live-audience
 # The page runs live-audience in plaintext only: its hit ratio, offload,
@@ -88,7 +91,7 @@ PAGE_TOPOLOGY_audience = plaintext
 PAGE_TOPOLOGY_capacity = plaintext
 PAGE_TOPOLOGY_capacity-terminated = tls,proxyv2
 PAGE_PROFILE  ?=
-PAGE_RUNS     ?= build/page-runs
+PAGE_RUNS     ?= results/page
 SITE          ?= site
 
 page: build
