@@ -162,6 +162,72 @@ func TestLateClassJudge(t *testing.T) {
 	}
 }
 
+// A window's quantile is uncertain by a few ranks: lateness that reorders
+// only the largest values of a small window moves no p99 it can resolve
+// and rejects nothing; lateness that moves it past the quantile's 95 %
+// bound does, in a small window and in a large one.
+func TestClassLatenessBound(t *testing.T) {
+	us := int64(time.Microsecond)
+	// window is n requests: the dispatch TTFB of each (tail values last),
+	// late of them sent 2 ms late (taken from the 100 µs ones).
+	window := func(bulk int64, tail []int64, late int) []string {
+		corr, disp := loadgen.NewHistogram(), loadgen.NewHistogram()
+		for i := range bulk {
+			v := 100 * us
+			_ = disp.RecordValue(v)
+			if i < int64(late) {
+				v += 2000 * us
+			}
+			_ = corr.RecordValue(v)
+		}
+		for _, v := range tail {
+			_ = disp.RecordValue(v)
+			_ = corr.RecordValue(v)
+		}
+		return classLateness("refill TTFB", corr, disp, 99)
+	}
+	small := []int64{300 * us, 500 * us, 900 * us} // 250 requests: p99 the 3rd largest, 300 µs
+	if why := window(247, small, 2); len(why) != 0 {
+		t.Errorf("2 late sends of 250 (p99 300 µs → 900 µs, the window's largest): %q, want none", why)
+	}
+	if why := window(247, small, 3); len(why) != 1 || !strings.Contains(why[0], "moved the refill TTFB p99 from 0.300 ms to 2.1") ||
+		!strings.Contains(why[0], "past 0.900 ms, the highest p99 its 250 requests allow at 95 % confidence") {
+		t.Errorf("3 late sends of 250: %q, want the reason with the bound", why)
+	}
+	var tail []int64
+	for range 250 {
+		tail = append(tail, 1000*us)
+	}
+	// 25,000 requests, the top 1 % at 1 ms: 300 late sends (1.2 %) move
+	// the p99 from 100 µs past every dispatch value near it.
+	if why := window(24750, tail, 300); len(why) != 1 || !strings.Contains(why[0], "from 0.100 ms to 2.1") {
+		t.Errorf("300 late sends of 25,000: %q, want rejected", why)
+	}
+	if why := window(24750, tail, 0); len(why) != 0 {
+		t.Errorf("no late sends: %q", why)
+	}
+}
+
+// aboveAllowed against the binomial's quantiles: how many values may lie
+// above the rank that bounds the quantile at 97.5 %.
+func TestAboveAllowed(t *testing.T) {
+	for _, c := range []struct {
+		n      int64
+		p      float64
+		lo, hi int64
+	}{
+		{250, 0.01, 0, 0},       // P(none above) = 8 %: the largest bounds it
+		{1000, 0.01, 3, 4},      // mean 10, sd 3.1
+		{25000, 0.01, 217, 221}, // mean 250, sd 15.7: 250 - 1.96 sd = 219
+		{1000, 0.5, 467, 470},   // mean 500, sd 15.8
+		{10, 0.5, 1, 1},         // P(A ≤ 1) = 1.1 %, P(A ≤ 2) = 5.5 %
+	} {
+		if got := aboveAllowed(c.n, c.p); got < c.lo || got > c.hi {
+			t.Errorf("aboveAllowed(%d, %g) = %d, want %d to %d", c.n, c.p, got, c.lo, c.hi)
+		}
+	}
+}
+
 // Stalls that overlap on two CPUs are one, named with both.
 func TestStallText(t *testing.T) {
 	st := cpuload.Stalls{CPUs: []int{0, 1}, Policy: "fifo", Period: time.Millisecond, Threshold: 500 * time.Microsecond,
