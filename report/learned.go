@@ -161,8 +161,12 @@ func gapText(g gap) string {
 // isCapacity is a capacity test: a rate, ranked on its own line.
 func isCapacity(t Test) bool { return t.Workload == "capacity" }
 
-// capacityRanking is one sentence per capacity test: every cell with a
-// value, the most first.
+// capacityRanking is one sentence per capacity test: the cells with an
+// exact value, the most first; then the lower bounds ("≥ N (why)": the
+// generator ran out, the instrument's limit) and the instrument's ceiling,
+// each with what it is and never placed among the ranked (a bound above an
+// exact figure says nothing of which engine carries more); then the cells
+// with no value.
 func capacityRanking(rep *Report) []string {
 	var out []string
 	for _, w := range rep.Workloads {
@@ -170,26 +174,53 @@ func capacityRanking(rep *Report) []string {
 			if !isCapacity(t) {
 				continue
 			}
-			var cells []Cell
+			var ranked, bounded []Cell
 			var none []string
 			for _, c := range t.Cells {
-				if c.Value == nil {
+				switch {
+				case c.Value == nil:
 					none = append(none, c.Label)
-					continue
+				case c.Bounded():
+					bounded = append(bounded, c)
+				default:
+					ranked = append(ranked, c)
 				}
-				cells = append(cells, c)
 			}
-			if len(cells) == 0 {
+			if len(ranked)+len(bounded) == 0 {
 				continue
 			}
-			sort.SliceStable(cells, func(i, j int) bool { return *cells[i].Value > *cells[j].Value })
+			most := func(cs []Cell) {
+				sort.SliceStable(cs, func(i, j int) bool { return *cs[i].Value > *cs[j].Value })
+			}
+			most(ranked)
+			most(bounded)
 			var parts []string
-			for _, c := range cells {
+			for _, c := range ranked {
 				parts = append(parts, c.Label+" "+valueText(*c.Value, t.Unit))
 			}
-			s := fmt.Sprintf("%s, most first: %s", t.Title, strings.Join(parts, ", "))
+			s := t.Title
+			if len(parts) > 0 {
+				s += ", most first: " + strings.Join(parts, ", ")
+			}
+			var bounds []string
+			for _, c := range bounded {
+				v := valueText(*c.Value, t.Unit)
+				if c.LowerBound != "" {
+					v = "≥ " + v + " (" + c.LowerBound + ")"
+				} else {
+					v += " (the instrument's ceiling)"
+				}
+				bounds = append(bounds, c.Label+" "+v)
+			}
+			if len(bounds) > 0 {
+				sep := "; not ranked: "
+				if len(parts) == 0 {
+					sep = ", not ranked: "
+				}
+				s += sep + strings.Join(bounds, ", ")
+			}
 			if len(none) > 0 {
-				s += fmt.Sprintf(" (no value: %s)", list(none))
+				s += "; no value: " + list(none)
 			}
 			out = append(out, s+".")
 		}

@@ -27,7 +27,11 @@ func TestLearnedStatesTheLargest(t *testing.T) {
 	few.Title = "too few"
 	hit := handTest(handCell("a", passes(90)...), handCell("b", passes(30)...))
 	hit.Title, hit.Unit, hit.LowerIsBetter = "hit ratio", "%", false
-	cp := handTest(handCell("nginx", 41000), handCell("varnish", 33000), noValueCell("vinyl", "nothing passed"))
+	bound := handCell("builtin", 52000)
+	bound.LowerBound = "the generator ran out at 54000 rps"
+	ceiling := handCell("null", 60000)
+	ceiling.InstrumentCeiling = true
+	cp := handTest(handCell("varnish", 33000), bound, handCell("nginx", 41000), ceiling, noValueCell("vinyl", "nothing passed"))
 	cp.Workload, cp.Title, cp.Unit, cp.LowerIsBetter = "capacity", "Capacity, hit-path", "rps", false
 	rep := &Report{Workloads: []Workload{
 		{Name: "w", Title: "W", Tests: append(tests, tie, few, hit)},
@@ -41,7 +45,9 @@ func TestLearnedStatesTheLargest(t *testing.T) {
 		"The five largest significant differences:",
 		"W — test 3: a 1.00 ms against b 6.00 ms, 6.00× as long (p = 0.000155, 8 and 8 valid passes).",
 		"W — hit ratio: a 90.0 % against b 30.0 %, 60.0 points lower",
-		"Capacity, hit-path, most first: nginx 41000 rps, varnish 33000 rps (no value: vinyl).",
+		// The bounds are listed apart, with what they are, never ranked
+		// above an exact figure.
+		"Capacity, hit-path, most first: nginx 41000 rps, varnish 33000 rps; not ranked: null 60000 rps (the instrument's ceiling), builtin ≥ 52000 rps (the generator ran out at 54000 rps); no value: vinyl.",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("learned lacks %q:\n%s", want, text)
