@@ -382,6 +382,7 @@ func Build(in *Input, o Options) (*Report, error) {
 					}
 				}
 			}
+			nameInstrumentLimit(&t, terminators)
 			t.Finding = finding(t, o) + instrumentFinding(t)
 			w.Tests = append(w.Tests, t)
 		}
@@ -402,6 +403,40 @@ func Build(in *Input, o Options) (*Report, error) {
 	rep.Caveats = caveats(in, rep)
 	rep.Warnings = warn
 	return rep, nil
+}
+
+// nameInstrumentLimit says, beside each capacity at the instrument's limit,
+// what that limit was: the null engine's figure in the same topology and,
+// when a terminator stood in front of it, which ("null behind hitch 1.7.2
+// carried 360 rps"); and beside the ceiling itself, the terminator. Behind a
+// terminator the limit is often the terminator's CPU, not the generator's:
+// the reader should not take one for the other.
+func nameInstrumentLimit(t *Test, terminators map[cellKey]string) {
+	ceiling := map[string]*Cell{}
+	for _, cs := range [][]Cell{t.Instrument, t.Cells} {
+		for i := range cs {
+			c := &cs[i]
+			if !c.InstrumentCeiling || c.Value == nil {
+				continue
+			}
+			ceiling[c.Topology] = c
+			if term := terminators[cellKey{c.Engine, c.Runtime, c.Topology}]; term != "" {
+				c.Limit = "with " + term + " in front"
+			}
+		}
+	}
+	for i := range t.Cells {
+		c := &t.Cells[i]
+		n := ceiling[c.Topology]
+		if c.LowerBound != results.AtInstrumentLimit || n == nil {
+			continue
+		}
+		who := displayName(n.Engine)
+		if term := terminators[cellKey{n.Engine, n.Runtime, n.Topology}]; term != "" {
+			who += " behind " + term
+		}
+		c.Limit = who + " carried " + valueText(*n.Value, t.Unit)
+	}
 }
 
 // addCost adds a test's cost to a cell's: to the row with the same figures,

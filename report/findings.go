@@ -216,7 +216,7 @@ func finding(t Test, o Options) string {
 func boundedCells(b *strings.Builder, cells []Cell, unit string) {
 	for _, c := range cells {
 		if c.LowerBound != "" {
-			fmt.Fprintf(b, " %s is at least %s (%s), not ranked.", c.Label, valueText(*c.Value, unit), c.LowerBound)
+			fmt.Fprintf(b, " %s is at least %s (%s), not ranked.", c.Label, valueText(*c.Value, unit), c.Bound())
 		} else {
 			fmt.Fprintf(b, " %s is the instrument's ceiling at %s, not ranked.", c.Label, valueText(*c.Value, unit))
 		}

@@ -206,7 +206,9 @@ func capacityRanking(rep *Report) []string {
 			for _, c := range bounded {
 				v := valueText(*c.Value, t.Unit)
 				if c.LowerBound != "" {
-					v = "≥ " + v + " (" + c.LowerBound + ")"
+					v = "≥ " + v + " (" + c.Bound() + ")"
+				} else if c.Limit != "" {
+					v += " (the instrument's ceiling, " + c.Limit + ")"
 				} else {
 					v += " (the instrument's ceiling)"
 				}

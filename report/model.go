@@ -145,6 +145,20 @@ type Cell struct {
 	LowerBound        string
 	InstrumentCeiling bool
 	MiBPerSecond      *float64
+	// Limit says what the instrument's limit was, beside LowerBound "at
+	// the instrument's limit" ("null behind hitch 1.7.2 carried 360 rps")
+	// and beside the ceiling ("with hitch 1.7.2 in front"): behind a
+	// terminator the limit is often the terminator's, not the generator's.
+	Limit string
+}
+
+// Bound is why the cell's value is a lower bound, with what the limit was:
+// "at the instrument's limit: null behind hitch 1.7.2 carried 360 rps".
+func (c Cell) Bound() string {
+	if c.LowerBound != "" && c.Limit != "" {
+		return c.LowerBound + ": " + c.Limit
+	}
+	return c.LowerBound
 }
 
 // Bounded says the cell's value is not an engine's exact figure: a lower

@@ -226,7 +226,9 @@ func boundedValue(c Cell, unit string) string {
 	s := valueText(*c.Value, unit)
 	switch {
 	case c.LowerBound != "":
-		s = "≥ " + s + " (" + c.LowerBound + ")"
+		s = "≥ " + s + " (" + c.Bound() + ")"
+	case c.InstrumentCeiling && c.Limit != "":
+		s += " (the instrument's ceiling, " + c.Limit + ")"
 	case c.InstrumentCeiling:
 		s += " (the instrument's ceiling)"
 	}
