@@ -238,7 +238,10 @@ func TestMeterNGINX(t *testing.T) {
 	}
 	get() // a miss; the rest are hits
 	m := cost.Start([]cost.Group{{Name: "nginx", PGID: pg.PGID()}})
-	const requests = 600
+	// /proc counts CPU in clock ticks (10 ms), per process: 600 small hits
+	// spread over the workers once read 0 ticks (CI, 2026-12-04). 3000
+	// hold a worker well past a tick.
+	const requests = 3000
 	for range requests {
 		get()
 	}
