@@ -204,15 +204,7 @@ func capacityRanking(rep *Report) []string {
 			}
 			var bounds []string
 			for _, c := range bounded {
-				v := valueText(*c.Value, t.Unit)
-				if c.LowerBound != "" {
-					v = "≥ " + v + " (" + c.Bound() + ")"
-				} else if c.Limit != "" {
-					v += " (the instrument's ceiling, " + c.Limit + ")"
-				} else {
-					v += " (the instrument's ceiling)"
-				}
-				bounds = append(bounds, c.Label+" "+v)
+				bounds = append(bounds, c.Label+" "+valueWithBound(c, t.Unit))
 			}
 			if len(bounds) > 0 {
 				sep := "; not ranked: "

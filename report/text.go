@@ -223,6 +223,16 @@ func cellValue(c Cell, unit string) string {
 // generator ran out at 48000 rps)", "30000 rps (the instrument's
 // ceiling)", and a capacity's body carried beside it.
 func boundedValue(c Cell, unit string) string {
+	s := valueWithBound(c, unit)
+	if c.MiBPerSecond != nil {
+		s += ", " + results.Sig3(*c.MiBPerSecond) + " MiB/s"
+	}
+	return s
+}
+
+// valueWithBound is a cell's value with what it is, without the body
+// carried: "≥ 24000 rps (the generator ran out at 48000 rps)".
+func valueWithBound(c Cell, unit string) string {
 	s := valueText(*c.Value, unit)
 	switch {
 	case c.LowerBound != "":
@@ -231,9 +241,6 @@ func boundedValue(c Cell, unit string) string {
 		s += " (the instrument's ceiling, " + c.Limit + ")"
 	case c.InstrumentCeiling:
 		s += " (the instrument's ceiling)"
-	}
-	if c.MiBPerSecond != nil {
-		s += ", " + results.Sig3(*c.MiBPerSecond) + " MiB/s"
 	}
 	return s
 }
