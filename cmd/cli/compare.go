@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -27,6 +29,9 @@ type CompareOptions struct {
 	Alpha        float64
 	ResolutionMs float64
 	JSON         bool
+	// Markdown, when set, is a file that receives a Markdown summary
+	// (for a CI's job page or a pull request).
+	Markdown string
 }
 
 func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -45,10 +50,16 @@ value on either side is listed as such and never compared. base and new are the 
 (a pass's p99, say), so they can differ from a run's headline value, which
 merges every request of its passes.
 
-The verdict is a regression (or an improvement) when the two-sided Mann-Whitney
-U test gives p < --alpha and the median moved by at least --threshold percent in
-the direction that is worse (or better) for the test; ~ (no significant change)
-otherwise. It is "not comparable" when a side has too few valid passes for the
+The effect is the Hodges–Lehmann shift of new from base (the median of every
+difference between a new pass and a base pass), printed in percent of the
+base median with its 1 − alpha confidence interval. The verdict is a
+regression (or an improvement) when the two-sided Mann-Whitney U test's p,
+adjusted for the many tests of one comparison (Benjamini–Hochberg: q), is
+below --alpha and the shift is at least --threshold percent (and --resolution
+ms for a latency) in the direction that is worse (or better) for the test;
+~ (no significant change) otherwise. The adjustment keeps the expected share
+of false regressions among those reported at alpha: thirty tests judged one
+by one at p < 0.05 would report one or two that are not there most nights. It is "not comparable" when a side has too few valid passes for the
 test ever to reach p < --alpha: 3 against 3 can never reach 0.05, 4 against 4
 can; or when the medians differ but the values tie so often that no split of
 them could (six passes of 0 against 0,0,1,1,1,1: p is at least 0.061). Up to 50
@@ -60,9 +71,12 @@ phases, pass duration, timeout) must be the same on both sides and within each;
 pass counts may differ. Another host (CPU model or hostname) or engine version
 is noted on the row and warned about under the tables.
 
-Exit codes: 0 no significant regression; 1 at least one regression (listed on
-stderr) or a failure; 2 bad input: an unreadable file, a newer schema, a
-workload under different conditions, nothing in common, bad flags.`,
+Exit codes, as diff's: 0 no significant regression; 1 at least one regression
+(listed under the tables and on stderr); 2 no verdict: bad flags, an
+unreadable file, a newer schema, a workload under different conditions,
+nothing in common, no test that could reach a verdict, or a run on either side
+that did not finish (failed, killed, interrupted): a build that crashed is not
+one that got slower. --markdown writes a summary for a CI page.`,
 		Example: `  hlsbench compare ~/.local/share/hlsbench/runs/run-20260101T101010Z-1a2b3c4d.json run-20260102T090000Z-5e6f7a8b.json
   hlsbench compare suites/before suites/after
   hlsbench compare --threshold 2 --alpha 0.01 --json before/ after/`,
@@ -77,6 +91,7 @@ workload under different conditions, nothing in common, bad flags.`,
 	f.Float64Var(&o.Alpha, "alpha", stats.DefaultAlpha, "significance level of the U test")
 	f.Float64Var(&o.ResolutionMs, "resolution", compare.DefaultResolutionMs, "smallest change of a latency's median, in ms, reported as a regression or an improvement (the generator's timing tolerance)")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON object: the rows (typed) and the warnings")
+	f.StringVar(&o.Markdown, "markdown", "", "also write a Markdown summary to this file (e.g. for $GITHUB_STEP_SUMMARY)")
 	return c
 }
 
@@ -118,20 +133,39 @@ func RunCompare(ctx context.Context, stdout, stderr io.Writer, o CompareOptions)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(c); err != nil {
-			return err
+			return noVerdict{err}
 		}
 	} else {
 		writeComparison(stdout, c, o, len(base), len(nw))
 	}
-	if regs := c.Regressions(); len(regs) > 0 {
-		var names []string
-		for _, r := range regs {
-			names = append(names, fmt.Sprintf("%s %s %s", engineLabel(r), r.ID, changeText(r)))
+	if o.Markdown != "" {
+		if err := writeAtomic(o.Markdown, func(w io.Writer) error { return writeComparisonMarkdown(w, c, o, len(base), len(nw)) }); err != nil {
+			return noVerdict{fmt.Errorf("--markdown %s: %w", o.Markdown, err)}
 		}
-		return fmt.Errorf("%w: %s", errRegression, strings.Join(names, ", "))
+	}
+	regs := c.Regressions()
+	switch {
+	case len(c.Incomplete) > 0:
+		msg := "a side did not finish: " + strings.Join(c.Incomplete, "; ")
+		if len(regs) > 0 {
+			msg += "; regressions in what did: " + regressionList(regs)
+		}
+		return noVerdict{errors.New(msg)}
+	case c.Verdicts() == 0:
+		return noVerdict{fmt.Errorf("no test could reach a verdict (%d not comparable or not compared): nothing was compared", len(c.Rows))}
+	case len(regs) > 0:
+		return fmt.Errorf("%w: %s", errRegression, regressionList(regs))
 	}
 	return nil
 }
+
+// noVerdict is a comparison that could not decide (exit 2, as diff's
+// trouble): a side that did not finish, nothing comparable, bad input.
+// A CI tells it from a regression (exit 1) by the code.
+type noVerdict struct{ err error }
+
+func (e noVerdict) Error() string { return e.err.Error() }
+func (e noVerdict) Unwrap() error { return e.err }
 
 // writeComparison prints one table per workload, the reasons rows were not
 // compared under it, then a legend, the warnings and a count of verdicts.
@@ -152,7 +186,10 @@ func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase
 	}
 	fmt.Fprintln(w)
 	legend := fmt.Sprintf("base, new: median of the valid measured passes' own values; n: how many, base/new; "+
-		"change: new vs base; p: two-sided Mann-Whitney U; ~: no significant change (p ≥ %g, |change| < %g%%, or under %g ms for a latency)", c.Alpha, c.Threshold, c.ResolutionMs)
+		"shift %%: Hodges–Lehmann shift of new from base in %% of the base median, with its %g%% confidence interval ((—): too few passes for one); "+
+		"q: the two-sided Mann-Whitney U p-value adjusted for the %d tests that could reach a verdict (Benjamini–Hochberg); "+
+		"~: no significant change (q ≥ %g, |shift| < %g%%, or under %g ms for a latency)",
+		100*(1-c.Alpha), c.Verdicts(), c.Alpha, c.Threshold, c.ResolutionMs)
 	if notes {
 		legend += "; note: another host or engine version, or partial: invalid passes left out (see the warnings)"
 	}
@@ -175,6 +212,33 @@ func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase
 		tests = "test"
 	}
 	fmt.Fprintf(w, "%d %s: %s.\n", len(c.Rows), tests, strings.Join(parts, ", "))
+	if regs := c.Regressions(); len(regs) > 0 {
+		fmt.Fprintln(w, wrap("regressions: "+regressionList(regs), "  "))
+	}
+	for _, s := range c.Incomplete {
+		fmt.Fprintln(w, wrap("incomplete: "+s, "  "))
+	}
+}
+
+// regressionList names each regression with its shift: "builtin
+// hit-path/p99-ttfb +33.3%, …".
+func regressionList(regs []compare.Row) string {
+	var names []string
+	for _, r := range regs {
+		names = append(names, fmt.Sprintf("%s %s %s", engineLabel(r), r.ID, shiftEstimate(r)))
+	}
+	return strings.Join(names, ", ")
+}
+
+// shiftEstimate is the shift without its interval.
+func shiftEstimate(r compare.Row) string {
+	switch {
+	case r.ShiftPct != nil:
+		return fmt.Sprintf("%+.1f%%", r.ShiftPct.Estimate)
+	case r.Shift != nil:
+		return fmt.Sprintf("%+g %s", r.Shift.Estimate, r.Unit)
+	}
+	return changeText(r)
 }
 
 func writeWorkload(w io.Writer, rows []compare.Row, notes bool, counts map[string]int) {
@@ -192,7 +256,7 @@ func writeWorkload(w io.Writer, rows []compare.Row, notes bool, counts map[strin
 	if notes {
 		note = "note"
 	}
-	fmt.Fprintf(tw, "%s\t%s\tbase\tnew\tn\tchange\tp\t  %s  %s\n", left("engine", engW), left("test", testW), left("verdict", verdW), note)
+	fmt.Fprintf(tw, "%s\t%s\tbase\tnew\tn\tshift %% (CI)\tq\t %s  %s\n", left("engine", engW), left("test", testW), left("verdict", verdW), note)
 	var why []string
 	last := ""
 	for _, r := range rows {
@@ -202,16 +266,9 @@ func writeWorkload(w io.Writer, rows []compare.Row, notes bool, counts map[strin
 			name = ""
 		}
 		last = eng
-		p := "—"
-		if r.P != nil {
-			p = fmt.Sprintf("%.3f", *r.P)
-			if *r.P < 0.001 {
-				p = "<0.001"
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t  %s  %s\n", left(name, engW), left(r.Test, testW),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t %s  %s\n", left(name, engW), left(r.Test, testW),
 			valueText(r.Base.Median, r.Unit), valueText(r.New.Median, r.Unit), len(r.Base.Values), len(r.New.Values),
-			changeText(r), p, left(verdictText(r), verdW), notesText(r.Notes))
+			shiftText(r, ""), pText(r.Q), left(verdictText(r), verdW), notesText(r.Notes))
 		switch {
 		case r.Status != compare.Compared:
 			counts["not compared"]++
@@ -302,6 +359,47 @@ func valueText(v *float64, unit string) string {
 	return s + " " + unit
 }
 
+// pText prints a p- or q-value with three decimals, "<0.001" below.
+func pText(p *float64) string {
+	switch {
+	case p == nil:
+		return "—"
+	case *p < 0.001:
+		return "<0.001"
+	}
+	return fmt.Sprintf("%.3f", *p)
+}
+
+// shiftText is the Hodges–Lehmann shift in percent of the base median with
+// its confidence interval, "+33.3% (+31…+36)" (pct is the sign after the
+// estimate: "%", or "" under a header that says it); "(—)" when the passes
+// are too few for an interval, the shift in the test's unit when the base
+// median is 0.
+func shiftText(r compare.Row, pct string) string {
+	bound := func(v *float64) string {
+		switch {
+		case v == nil:
+			return ""
+		case math.Abs(*v) >= 10:
+			return fmt.Sprintf("%+.0f", *v)
+		}
+		return fmt.Sprintf("%+.1f", *v)
+	}
+	ci := func(iv *compare.Interval) string {
+		if iv.Lo == nil || iv.Hi == nil {
+			return "(—)"
+		}
+		return "(" + bound(iv.Lo) + "…" + bound(iv.Hi) + ")"
+	}
+	switch {
+	case r.ShiftPct != nil:
+		return fmt.Sprintf("%+.1f%s %s", r.ShiftPct.Estimate, pct, ci(r.ShiftPct))
+	case r.Shift != nil:
+		return fmt.Sprintf("%+g %s %s", r.Shift.Estimate, r.Unit, ci(r.Shift))
+	}
+	return "—"
+}
+
 func changeText(r compare.Row) string {
 	switch {
 	case r.ChangePct != nil:
@@ -336,4 +434,118 @@ func wrap(text, indent string) string {
 		line += n
 	}
 	return b.String()
+}
+
+// writeAtomic writes a file through a temporary beside it, renamed into
+// place when write succeeds: a failure leaves nothing half-written.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// writeComparisonMarkdown is the comparison as Markdown: a headline with
+// the verdicts, the regressions and what kept a verdict from being
+// reached, then one table per workload, the legend and the warnings.
+func writeComparisonMarkdown(w io.Writer, c *compare.Comparison, o CompareOptions, nBase, nNew int) error {
+	b := &strings.Builder{}
+	counts := map[string]int{}
+	for _, r := range c.Rows {
+		switch {
+		case r.Status != compare.Compared:
+			counts["not compared"]++
+		default:
+			counts[string(r.Verdict)]++
+		}
+	}
+	var parts []string
+	for _, k := range []string{"regression", "improvement", "no significant change", "not comparable", "not compared"} {
+		if n := counts[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s%s", n, k, plural(n > 1 && (k == "regression" || k == "improvement"), "s", "")))
+		}
+	}
+	head := "no regression"
+	switch regs := c.Regressions(); {
+	case len(c.Incomplete) > 0:
+		head = "no verdict: a side did not finish"
+	case c.Verdicts() == 0:
+		head = "no verdict: nothing could be compared"
+	case len(regs) == 1:
+		head = "1 regression"
+	case len(regs) > 1:
+		head = fmt.Sprintf("%d regressions", len(regs))
+	}
+	fmt.Fprintf(b, "## hlsbench compare: %s\n\n", head)
+	fmt.Fprintf(b, "base: `%s` (%s) · new: `%s` (%s) · %d tests: %s.\n\n", o.Base, runsText(nBase), o.New, runsText(nNew), len(c.Rows), strings.Join(parts, ", "))
+	for _, s := range c.Incomplete {
+		fmt.Fprintf(b, "- **incomplete**: %s\n", mdEscape(s))
+	}
+	for _, r := range c.Regressions() {
+		q := "q = " + pText(r.Q)
+		if strings.HasPrefix(pText(r.Q), "<") {
+			q = "q < 0.001"
+		}
+		fmt.Fprintf(b, "- **regression**: %s %s: %s → %s, shift %s, %s\n", mdEscape(engineLabel(r)), r.ID,
+			valueText(r.Base.Median, r.Unit), valueText(r.New.Median, r.Unit), shiftText(r, "%"), q)
+	}
+	if len(c.Incomplete) > 0 || len(c.Regressions()) > 0 {
+		b.WriteString("\n")
+	}
+	for i := 0; i < len(c.Rows); {
+		j := i
+		for j < len(c.Rows) && c.Rows[j].Workload == c.Rows[i].Workload {
+			j++
+		}
+		fmt.Fprintf(b, "### %s\n\n| engine | test | base | new | n | shift (%g%% CI) | q | verdict |\n|---|---|---:|---:|---:|---:|---:|---|\n",
+			c.Rows[i].Workload, 100*(1-c.Alpha))
+		for _, r := range c.Rows[i:j] {
+			v := verdictText(r)
+			if r.Verdict == stats.Regression {
+				v = "**regression**"
+			}
+			if r.Reason != "" && (r.Status != compare.Compared || r.Verdict == stats.NotComparable) {
+				v += ": " + r.Reason
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %d/%d | %s | %s | %s |\n", mdEscape(engineLabel(r)), r.Test,
+				valueText(r.Base.Median, r.Unit), valueText(r.New.Median, r.Unit), len(r.Base.Values), len(r.New.Values),
+				shiftText(r, "%"), pText(r.Q), mdEscape(v))
+		}
+		b.WriteString("\n")
+		i = j
+	}
+	fmt.Fprintf(b, "Regression or improvement: q < %g (the U test's p adjusted by Benjamini–Hochberg over %d tests) and a shift of at least %g%% (%g ms for a latency).\n",
+		c.Alpha, c.Verdicts(), c.Threshold, c.ResolutionMs)
+	if len(c.Warnings) > 0 {
+		b.WriteString("\n")
+		for _, warn := range c.Warnings {
+			fmt.Fprintf(b, "- warning: %s\n", mdEscape(warn))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdEscape keeps a table cell's text from breaking the table.
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
+}
+
+func plural(many bool, s, one string) string {
+	if many {
+		return s
+	}
+	return one
 }

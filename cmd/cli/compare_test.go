@@ -141,6 +141,16 @@ func TestCompareGolden(t *testing.T) {
 		}
 	}
 
+	md := filepath.Join(dir, "compare.md")
+	if code, _, _ = runCLI(t, context.Background(), "compare", "--markdown", md, base, nw); code != ExitFailure {
+		t.Errorf("--markdown: exit %d, want 1", code)
+	}
+	if b, err := os.ReadFile(md); err != nil {
+		t.Error(err)
+	} else {
+		golden(t, "compare-md.golden", scrub(string(b)))
+	}
+
 	code, out, _ = runCLI(t, context.Background(), "compare", "--json", base, nw)
 	if code != ExitFailure {
 		t.Errorf("--json: exit %d, want 1", code)
@@ -166,6 +176,13 @@ func TestCompareExitCodes(t *testing.T) {
 	a, b := same("a", nil), same("b", nil)
 	other := same("other", func(r *results.Run) { r.Workloads[0].Conditions.Connections = 10 })
 	none := same("none", func(r *results.Run) { r.Results[0].Test, r.Results[0].ID = "p50-ttfb", "hit-path/p50-ttfb" })
+	failed := same("failed", func(r *results.Run) { r.Status, r.Error = results.StatusFailed, "varnishd exited 1" })
+	few := func(name string) string {
+		r := cmpRun("20260102T030405Z-"+name, cmpResult("builtin", "hit-path/p99-ttfb", 0.9, 3))
+		saveRuns(t, filepath.Join(dir, name), r)
+		return r.Path(filepath.Join(dir, name))
+	}
+	few1, few2 := few("few1"), few("few2")
 	newer := filepath.Join(dir, "run-newer.json")
 	os.WriteFile(newer, []byte(`{"schema_version": 99, "id": "x"}`), 0o644)
 	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
@@ -185,6 +202,11 @@ func TestCompareExitCodes(t *testing.T) {
 		{[]string{"--alpha", "1.5", a, b}, ExitUsage, "--alpha 1.5"},
 		{[]string{"--threshold", "-1", a, b}, ExitUsage, "--threshold -1"},
 		{[]string{a}, ExitUsage, "BASE and NEW"},
+		// No verdict is exit 2, never 0 or 1: a side that did not finish,
+		// or nothing that could reach one (3 passes against 3).
+		{[]string{a, failed}, ExitUsage, "a side did not finish: new run-20260102T030405Z-failed.json: failed: varnishd exited 1"},
+		{[]string{few1, few2}, ExitUsage, "no test could reach a verdict (1 not comparable or not compared)"},
+		{[]string{"--markdown", filepath.Join(dir, "no-such-dir", "x.md"), a, b}, ExitUsage, "--markdown " + filepath.Join(dir, "no-such-dir", "x.md")},
 	} {
 		code, out, errs := runCLI(t, context.Background(), append([]string{"compare"}, tc.args...)...)
 		where := errs

@@ -79,7 +79,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "hlsbench:", err)
 	var ue usageError
-	if errors.As(err, &ue) || loadgen.IsConfigError(err) {
+	var nv noVerdict
+	if errors.As(err, &ue) || errors.As(err, &nv) || loadgen.IsConfigError(err) {
 		return ExitUsage
 	}
 	return ExitFailure

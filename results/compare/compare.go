@@ -97,6 +97,11 @@ type Comparison struct {
 	// Warnings are what may explain a change other than the engine:
 	// another host or version, unchecked conditions, unfinished runs.
 	Warnings []string `json:"warnings"`
+	// Incomplete names the runs that did not finish (failed, killed,
+	// interrupted or still running): their finished passes are compared,
+	// but a side that stopped early cannot give a verdict on what it did
+	// not run, and a build that crashed is not one that got slower.
+	Incomplete []string `json:"incomplete,omitempty"`
 }
 
 // Regressions are the rows whose verdict is a regression.
@@ -162,9 +167,29 @@ type Row struct {
 	// exact distribution (else the normal approximation).
 	P     *float64 `json:"p"`
 	Exact bool     `json:"exact"`
+	// Q is P adjusted for the many tests of one comparison
+	// (Benjamini–Hochberg over the rows that could reach a verdict): a
+	// regression or an improvement needs Q < alpha, which keeps the
+	// expected share of false ones among them at alpha. Null where P is.
+	Q *float64 `json:"q"`
+	// Shift is the Hodges–Lehmann estimate of new − base in the test's
+	// unit with its 1 − alpha confidence interval, ShiftPct the same in
+	// percent of the base median; null when not compared.
+	Shift    *Interval `json:"shift,omitempty"`
+	ShiftPct *Interval `json:"shift_pct,omitempty"`
 	// Notes name what differs between the sides besides the engine's
 	// figures: NoteHost, NoteVersion.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// Interval is an estimate and its confidence interval. Lo and Hi are
+// null when the passes are too few for an interval at that level (3
+// against 3 at 95 %), or unbounded in percent of a base median of 0.
+type Interval struct {
+	Estimate float64  `json:"estimate"`
+	Lo       *float64 `json:"lo"`
+	Hi       *float64 `json:"hi"`
+	Level    float64  `json:"level"`
 }
 
 // A row's notes.
@@ -280,6 +305,17 @@ func Runs(base, new []File, o Options) (*Comparison, error) {
 	for _, f := range new {
 		runWarnings("new", f, &warn)
 	}
+	for i, files := range [][]File{base, new} {
+		for _, f := range files {
+			switch st := f.Run.Status; st {
+			case results.StatusComplete, results.StatusUnknown:
+			case results.StatusFailed:
+				c.Incomplete = append(c.Incomplete, fmt.Sprintf("%s %s: failed: %s", [2]string{"base", "new"}[i], filepath.Base(f.Path), f.Run.Error))
+			default:
+				c.Incomplete = append(c.Incomplete, fmt.Sprintf("%s %s: %s", [2]string{"base", "new"}[i], filepath.Base(f.Path), st))
+			}
+		}
+	}
 	// Rows grouped by workload, then engine, each in order of first
 	// appearance (base first).
 	wlOrder, engOrder := map[string]int{}, map[key]int{}
@@ -302,8 +338,22 @@ func Runs(base, new []File, o Options) (*Comparison, error) {
 	for _, k := range order {
 		c.Rows = append(c.Rows, row(k, sides[0][k], sides[1][k], o, &warn))
 	}
+	adjust(c.Rows, o.Alpha)
 	c.Warnings = append(c.Warnings, warn.list...)
 	return c, nil
+}
+
+// Verdicts counts the rows that reached a verdict: a regression, an
+// improvement or no significant change. With none, the comparison
+// decided nothing.
+func (c *Comparison) Verdicts() int {
+	n := 0
+	for _, r := range c.Rows {
+		if r.Status == Compared && r.Verdict != stats.NotComparable && r.Verdict != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func hasKey(m map[key]int, k key) bool {
@@ -485,7 +535,40 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 	d := Judge(b.values, n.values, r.Unit, r.LowerIsBetter, o)
 	r.Verdict, r.Reason, r.Exact = d.Verdict, d.Reason, d.Exact
 	r.ChangePct, r.P = finite(d.Change), finite(d.P)
+	if sh := d.Shift; sh.Level > 0 {
+		r.Shift = &Interval{Estimate: sh.Estimate, Lo: finite(sh.Lo), Hi: finite(sh.Hi), Level: sh.Level}
+		if m := d.BaseMedian; m != 0 && !math.IsNaN(m) {
+			pct := func(v float64) float64 { return v / math.Abs(m) * 100 }
+			r.ShiftPct = &Interval{Estimate: pct(sh.Estimate), Lo: finite(pct(sh.Lo)), Hi: finite(pct(sh.Hi)), Level: sh.Level}
+		}
+	}
 	return r
+}
+
+// adjust sets each row's Q, the Benjamini–Hochberg adjustment of the
+// p-values of the rows that could reach a verdict (compared, and not
+// "not comparable": a test whose sizes or ties keep it from p < alpha
+// can make no false discovery, so it does not count among the tests,
+// as Tarone's refinement has it), and turns a regression or an
+// improvement whose Q is not below alpha into no significant change.
+func adjust(rows []Row, alpha float64) {
+	var idx []int
+	var p []float64
+	for i, r := range rows {
+		if r.Status == Compared && r.P != nil && r.Verdict != stats.NotComparable {
+			idx, p = append(idx, i), append(p, *r.P)
+		}
+	}
+	q := stats.AdjustBH(p)
+	for j, i := range idx {
+		r := &rows[i]
+		r.Q = finite(q[j])
+		if (r.Verdict == stats.Regression || r.Verdict == stats.Improvement) && !(q[j] < alpha) {
+			r.Verdict = stats.NoChange
+			r.Reason = fmt.Sprintf("p = %.3g, but q = %.3g after the Benjamini–Hochberg adjustment over the %d tests that could reach a verdict is not below alpha %g",
+				*r.P, q[j], len(idx), alpha)
+		}
+	}
 }
 
 func better(lower bool) string {
@@ -744,9 +827,9 @@ func project(c results.Conditions, keep func(string) bool) results.Conditions {
 func Judge(base, new []float64, unit string, lowerIsBetter bool, o Options) stats.Delta {
 	d := stats.Compare(base, new, lowerIsBetter, o.Threshold, o.Alpha)
 	if (d.Verdict == stats.Regression || d.Verdict == stats.Improvement) && unit == "ms" &&
-		math.Abs(d.NewMedian-d.BaseMedian) < o.ResolutionMs {
-		d.Verdict, d.Reason = stats.NoChange, fmt.Sprintf("the change, %+.3f ms, is under the %g ms resolution of the generator's timing",
-			d.NewMedian-d.BaseMedian, o.ResolutionMs)
+		math.Abs(d.Shift.Estimate) < o.ResolutionMs {
+		d.Verdict, d.Reason = stats.NoChange, fmt.Sprintf("the shift, %+.3f ms, is under the %g ms resolution of the generator's timing",
+			d.Shift.Estimate, o.ResolutionMs)
 	}
 	return d
 }

@@ -496,3 +496,63 @@ func TestRunsTies(t *testing.T) {
 		t.Errorf("regressions %+v, want only stale-8", regs)
 	}
 }
+
+// One test of twenty moved with p = 0.029 (exact, 10 passes against 10
+// shifted by 3.5): judged alone it is a regression; beside nineteen that
+// did not move, Benjamini–Hochberg's q = 0.029 × 20 = 0.58 is not below
+// 0.05, and it is no significant change, saying why. The shift and its
+// interval are on the row either way.
+func TestRunsFDR(t *testing.T) {
+	var base10, moved []float64
+	for i := range 10 {
+		base10 = append(base10, float64(10+i))
+		moved = append(moved, float64(10+i)+3.5)
+	}
+	alone, err := compare(t, []*results.Run{newRun("base", result("hit-path/p99-ttfb", true, base10...))},
+		[]*results.Run{newRun("new", result("hit-path/p99-ttfb", true, moved...))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rowOf(t, alone, "builtin", "hit-path/p99-ttfb")
+	if r.Verdict != stats.Regression || r.P == nil || *r.P < 0.0287 || *r.P > 0.0289 || r.Q == nil || *r.Q != *r.P {
+		t.Fatalf("alone: %s (%s) p %v q %v, want a regression with p = q = 0.0288", r.Verdict, r.Reason, r.P, r.Q)
+	}
+	if r.Shift == nil || r.Shift.Estimate != 3.5 || r.Shift.Lo == nil || r.Shift.Hi == nil ||
+		!(*r.Shift.Lo > 0 && *r.Shift.Lo < 3.5 && *r.Shift.Hi > 3.5) || r.Shift.Level != 0.95 {
+		t.Errorf("shift %+v, want 3.5 inside a 95 %% interval above 0", r.Shift)
+	}
+	if r.ShiftPct == nil || r.ShiftPct.Estimate < 24.13 || r.ShiftPct.Estimate > 24.14 {
+		t.Errorf("shift in percent %+v, want 3.5/14.5 = 24.1 %%", r.ShiftPct)
+	}
+
+	bs, ns := []results.Result{result("hit-path/p99-ttfb", true, base10...)}, []results.Result{result("hit-path/p99-ttfb", true, moved...)}
+	for i := range 19 {
+		id := fmt.Sprintf("hit-path/still-%d", i)
+		bs, ns = append(bs, result(id, true, base10...)), append(ns, result(id, true, base10...))
+	}
+	many, err := compare(t, []*results.Run{newRun("base", bs...)}, []*results.Run{newRun("new", ns...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = rowOf(t, many, "builtin", "hit-path/p99-ttfb")
+	if r.Verdict != stats.NoChange || r.Q == nil || *r.Q < 0.57 || *r.Q > 0.58 || !strings.Contains(r.Reason, "Benjamini–Hochberg adjustment over the 20 tests") {
+		t.Errorf("among 20: %s (%s) q %v, want no significant change at q = 0.576", r.Verdict, r.Reason, r.Q)
+	}
+	if n := many.Verdicts(); n != 20 {
+		t.Errorf("Verdicts() = %d, want 20", n)
+	}
+}
+
+// A run that did not finish makes the comparison incomplete, whatever its
+// finished passes say.
+func TestRunsIncomplete(t *testing.T) {
+	failed := newRun("new", result("hit-path/p99-ttfb", true, around(10, 20)...))
+	failed.Status, failed.Error = results.StatusFailed, "varnishd exited 1"
+	c, err := compare(t, []*results.Run{newRun("base", result("hit-path/p99-ttfb", true, around(10, 20)...))}, []*results.Run{failed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Incomplete) != 1 || c.Incomplete[0] != "new run-new.json: failed: varnishd exited 1" {
+		t.Errorf("incomplete %q, want the failed new run with its error", c.Incomplete)
+	}
+}

@@ -339,6 +339,14 @@ type Delta struct {
 	P     float64
 	Exact bool
 	MinP  float64
+	// Shift is the Hodges–Lehmann shift of new from base with its
+	// 1 − alpha interval (zero when a sample is empty), and ShiftPct the
+	// estimate in percent of the base median (±Inf when that is 0 and the
+	// shift is not, NaN when a sample is empty): the effect the threshold
+	// is held against. Unlike the change of the medians it uses every
+	// pair of values, and it is the shift the U test's interval brackets.
+	Shift    Shift
+	ShiftPct float64
 	// BaseN and NewN are the samples' sizes.
 	BaseN int
 	NewN  int
@@ -349,15 +357,24 @@ type Delta struct {
 }
 
 // Compare judges new against base: a regression when new is worse (higher
-// when lowerIsBetter, lower otherwise) by at least threshold percent of the
-// base median with p < alpha; an improvement likewise the other way; no
-// significant change when p ≥ alpha or the change is under threshold; not
-// comparable when a sample is empty or too small to ever reach p < alpha.
+// when lowerIsBetter, lower otherwise) by a Hodges–Lehmann shift of at
+// least threshold percent of the base median with p < alpha; an
+// improvement likewise the other way; no significant change when p ≥
+// alpha or the shift is under threshold; not comparable when a sample is
+// empty or too small to ever reach p < alpha.
 func Compare(base, new []float64, lowerIsBetter bool, threshold, alpha float64) Delta {
 	d := Delta{BaseMedian: Median(base), NewMedian: Median(new), Change: math.NaN(), P: math.NaN(), MinP: math.NaN(),
-		BaseN: len(base), NewN: len(new)}
+		ShiftPct: math.NaN(), BaseN: len(base), NewN: len(new)}
 	if len(base) > 0 && len(new) > 0 {
 		d.Change = change(d.BaseMedian, d.NewMedian)
+		level := 1 - alpha
+		if !(level > 0 && level < 1) {
+			level = 1 - DefaultAlpha
+		}
+		if sh, err := HodgesLehmann(base, new, level); err == nil {
+			d.Shift = sh
+			d.ShiftPct = change(d.BaseMedian, d.BaseMedian+sh.Estimate)
+		}
 	}
 	switch {
 	case !(alpha > 0 && alpha < 1):
@@ -385,7 +402,7 @@ func Compare(base, new []float64, lowerIsBetter bool, threshold, alpha float64) 
 	// matters only where p would decide the verdict: medians that differ by
 	// at least the threshold. Elsewhere (one value everywhere, say) the
 	// verdict is no change whatever p is.
-	if t.MinP >= alpha && d.NewMedian != d.BaseMedian && math.Abs(d.Change) >= threshold {
+	if t.MinP >= alpha && d.Shift.Estimate != 0 && math.Abs(d.ShiftPct) >= threshold {
 		return d.not(fmt.Sprintf("too many ties: the %d values in base and new take only %d distinct values, and no split of them into %d and %d can give p < %g (the smallest p is %.3g)",
 			d.BaseN+d.NewN, distinct(base, new), d.BaseN, d.NewN, alpha, t.MinP))
 	}
@@ -393,17 +410,17 @@ func Compare(base, new []float64, lowerIsBetter bool, threshold, alpha float64) 
 		d.Verdict, d.Reason = NoChange, fmt.Sprintf("p = %.3g is not below alpha %g", d.P, alpha)
 		return d
 	}
-	if d.NewMedian == d.BaseMedian {
-		d.Verdict, d.Reason = NoChange, "the medians are equal"
+	if d.Shift.Estimate == 0 {
+		d.Verdict, d.Reason = NoChange, "the shift is 0"
 		return d
 	}
-	if !(math.Abs(d.Change) >= threshold) {
-		d.Verdict, d.Reason = NoChange, fmt.Sprintf("the change, %+.2f%%, is under the %g%% threshold", d.Change, threshold)
+	if !(math.Abs(d.ShiftPct) >= threshold) {
+		d.Verdict, d.Reason = NoChange, fmt.Sprintf("the shift, %+.2f%%, is under the %g%% threshold", d.ShiftPct, threshold)
 		return d
 	}
-	worse := d.NewMedian > d.BaseMedian
+	worse := d.Shift.Estimate > 0
 	if !lowerIsBetter {
-		worse = d.NewMedian < d.BaseMedian
+		worse = d.Shift.Estimate < 0
 	}
 	d.Verdict = Improvement
 	if worse {
@@ -432,4 +449,108 @@ func change(base, new float64) float64 {
 		return math.Inf(int(math.Copysign(1, new)))
 	}
 	return (new - base) / math.Abs(base) * 100
+}
+
+// Shift is the Hodges–Lehmann estimate of how far new lies from base — the
+// median of the n1·n2 differences new[j] − base[i] — and its
+// distribution-free confidence interval (Bauer, 1972; R's wilcox.test with
+// conf.int): the differences of order k and n1·n2 + 1 − k, k the largest
+// count with P(U < k) ≤ (1 − Level)/2 under the null distribution of U
+// without ties (exact up to ExactLimit values a side, else the normal
+// approximation). The interval covers the true shift with probability at
+// least Level when the samples differ by a shift alone; ties make it
+// approximate. Lo and Hi are ±Inf when the samples are too small for any
+// interval at that level (3 against 3 at 95 %: every difference lies
+// inside it).
+type Shift struct {
+	Estimate float64
+	Lo, Hi   float64
+	Level    float64
+}
+
+// HodgesLehmann is the shift of new from base with a Level interval
+// (0.95 for 95 %).
+func HodgesLehmann(base, new []float64, level float64) (Shift, error) {
+	n1, n2 := len(base), len(new)
+	switch {
+	case n1 == 0 || n2 == 0:
+		return Shift{}, ErrEmpty
+	case !(level > 0 && level < 1):
+		return Shift{}, fmt.Errorf("level %g: want a confidence level between 0 and 1, e.g. 0.95", level)
+	}
+	diffs := make([]float64, 0, n1*n2)
+	for _, b := range base {
+		for _, v := range new {
+			d := v - b
+			if math.IsNaN(d) {
+				return Shift{}, errors.New("a value is NaN")
+			}
+			diffs = append(diffs, d)
+		}
+	}
+	slices.Sort(diffs)
+	s := Shift{Estimate: Median(diffs), Lo: math.Inf(-1), Hi: math.Inf(1), Level: level}
+	if k := shiftRank(n1, n2, (1-level)/2); k >= 1 {
+		s.Lo, s.Hi = diffs[k-1], diffs[len(diffs)-k]
+	}
+	return s, nil
+}
+
+// shiftRank is the largest k with P(U < k) = P(U ≤ k−1) ≤ tail under the
+// null distribution of U for n1 and n2 distinct values; 0 when even
+// P(U = 0) exceeds tail.
+func shiftRank(n1, n2 int, tail float64) int {
+	mn := n1 * n2
+	if n1 > ExactLimit || n2 > ExactLimit {
+		// P(U ≤ k−1) ≈ Φ((k − 1/2 − mean)/sd), continuity corrected.
+		mean := float64(mn) / 2
+		sd := math.Sqrt(float64(mn) * float64(n1+n2+1) / 12)
+		z := -math.Sqrt2 * math.Erfcinv(2*tail) // Φ⁻¹(tail), negative
+		k := int(math.Floor(mean + z*sd + 0.5))
+		return max(0, min(k, mn/2))
+	}
+	k := 0
+	for k+1 <= mn/2 && exactCDF(n1, n2, k) <= tail {
+		k++
+	}
+	return k
+}
+
+// AdjustBH is the Benjamini–Hochberg adjustment of m p-values: q[i] is the
+// smallest false-discovery rate at which test i would be declared
+// significant, min over j with p_(j) ≥ p[i] of p_(j)·m/rank(j), at most 1.
+// Calling a test significant when q < alpha keeps the expected share of
+// false discoveries among them at alpha or below (for independent or
+// positively dependent tests), where judging each at p < alpha would let
+// one of twenty true nulls through on average. NaN p-values are left out
+// of m and get NaN.
+func AdjustBH(p []float64) []float64 {
+	q := make([]float64, len(p))
+	var idx []int
+	for i, v := range p {
+		if math.IsNaN(v) {
+			q[i] = math.NaN()
+			continue
+		}
+		idx = append(idx, i)
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmpFloat(p[a], p[b]) })
+	m := float64(len(idx))
+	running := 1.0
+	for r := len(idx); r >= 1; r-- {
+		i := idx[r-1]
+		running = min(running, p[i]*m/float64(r))
+		q[i] = running
+	}
+	return q
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

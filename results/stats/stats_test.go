@@ -237,7 +237,9 @@ func TestCompare(t *testing.T) {
 		{"faster, lower is better", slower, base, true, Improvement, ""},
 		{"fewer, higher is better", slower, base, false, Regression, ""},
 		{"identical", base, base, true, NoChange, "p = 1 is not below alpha 0.05"},
-		{"significant, same median", []float64{1, 1, 1, 1, 1, 5, 5, 5, 5, 5, 5}, []float64{5, 5, 5, 5, 5, 5, 9, 9, 9, 9, 9}, true, NoChange, "medians are equal"},
+		// The medians are equal (5), yet every pass moved up or stayed:
+		// the Hodges–Lehmann shift (4) sees what the medians hide.
+		{"significant, same median", []float64{1, 1, 1, 1, 1, 5, 5, 5, 5, 5, 5}, []float64{5, 5, 5, 5, 5, 5, 9, 9, 9, 9, 9}, true, Regression, ""},
 		{"under the threshold", base, seq(10.3, 0.01, 20), true, NoChange, "under the 5% threshold"},
 		{"not significant", []float64{1, 3, 5, 7, 9}, []float64{2, 4, 6, 8, 10}, true, NoChange, "not below alpha"},
 		{"3 vs 3", []float64{1, 2, 3}, []float64{40, 50, 60}, true, NotComparable, "3 in base and 3 in new can never give p < 0.05 (the smallest p is 0.1); 4 in each can"},
@@ -458,5 +460,94 @@ func TestTiesLargeSamples(t *testing.T) {
 		if approx := normalP(got.U, 30, 30, tieSum); !got.Exact || !near(got.P, approx, 0.01) {
 			t.Errorf("trial %d: 30 vs 30 with ties: exact p %g (exact %v), normal approximation %g", trial, got.P, got.Exact, approx)
 		}
+	}
+}
+
+func TestHodgesLehmannKnown(t *testing.T) {
+	// Differences 1,2,2,3,3,3,4,4,5: the estimate is 3; 3 against 3 has no
+	// 95 % interval (P(U = 0) = 1/20 > 2.5 %).
+	s, err := HodgesLehmann([]float64{1, 2, 3}, []float64{4, 5, 6}, 0.95)
+	if err != nil || s.Estimate != 3 || !math.IsInf(s.Lo, -1) || !math.IsInf(s.Hi, 1) {
+		t.Fatalf("3 against 3: %+v, %v; want estimate 3, no interval", s, err)
+	}
+	// 10 against 10 at 95 %: R's qwilcox(0.025, 10, 10) is 24, so the
+	// interval runs from the 24th to the 77th of the 100 sorted differences.
+	if k := shiftRank(10, 10, 0.025); k != 24 {
+		t.Errorf("shiftRank(10, 10, 0.025) = %d, want 24", k)
+	}
+	base := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	new := []float64{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}
+	s, _ = HodgesLehmann(base, new, 0.95)
+	// Differences 1..19, value d appearing 10−|d−10| times: the 24th is 7
+	// (1+2+…+6 = 21 below it), the 77th 13, the median 10.
+	if s.Estimate != 10 || s.Lo != 7 || s.Hi != 13 {
+		t.Errorf("10 against 10: %+v, want 10 in [7, 13]", s)
+	}
+	if _, err := HodgesLehmann(nil, new, 0.95); err == nil {
+		t.Error("an empty base gave no error")
+	}
+	if _, err := HodgesLehmann(base, new, 95); err == nil || !strings.Contains(err.Error(), "between 0 and 1") {
+		t.Errorf("level 95: %v, want an error naming what is accepted", err)
+	}
+}
+
+// TestHodgesLehmannCoverage draws samples that differ by a known shift and
+// checks the 95 % interval covers it in at least 93 % of 2000 draws, for an
+// exact and an approximated size; and that it is not wildly conservative.
+func TestHodgesLehmannCoverage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, n := range []int{8, 60} {
+		covered, trials := 0, 2000
+		for range trials {
+			base, new := make([]float64, n), make([]float64, n)
+			for i := range n {
+				base[i] = rng.ExpFloat64()
+				new[i] = rng.ExpFloat64() + 0.5
+			}
+			s, err := HodgesLehmann(base, new, 0.95)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Lo <= 0.5 && 0.5 <= s.Hi {
+				covered++
+			}
+		}
+		if got := float64(covered) / float64(trials); got < 0.93 || got > 0.99 {
+			t.Errorf("n = %d: the 95 %% interval covered the shift in %.3f of %d draws", n, got, trials)
+		}
+	}
+}
+
+func TestAdjustBH(t *testing.T) {
+	// R: p.adjust(c(.01, .04, .03, .005), "BH") is 0.02 0.04 0.04 0.02.
+	got := AdjustBH([]float64{0.01, 0.04, 0.03, 0.005})
+	want := []float64{0.02, 0.04, 0.04, 0.02}
+	for i := range want {
+		if !near(got[i], want[i], 1e-12) {
+			t.Fatalf("AdjustBH = %v, want %v", got, want)
+		}
+	}
+	got = AdjustBH([]float64{0.5, math.NaN(), 0.9})
+	if !near(got[0], 0.9, 1e-12) || !math.IsNaN(got[1]) || got[2] != 0.9 {
+		t.Errorf("with a NaN: %v, want [0.9 NaN 0.9] (m = 2)", got)
+	}
+	// Twenty true nulls: judged one by one at 0.05 some pass; after the
+	// adjustment, in all but a few of 500 draws, none does.
+	rng := rand.New(rand.NewPCG(3, 5))
+	raw, adjusted := 0, 0
+	for range 500 {
+		p := make([]float64, 20)
+		for i := range p {
+			p[i] = rng.Float64()
+		}
+		if slices.ContainsFunc(p, func(v float64) bool { return v < 0.05 }) {
+			raw++
+		}
+		if slices.ContainsFunc(AdjustBH(p), func(v float64) bool { return v < 0.05 }) {
+			adjusted++
+		}
+	}
+	if adjusted > 40 || raw < 250 {
+		t.Errorf("500 draws of 20 null p-values: some p < 0.05 in %d, some q < 0.05 in %d; want about 320 and 25", raw, adjusted)
 	}
 }
