@@ -249,8 +249,12 @@ type LocalSpec struct {
 	Launcher launch.Launcher
 	Image    string
 	// Name is the engine's name in the results, as the run selected it
-	// (varnish@9.0.2); "" is the engine's own name.
-	Name string
+	// (varnish@9.0.2, or a variant's label); "" is the engine's own name.
+	// Kind is the engine's own name when Name is a label.
+	Name, Kind string
+	// GivenBinary is the binary a variant was given, recorded as it was
+	// given ("" when found as usual).
+	GivenBinary string
 	// Version is recorded instead of the one the engine says: the
 	// built-in cache's (hlsbench's), or a source build's, whose binary may
 	// say only "trunk".
@@ -448,7 +452,7 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	if name == "" {
 		name = e.Name()
 	}
-	li.info = results.Engine{Name: name, Version: version, Commit: s.Commit, SourceSHA256: s.SourceSHA256,
+	li.info = results.Engine{Name: name, Kind: s.Kind, Version: version, Binary: s.GivenBinary, Commit: s.Commit, SourceSHA256: s.SourceSHA256,
 		Runtime: lch.Name(), Topology: li.cfg.Topology, Pinning: map[string]string{"engine": CPUList(s.CPUs)}}
 	if d, ok := e.(Differ); ok {
 		li.info.Differences = d.Differences()

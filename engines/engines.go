@@ -155,11 +155,18 @@ func structCounters(v any) (map[string]float64, error) {
 // External is a proxy hlsbench did not start: it only knows its URL.
 type External struct {
 	BaseURL string
+	// Name is its row (external, external@TAG or a label), Kind
+	// "external" when Name is a label.
+	Name, Kind string
 }
 
 func (e *External) URL() string { return strings.TrimRight(e.BaseURL, "/") }
 func (e *External) Info() results.Engine {
-	return results.Engine{Name: "external", Version: "unknown", Runtime: "external", Topology: "plaintext"}
+	name := e.Name
+	if name == "" {
+		name = ExternalName
+	}
+	return results.Engine{Name: name, Kind: e.Kind, Version: "unknown", Runtime: "external", Topology: "plaintext"}
 }
 func (e *External) Stop(context.Context) error { return nil }
 

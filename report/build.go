@@ -210,6 +210,7 @@ func Build(in *Input, o Options) (*Report, error) {
 		engineOrder = append(engineOrder, in.Manifest.Engines...)
 	}
 	versions := map[cellKey]string{}
+	kinds := map[string]string{}        // a variant's label: the engine it runs
 	terminators := map[cellKey]string{} // in topology proxyv2: name and version
 	for i := range in.Sources {
 		s := &in.Sources[i]
@@ -230,6 +231,9 @@ func Build(in *Input, o Options) (*Report, error) {
 				engineOrder = append(engineOrder, e.Name)
 			}
 			versions[cellKey{e.Name, e.Runtime, e.Topology}] = e.Version
+			if e.Kind != "" {
+				kinds[e.Name] = e.Kind
+			}
 			if e.Terminator != "" {
 				terminators[cellKey{e.Name, e.Runtime, e.Topology}] = strings.TrimSpace(e.Terminator + " " + e.TerminatorVersion)
 			}
@@ -293,6 +297,10 @@ func Build(in *Input, o Options) (*Report, error) {
 	}
 	label := func(k cellKey) string {
 		name := displayName(k.engine)
+		if kind := kinds[k.engine]; kind != "" {
+			// A variant: its label, then the engine it runs.
+			name = k.engine + ": " + displayName(kind)
+		}
 		if v := versions[k]; v != "" && v != "unknown" && !strings.HasSuffix(name, " "+v) {
 			name += " " + v
 		}

@@ -305,9 +305,17 @@ type Host struct {
 // Engine is one engine as it ran.
 type Engine struct {
 	// Name is the engine as the run selected it: varnish, or varnish@9.0.2
-	// for one build of several.
+	// for one build of several, or a variant's label (prod for
+	// prod=varnish), with Kind then naming the engine.
 	Name    string `json:"name"`
+	Kind    string `json:"kind,omitempty"`
 	Version string `json:"version"`
+	// Binary is the binary a variant was given (another hlsbench's
+	// built-in cache, another build of an engine); "" when found as usual.
+	Binary string `json:"binary,omitempty"`
+	// Config is a configuration of the user's own, run as given instead of
+	// the one hlsbench renders.
+	Config *ConfigFile `json:"config,omitempty"`
 	// Commit and SourceSHA256 identify an engine built from source (the
 	// git commit, the digest of its source tarball or tree).
 	Commit       string `json:"commit,omitempty"`
@@ -330,6 +338,27 @@ type Engine struct {
 	// engine and the others (how it coalesces, serves stale, counts): a
 	// reader of its figures needs them.
 	Differences []string `json:"differences,omitempty"`
+}
+
+// EngineName is the engine itself, whatever the selection called it:
+// varnish for varnish, varnish@9.0.2 and prod=varnish.
+func (e Engine) EngineName() string {
+	if e.Kind != "" {
+		return e.Kind
+	}
+	name, _, _ := strings.Cut(e.Name, "@")
+	return name
+}
+
+// ConfigFile is a configuration file of the user's own: where it was read,
+// its SHA-256 and its content, and what hlsbench cannot guarantee of it
+// (the workloads' policy assumes a TTL, grace, a purge method: a
+// configuration of one's own is run as given, never rewritten).
+type ConfigFile struct {
+	Path    string   `json:"path"`
+	SHA256  string   `json:"sha256"`
+	Content string   `json:"content"`
+	Caveats []string `json:"caveats,omitempty"`
 }
 
 // Result is one test of one workload on one engine: the headline value and

@@ -240,7 +240,9 @@ func (as *audienceSession) connect(ctx context.Context) error {
 	return nil
 }
 
-func (as *audienceSession) resizable() bool { return as.tgt.Engine.Name != "external" }
+func (as *audienceSession) resizable() bool {
+	return as.tgt.Engine.EngineName() != engines.ExternalName
+}
 
 // phase is which store size step i runs at (0: the policy's), and
 // whether it is a warm-up.

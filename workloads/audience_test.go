@@ -383,7 +383,7 @@ func TestLiveAudienceFailingProxyIsCaught(t *testing.T) {
 		dir := t.TempDir()
 		addr := freeAddr(t)
 		execute(t, RunSpec{Engines: []string{"external"}, Workloads: mustSpecs(t, LiveAudience), Config: cfg,
-			ExternalURL: externalCache(t, p, true, h)(addr), OriginListen: addr, OutDir: dir})
+			ExternalURLs: map[string]string{"external": externalCache(t, p, true, h)(addr)}, OriginListens: map[string]string{"external": addr}, OutDir: dir})
 		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 		if len(files) != 1 {
 			t.Fatalf("results files %v: want one", files)

@@ -134,7 +134,7 @@ func (bs *banSession) noBanList(ctx context.Context) string {
 	switch {
 	case bs.mode == engines.PurgeObject:
 		return "each call is a request that removes one object at once (" + bs.method + "): no ban list"
-	case bs.tgt.Engine.Name == "builtin":
+	case bs.tgt.Engine.EngineName() == "builtin":
 		return "the built-in cache removes the matching objects when it bans: it keeps no ban list"
 	case bs.tgt.Counters == nil:
 		return "the engine's counters cannot be read"

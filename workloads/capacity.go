@@ -394,7 +394,7 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 	p.ev.Stalls = stallEvidence(w.stalls, started)
 	pr := judgeProbe(r, p.busy, t.slo)
 	pr.Connections = conns
-	if s.tgt.Engine.Name != "external" {
+	if s.tgt.Engine.EngineName() != engines.ExternalName {
 		pr.Host = capHost(p.ev, w.stalls, started)
 	}
 	if pr.Verdict == results.CapacityFail && pr.Host != "" {
@@ -402,7 +402,7 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 	}
 	// An external proxy's own CPU is among the other processes: their
 	// share says nothing of the host there.
-	if oc := p.ev.OtherCPU; oc != nil && s.tgt.Engine.Name != "external" {
+	if oc := p.ev.OtherCPU; oc != nil && s.tgt.Engine.EngineName() != engines.ExternalName {
 		pr.OtherCPUShare = ptr(round3(oc.Share))
 		if pr.Verdict == results.CapacityFail && oc.Share > BusyShare {
 			pr.Reason += fmt.Sprintf("; other processes took %.0f %% of the measured CPUs (%s) during the probe, which may be why", 100*oc.Share, oc.CPUs)

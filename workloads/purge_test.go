@@ -142,7 +142,7 @@ func TestPurgeIgnoredIsCaught(t *testing.T) {
 	p := specOf(PurgeStampede).Policy
 	addr, dir := freeAddr(t), t.TempDir()
 	run := execute(t, RunSpec{Engines: []string{"external"}, Workloads: mustSpecs(t, PurgeStampede), Config: purgeConfig(),
-		ExternalURL: externalCache(t, p, true, func(c *builtin.Cache) http.Handler { return ignoringPurges{c} })(addr), OriginListen: addr, OutDir: dir})
+		ExternalURLs: map[string]string{"external": externalCache(t, p, true, func(c *builtin.Cache) http.Handler { return ignoringPurges{c} })(addr)}, OriginListens: map[string]string{"external": addr}, OutDir: dir})
 	st := find(t, run, "external", PurgeStampede+"/stale-after-purge")
 	for _, pe := range purgeFigures(t, st) {
 		if pe.Mode != engines.PurgeObject || pe.Method != engines.PurgeMethod || pe.Purged != int64(pe.Objects) {

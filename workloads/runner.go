@@ -24,19 +24,25 @@ import (
 
 // RunSpec is one `hlsbench run`.
 type RunSpec struct {
-	Engines   []string // "builtin", "external"
-	Workloads []Spec
-	Config    Config
+	// Engines are the rows of the run, each an engines.Selection's Row():
+	// NAME, NAME@VERSION (one build of several) or a variant's LABEL.
+	// Selections holds the selection behind each row that is not a bare
+	// engine name (a missing row is read with engines.ParseSelection).
+	Engines    []string
+	Selections map[string]engines.Selection
+	Workloads  []Spec
+	Config     Config
 	// Runtime for the built-in cache and the origin: "process" (default:
 	// child processes pinned apart from the generator) or "inproc".
 	Runtime string
-	// External mode: the proxy's URL, and where our origin must listen for
-	// it (the proxy is configured to fetch from there).
-	ExternalURL  string
-	OriginListen string
-	// Engines are named as selected: NAME or NAME@VERSION (one build of
-	// several). Binaries overrides where an engine's binary is, and Sources
-	// identify the engines built from source, by that name.
+	// External mode, by row (external, external@TAG): the proxy's URL, and
+	// where its origin must listen for it (the proxy is configured to
+	// fetch from there).
+	ExternalURLs  map[string]string
+	OriginListens map[string]string
+	// Binaries overrides where a row's binary is (for builtin and null,
+	// another hlsbench's), and Sources identify the engines built from
+	// source and the other hlsbench builds, by row.
 	Binaries map[string]string
 	Sources  map[string]engines.Source
 	// Launcher starts the origin, the built-in cache and the engines
@@ -126,6 +132,18 @@ type originHandle struct {
 	stop    func(context.Context) error
 	pgid    int // its process group; 0 in-process
 	inst    launch.Instance
+}
+
+// selection is the selection behind a row.
+func (spec RunSpec) selection(row string) engines.Selection {
+	if sel, ok := spec.Selections[row]; ok {
+		return sel
+	}
+	sel, err := engines.ParseSelection(row)
+	if err != nil {
+		return engines.Selection{Name: row}
+	}
+	return sel
 }
 
 // selfIn is where hlsbench itself is for the run's runtime: this binary,
@@ -293,7 +311,8 @@ func (spec *RunSpec) runs(w Spec) bool {
 // cell is one engine under one workload: its own origin, the engine, and
 // the workload's session on it.
 type cell struct {
-	name     string
+	name     string // the row: engines.Selection.Row()
+	sel      engines.Selection
 	topology string
 	na       string // why the cell cannot be measured (not applicable), or ""
 	orig     *originHandle
@@ -301,6 +320,15 @@ type cell struct {
 	inst     engines.Instance
 	tgt      *Target
 	sess     Session
+}
+
+// kind is the engine a labelled variant runs, for results.Engine.Kind;
+// "" when the row is the selection itself.
+func (c *cell) kind() string {
+	if c.sel.Label != "" {
+		return c.sel.Name
+	}
+	return ""
 }
 
 // stop tears a cell down; it survives cancellation, with its own limit.
@@ -371,7 +399,7 @@ func isolation(runtime string, cells []*cell) string {
 	}
 	var external bool
 	for _, c := range cells {
-		external = external || c.name == "external"
+		external = external || c.sel.Name == engines.ExternalName
 	}
 	var how string
 	switch runtime {
@@ -412,7 +440,7 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 			if ctx.Err() != nil {
 				return nil
 			}
-			c := &cell{name: name, topology: topo}
+			c := &cell{name: name, sel: spec.selection(name), topology: topo}
 			rc.Progress.at(c.where(w))
 			if err := startCell(ctx, spec, w, plan, rc, c); err != nil {
 				cells = append(cells, c)
@@ -544,7 +572,7 @@ func notApplicable(rc *Recorder, w *Spec, c *cell, runtime string) {
 	if runtime == "" {
 		runtime = engines.RuntimeProcess
 	}
-	tgt := &Target{Engine: results.Engine{Name: c.name, Runtime: runtime, Topology: c.topology}}
+	tgt := &Target{Engine: results.Engine{Name: c.name, Kind: c.kind(), Runtime: runtime, Topology: c.topology}}
 	for _, d := range w.tests() {
 		r := rc.newTest(w, tgt, d)
 		r.NotApplicable = c.na
@@ -554,16 +582,16 @@ func notApplicable(rc *Recorder, w *Spec, c *cell, runtime string) {
 
 // startCell starts a cell's origin and engine and makes its target.
 func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, c *cell) error {
-	if c.name == "external" && c.topology != engines.TopologyPlaintext {
+	if c.sel.Name == engines.ExternalName && c.topology != engines.TopologyPlaintext {
 		// Its listeners are its operator's: nothing to start or measure.
 		c.na = "hlsbench does not configure an external proxy's listeners: measure its TLS with hlsbench load --ca"
 		return nil
 	}
-	if c.name == engines.NullName && slices.Contains(needCache, w.Name) {
+	if c.sel.Name == engines.NullName && slices.Contains(needCache, w.Name) {
 		c.na = engines.NullNeedsCache
 		return nil
 	}
-	if c.name == "external" && w.Policy.Purge == engines.PurgeBan {
+	if c.sel.Name == engines.ExternalName && w.Policy.Purge == engines.PurgeBan {
 		c.na = "an external proxy is purged with a request per object (--purge-mode purge, --purge-method): hlsbench has no ban to send it"
 		return nil
 	}
@@ -576,7 +604,7 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 			return err
 		}
 	}
-	orig, err := startOrigin(ctx, spec, lch, ocfg, spec.OriginListen, plan.Servers)
+	orig, err := startOrigin(ctx, spec, lch, ocfg, spec.OriginListens[c.name], plan.Servers)
 	if err != nil {
 		return err
 	}
@@ -617,27 +645,32 @@ func restartAt(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, c *cell) error {
 	orig, lch := c.orig, c.lch
 	var err error
-	switch c.name {
-	case "builtin":
-		c.inst, err = engines.StartLocal(ctx, engines.Builtin{}, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
-			Binary: selfIn(spec), CPUs: plan.Servers, Launcher: lch, Image: spec.Images["hlsbench"], Version: spec.Version,
+	switch c.sel.Name {
+	case "builtin", engines.NullName:
+		// This hlsbench, or another build given for a variant.
+		var e engines.Engine = engines.Builtin{}
+		if c.sel.Name == engines.NullName {
+			e = engines.Null{}
+		}
+		bin, version, given := selfIn(spec), spec.Version, spec.Binaries[c.name]
+		if given != "" {
+			bin, version = given, spec.Sources[c.name].Version
+		}
+		c.inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
+			Binary: bin, CPUs: plan.Servers, Launcher: lch, Image: spec.Images["hlsbench"], Version: version,
+			Name: c.name, Kind: c.kind(), GivenBinary: given,
 			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec)})
-	case engines.NullName:
-		c.inst, err = engines.StartLocal(ctx, engines.Null{}, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
-			Binary: selfIn(spec), CPUs: plan.Servers, Launcher: lch, Image: spec.Images["hlsbench"], Version: spec.Version,
-			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec)})
-	case "external":
-		c.inst = &engines.External{BaseURL: spec.ExternalURL}
+	case engines.ExternalName:
+		c.inst = &engines.External{BaseURL: spec.ExternalURLs[c.name], Name: c.name, Kind: c.kind()}
 	default:
-		name, _ := engines.SplitRef(c.name)
-		e, ok := engines.Lookup(name)
+		e, ok := engines.Lookup(c.sel.Name)
 		if !ok {
 			return fmt.Errorf("engine %q: want builtin, external or one of %v", c.name, engines.ProcessEngines())
 		}
 		src := spec.Sources[c.name]
 		c.inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
 			Binary: spec.Binaries[c.name], CPUs: plan.Servers, Launcher: lch, Image: spec.Images[c.name],
-			Name: c.name, Version: src.Version, Commit: src.Commit, SourceSHA256: src.SHA256,
+			Name: c.name, Kind: c.kind(), Version: src.Version, Commit: src.Commit, SourceSHA256: src.SHA256,
 			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec)})
 	}
 	var na *engines.NotApplicableError

@@ -141,7 +141,7 @@ func usage(tgt *Target, lr *loadgen.Result, ev *results.Evidence, window time.Du
 	}
 	if c == nil || c.EngineCPUSeconds == nil {
 		switch {
-		case tgt.Engine.Name == "external":
+		case tgt.Engine.EngineName() == engines.ExternalName:
 			notes = append(notes, "the engine's CPU is not measured (an external proxy)")
 		case tgt.Engine.Runtime == engines.RuntimeInproc:
 			notes = append(notes, "the engine's CPU is not measured (it runs inside hlsbench's own process)")

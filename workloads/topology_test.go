@@ -92,7 +92,7 @@ func TestTopologyNotApplicable(t *testing.T) {
 	cfg.Warmups, cfg.Passes, cfg.PassDuration, cfg.Rate = 0, 1, 500*time.Millisecond, 100
 	addr := freeAddr(t)
 	run := execute(t, RunSpec{Engines: []string{"external"}, Workloads: mustSpecs(t, "segment"), Config: cfg,
-		ExternalURL: proxy(t, addr, func(rp *httputil.ReverseProxy) http.Handler { return rp }), OriginListen: addr,
+		ExternalURLs: map[string]string{"external": proxy(t, addr, func(rp *httputil.ReverseProxy) http.Handler { return rp })}, OriginListens: map[string]string{"external": addr},
 		Topologies: []string{engines.TopologyPlaintext, engines.TopologyTLS}, TLS: set})
 	for _, id := range []string{"segment/full-p50-ttfb", "segment/full-p99-ttfb", "segment/range-p50-ttfb", "segment/range-p99-ttfb"} {
 		na := findTopo(t, run, "external", engines.TopologyTLS, id)

@@ -159,7 +159,7 @@ func freeAddr(t *testing.T) string {
 func external(t *testing.T, workloads string, cfg Config, proxyFor func(originAddr string) string) *results.Run {
 	addr := freeAddr(t)
 	return execute(t, RunSpec{Engines: []string{"external"}, Workloads: mustSpecs(t, workloads), Config: cfg,
-		ExternalURL: proxyFor(addr), OriginListen: addr})
+		ExternalURLs: map[string]string{"external": proxyFor(addr)}, OriginListens: map[string]string{"external": addr}})
 }
 
 // A proxy that never caches never coalesces: one origin fetch per client.
@@ -315,7 +315,7 @@ func TestExternalBadBodies(t *testing.T) {
 func runExpectingWarmFailure(t *testing.T, cfg Config, proxyFor func(string) string) *results.Run {
 	addr := freeAddr(t)
 	spec := RunSpec{Engines: []string{"external"}, Workloads: mustSpecs(t, Segment), Config: cfg,
-		ExternalURL: proxyFor(addr), OriginListen: addr, Runtime: engines.RuntimeInproc, OutDir: t.TempDir()}
+		ExternalURLs: map[string]string{"external": proxyFor(addr)}, OriginListens: map[string]string{"external": addr}, Runtime: engines.RuntimeInproc, OutDir: t.TempDir()}
 	var progress bytes.Buffer
 	run, _, err := Execute(context.Background(), spec, &progress)
 	if err != nil {

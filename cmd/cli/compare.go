@@ -24,6 +24,9 @@ import (
 // CompareOptions are the flags and arguments of `hlsbench compare`.
 type CompareOptions struct {
 	Base, New string
+	// BaseNames and NewNames, when set, compare variants of one run or
+	// suite (Base): the rows of BaseNames[i] against NewNames[i].
+	BaseNames, NewNames []string
 	// Threshold is in percent of the base median.
 	Threshold    float64
 	Alpha        float64
@@ -37,13 +40,15 @@ type CompareOptions struct {
 func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := CompareOptions{}
 	c := &cobra.Command{
-		Use:   "compare BASE NEW",
 		Short: "Compare two sets of runs per engine and test: medians, change, p-value, verdict",
 		Long: `Compare two sets of runs per engine and test: medians, change, p-value, verdict.
 
 BASE and NEW are each a run file or a directory, which stands for every
 run-*.json in it (a suite); several runs are merged per engine, workload and
-test. Only the valid measured passes count: not warm-ups, not invalid passes
+test. With --base and --new, one run or suite holds both sides: variants
+that ran interleaved pass by pass (hlsbench suite --engine
+prod=varnish,candidate=varnish), the rows of each --base engine compared with
+those of the --new engine in the same place of its list. Only the valid measured passes count: not warm-ups, not invalid passes
 (a test with some invalid passes is compared on its valid ones, noted
 "partial" with a warning). A test with no valid pass, missing, or without a
 value on either side is listed as such and never compared. base and new are the medians of the passes' own values
@@ -77,12 +82,22 @@ unreadable file, a newer schema, a workload under different conditions,
 nothing in common, no test that could reach a verdict, or a run on either side
 that did not finish (failed, killed, interrupted): a build that crashed is not
 one that got slower. --markdown writes a summary for a CI page.`,
+		Use: "compare BASE NEW | compare RUNS --base NAMES --new NAMES",
 		Example: `  hlsbench compare ~/.local/share/hlsbench/runs/run-20260101T101010Z-1a2b3c4d.json run-20260102T090000Z-5e6f7a8b.json
   hlsbench compare suites/before suites/after
+  hlsbench compare suites/ab --base varnish@7.1.1 --new varnish@9.0.2
   hlsbench compare --threshold 2 --alpha 0.01 --json before/ after/`,
-		Args: exactArgs(2, "BASE and NEW, each a run file or a directory of them"),
+		Args: func(c *cobra.Command, args []string) error {
+			if len(o.BaseNames) > 0 || len(o.NewNames) > 0 {
+				return exactArgs(1, "one run file or suite directory with --base and --new (the variants to compare)")(c, args)
+			}
+			return exactArgs(2, "BASE and NEW, each a run file or a directory of them")(c, args)
+		},
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Base, o.New = args[0], args[1]
+			o.Base = args[0]
+			if len(args) == 2 {
+				o.New = args[1]
+			}
 			return RunCompare(c.Context(), stdout, stderr, o)
 		},
 	}
@@ -91,6 +106,8 @@ one that got slower. --markdown writes a summary for a CI page.`,
 	f.Float64Var(&o.Alpha, "alpha", stats.DefaultAlpha, "significance level of the U test")
 	f.Float64Var(&o.ResolutionMs, "resolution", compare.DefaultResolutionMs, "smallest change of a latency's median, in ms, reported as a regression or an improvement (the generator's timing tolerance)")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON object: the rows (typed) and the warnings")
+	f.StringSliceVar(&o.BaseNames, "base", nil, "with one suite or run: the engines (rows of --engine) of the base side, a comma list paired in order with --new's")
+	f.StringSliceVar(&o.NewNames, "new", nil, "with one suite or run: the engines of the new side, e.g. --base prod --new candidate")
 	f.StringVar(&o.Markdown, "markdown", "", "also write a Markdown summary to this file (e.g. for $GITHUB_STEP_SUMMARY)")
 	return c
 }
@@ -117,17 +134,35 @@ func RunCompare(ctx context.Context, stdout, stderr io.Writer, o CompareOptions)
 	if err := checkJudge(o.Threshold, o.Alpha, o.ResolutionMs); err != nil {
 		return err
 	}
-	base, err := compare.Load(o.Base)
-	if err != nil {
-		return usagef("BASE: %v", err)
-	}
-	nw, err := compare.Load(o.New)
-	if err != nil {
-		return usagef("NEW: %v", err)
-	}
-	c, err := compare.Runs(base, nw, compare.Options{Threshold: o.Threshold, Alpha: o.Alpha, ResolutionMs: o.ResolutionMs})
-	if err != nil {
-		return usageError{err}
+	opts := compare.Options{Threshold: o.Threshold, Alpha: o.Alpha, ResolutionMs: o.ResolutionMs}
+	var c *compare.Comparison
+	var base, nw []compare.File
+	var err error
+	if o.New == "" {
+		switch {
+		case len(o.BaseNames) == 0 || len(o.NewNames) == 0:
+			return usagef("--base and --new go together: the variants of %s to compare", o.Base)
+		case len(o.BaseNames) != len(o.NewNames):
+			return usagef("--base %s and --new %s: want as many engines on each side, paired in order",
+				strings.Join(o.BaseNames, ","), strings.Join(o.NewNames, ","))
+		}
+		if base, err = compare.Load(o.Base); err != nil {
+			return usagef("%s: %v", o.Base, err)
+		}
+		nw = base
+		if c, err = compare.Variants(base, o.BaseNames, o.NewNames, opts); err != nil {
+			return usagef("--base/--new: %v", err)
+		}
+	} else {
+		if base, err = compare.Load(o.Base); err != nil {
+			return usagef("BASE: %v", err)
+		}
+		if nw, err = compare.Load(o.New); err != nil {
+			return usagef("NEW: %v", err)
+		}
+		if c, err = compare.Runs(base, nw, opts); err != nil {
+			return usageError{err}
+		}
 	}
 	if o.JSON {
 		enc := json.NewEncoder(stdout)
@@ -170,7 +205,8 @@ func (e noVerdict) Unwrap() error { return e.err }
 // writeComparison prints one table per workload, the reasons rows were not
 // compared under it, then a legend, the warnings and a count of verdicts.
 func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase, nNew int) {
-	fmt.Fprintf(w, "base: %s (%s)\nnew:  %s (%s)\n", o.Base, runsText(nBase), o.New, runsText(nNew))
+	bs, ns := sidesText(o)
+	fmt.Fprintf(w, "base: %s (%s)\nnew:  %s (%s)\n", bs, runsText(nBase), ns, runsText(nNew))
 	counts := map[string]int{}
 	notes := false
 	for _, r := range c.Rows {
@@ -489,7 +525,8 @@ func writeComparisonMarkdown(w io.Writer, c *compare.Comparison, o CompareOption
 		head = fmt.Sprintf("%d regressions", len(regs))
 	}
 	fmt.Fprintf(b, "## hlsbench compare: %s\n\n", head)
-	fmt.Fprintf(b, "base: `%s` (%s) · new: `%s` (%s) · %d tests: %s.\n\n", o.Base, runsText(nBase), o.New, runsText(nNew), len(c.Rows), strings.Join(parts, ", "))
+	bs, ns := sidesText(o)
+	fmt.Fprintf(b, "base: `%s` (%s) · new: `%s` (%s) · %d tests: %s.\n\n", bs, runsText(nBase), ns, runsText(nNew), len(c.Rows), strings.Join(parts, ", "))
 	for _, s := range c.Incomplete {
 		fmt.Fprintf(b, "- **incomplete**: %s\n", mdEscape(s))
 	}
@@ -548,4 +585,13 @@ func plural(many bool, s, one string) string {
 		return s
 	}
 	return one
+}
+
+// sidesText names what each side is: its files, or the variants of one
+// suite ("nightly/suite: base-builtin, base-varnish").
+func sidesText(o CompareOptions) (base, new string) {
+	if o.New == "" {
+		return o.Base + ": " + strings.Join(o.BaseNames, ", "), o.Base + ": " + strings.Join(o.NewNames, ", ")
+	}
+	return o.Base, o.New
 }

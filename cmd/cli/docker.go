@@ -38,7 +38,7 @@ func parseImages(flags []string, engineNames []string) (map[string]string, error
 //
 // found holds the images of ours among them, by name: a source build's
 // says where its binary is and what it was built from.
-func dockerImages(ctx context.Context, engineNames []string, given map[string]string, version string) (_ *client.Client, refs map[string]string, found map[string]images.Image, err error) {
+func dockerImages(ctx context.Context, sels []engines.Selection, given map[string]string, version string) (_ *client.Client, refs map[string]string, found map[string]images.Image, err error) {
 	cli, err := launch.Connect(ctx, 2*time.Second)
 	if err != nil {
 		return nil, nil, nil, err
@@ -49,8 +49,11 @@ func dockerImages(ctx context.Context, engineNames []string, given map[string]st
 		return nil, nil, nil, fmt.Errorf("docker: %w", err)
 	}
 	refs, found = map[string]string{}, map[string]images.Image{}
-	for _, name := range append([]string{"hlsbench"}, engineNames...) {
-		if name == "builtin" || name == engines.NullName || name == "external" {
+	for _, sel := range append([]engines.Selection{{Name: "hlsbench"}}, sels...) {
+		// name is the row (the key of refs and found), ref what its image
+		// is looked up by.
+		name, ref := sel.Row(), sel.Ref()
+		if sel.Name == "builtin" || sel.Name == engines.NullName || sel.Name == engines.ExternalName {
 			continue
 		}
 		if ref, ok := given[name]; ok {
@@ -65,11 +68,11 @@ func dockerImages(ctx context.Context, engineNames []string, given map[string]st
 			}
 			continue
 		}
-		im, ref := imageFor(built, name, version)
-		if ref == "" {
+		im, tag := imageFor(built, ref, version)
+		if tag == "" {
 			cli.Close()
-			what, hint := "no image for "+name, "hlsbench images build --engine "+name
-			switch engine, v := engines.SplitRef(name); {
+			what, hint := "no image for "+ref, "hlsbench images build --engine "+sel.Name
+			switch engine, v := sel.Name, sel.Version; {
 			case name == "hlsbench":
 				what, hint = "no image of hlsbench "+version+" (it runs the origin and the built-in cache)", "hlsbench images build --self"
 			case v != "":
@@ -77,7 +80,7 @@ func dockerImages(ctx context.Context, engineNames []string, given map[string]st
 			}
 			return nil, nil, nil, fmt.Errorf("--runtime docker: %s: build it with `%s`, or give --image %s=IMAGE", what, hint, name)
 		}
-		refs[name], found[name] = ref, im
+		refs[name], found[name] = tag, im
 	}
 	return cli, refs, found, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 )
@@ -30,7 +31,7 @@ func needDocker(t *testing.T) *client.Client {
 		miss(err.Error())
 	}
 	t.Cleanup(func() { cli.Close() })
-	if _, _, _, err := dockerImages(context.Background(), []string{"varnish"}, nil, Version); err != nil {
+	if _, _, _, err := dockerImages(context.Background(), []engines.Selection{{Name: "varnish"}}, nil, Version); err != nil {
 		miss(err.Error())
 	}
 	return cli

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -124,12 +122,9 @@ invalid or has no value (the reasons are under each table and in the file);
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.Engine, "engine", "builtin", "engine: builtin, varnish, vinyl, nginx, null (the instrument's own ceiling and floor) or external (a comma list runs several, one table)")
+	f.StringVar(&o.Engine, "engine", "builtin", "engine: builtin, varnish, vinyl, nginx, null (the instrument's own ceiling and floor) or external (a comma list runs several, one table); NAME@VERSION a build, LABEL=NAME a variant (a=varnish,b=varnish)")
 	f.StringVar(&o.Out, "out", "", "directory for the run's JSON file (default $XDG_DATA_HOME/hlsbench/runs)")
 	f.BoolVar(&o.NoSave, "no-save", false, "do not write a results file")
-	f.StringVar(&o.URL, "url", "", "with --engine external: the proxy's URL")
-	f.StringVar(&o.OriginListen, "origin-listen", "", "with --engine external: the address the origin listens on (the proxy fetches from it)")
-	f.StringVar(&o.Binary, "binary", "", "the engine's binary when it is not on PATH (one process engine only), e.g. /opt/vinyl/sbin/vinyld")
 	protocolFlags(f, &o)
 	return c
 }
@@ -138,6 +133,9 @@ invalid or has no value (the reasons are under each table and in the file);
 // and how it reports and locks.
 func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringVar(&o.Workload, "workload", "all", "workload: "+strings.Join(workloads.Names(), ", ")+" or all (comma list)")
+	f.StringVar(&o.URL, "url", "", "with --engine external: the proxy's URL (several: external@a,external@b --url a=URL,b=URL)")
+	f.StringVar(&o.OriginListen, "origin-listen", "", "with --engine external: the address its origin listens on, where the proxy fetches from (several: TAG=ADDR for each)")
+	f.StringVar(&o.Binary, "binary", "", "the one process engine's binary when it is not on PATH, e.g. /opt/vinyl/sbin/vinyld; or `ROW=PATH` pairs (comma list) for the rows of --engine they name: another hlsbench for a builtin variant (base=builtin,head=builtin --binary base=./hlsbench-base)")
 	f.IntVar(&o.Passes, "passes", 20, "measured passes per test")
 	f.IntVar(&o.HostRepeats, "host-repeats", workloads.DefaultHostRepeats, "hit-path and segment: run a pass the host spoiled (steal, interrupts, other processes or CPU stalls past their thresholds) again, up to this many times (0: never; --quick: 1)")
 	f.IntVar(&o.Warmups, "warmups", 3, "unmeasured warm-up passes per test")
@@ -289,10 +287,11 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if err != nil {
 		return protocolErr(err)
 	}
-	engineNames, err := parseEngines(o.Engine)
+	sels, err := parseEngines(o.Engine)
 	if err != nil {
 		return err
 	}
+	engineNames := rows(sels)
 	cfg := workloads.Defaults()
 	profile := o.Quick || o.nightly // a profile's pass counts unless given
 	switch {
@@ -370,29 +369,19 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	case o.Memory > 0 && o.Memory < 6<<20:
 		return usagef("--memory %s: Docker wants 6MiB at least", o.Memory.String())
 	}
-	hasExternal := false
-	for _, e := range engineNames {
-		hasExternal = hasExternal || e == "external"
+	externalURLs, originListens, err := parseExternals(sels, o.URL, o.OriginListen)
+	if err != nil {
+		return err
 	}
-	if hasExternal {
-		if o.URL == "" || o.OriginListen == "" {
-			return usagef("--engine external needs --url (the proxy) and --origin-listen (where the proxy fetches from)")
-		}
-		u, err := url.Parse(o.URL)
-		if err != nil || u.Scheme != "http" || u.Host == "" {
-			return usagef("--url %q: want http://host:port of the proxy", o.URL)
-		}
-		if _, _, err := net.SplitHostPort(o.OriginListen); err != nil {
-			return usagef("--origin-listen %q: want host:port, e.g. 127.0.0.1:8081", o.OriginListen)
-		}
-	} else if o.URL != "" || o.OriginListen != "" {
-		return usagef("--url and --origin-listen go with --engine external")
+	hasExternal := len(externalURLs) > 0
+	if o.Runtime == engines.RuntimeInproc && o.Binary != "" {
+		return usagef("--binary goes with --runtime process: inproc serves the built-in cache inside this hlsbench")
 	}
 	// A process engine that is not installed is a clear error before
 	// anything starts (in a container, the image has it).
 	binaries, sources := map[string]string{}, map[string]engines.Source{}
 	if o.Runtime != engines.RuntimeDocker {
-		if binaries, sources, err = resolveBinaries(ctx, stderr, engineNames, o.Binary); err != nil {
+		if binaries, sources, err = resolveBinaries(ctx, stderr, sels, o.Binary); err != nil {
 			return err
 		}
 	} else if o.Binary != "" {
@@ -444,6 +433,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if hasExternal {
 		settings["external_url"], settings["origin_listen"] = o.URL, o.OriginListen
 	}
+	if o.Binary != "" {
+		settings["binary"] = o.Binary
+	}
 
 	tables := stdout
 	if o.JSON {
@@ -461,9 +453,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	var dockerImagesFound map[string]string
 	var docker launch.Docker
 	if o.Runtime == engines.RuntimeDocker {
-		withTerm := engineNames
+		withTerm := sels
 		if term != nil {
-			withTerm = append(slices.Clone(engineNames), term.Name())
+			withTerm = append(slices.Clone(sels), engines.Selection{Name: term.Name()})
 		}
 		cli, imgs, found, err := dockerImages(ctx, withTerm, imageFlags, Version)
 		if err != nil {
@@ -492,9 +484,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 			return err
 		}
 	}
-	rs := workloads.RunSpec{Engines: engineNames, Workloads: specs, Config: cfg, Launcher: lch, Images: dockerImagesFound,
+	rs := workloads.RunSpec{Engines: engineNames, Selections: selectionMap(sels), Workloads: specs, Config: cfg, Launcher: lch, Images: dockerImagesFound,
 		Topologies: topologies, TLS: tlsSet, Terminator: term,
-		Runtime: o.Runtime, ExternalURL: o.URL, OriginListen: o.OriginListen, Binaries: binaries, Sources: sources, OutDir: out, Self: self,
+		Runtime: o.Runtime, ExternalURLs: externalURLs, OriginListens: originListens, Binaries: binaries, Sources: sources, OutDir: out, Self: self,
 		Version: Version, Commit: Commit, Settings: settings, Progress: progress}
 	if o.suite != nil {
 		if err := o.suite.begin(&rs, stderr); err != nil {

@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,72 +18,120 @@ import (
 	"github.com/hlsbench/hlsbench/engines/srcbuild"
 )
 
-// parseEngines reads --engine: a comma list of NAME or NAME@VERSION (a
-// process engine's build: varnish@9.0.2). The selection as given is the
-// row's name everywhere results go.
-func parseEngines(s string) ([]string, error) {
-	var out []string
-	known := append([]string{"builtin", engines.NullName, "external"}, engines.ProcessEngines()...)
-	for _, sel := range strings.Split(s, ",") {
-		sel = strings.TrimSpace(sel)
-		name, version := engines.SplitRef(sel)
-		switch {
-		case !slices.Contains(known, name):
-			return nil, usagef("--engine %q: want %s, or NAME@VERSION for a build of one of %s (a comma list runs several)",
-				sel, strings.Join(known, ", "), strings.Join(engines.ProcessEngines(), ", "))
-		case strings.Contains(sel, "@") && (version == "" || strings.ContainsAny(version, "@/ ")):
-			return nil, usagef("--engine %q: want NAME@VERSION, e.g. varnish@9.0.2", sel)
-		case version != "" && (name == "builtin" || name == engines.NullName || name == "external"):
-			return nil, usagef("--engine %q: %s has no builds to choose from (builtin and null are this hlsbench)", sel, name)
-		case slices.Contains(out, sel):
-			return nil, usagef("--engine %q: given twice", sel)
-		}
-		out = append(out, sel)
+// parseEngines reads --engine: a comma list of [LABEL=]NAME[@VERSION]
+// (engines.Selection). Each selection's Row() is its name everywhere
+// results go.
+func parseEngines(s string) ([]engines.Selection, error) {
+	sels, err := engines.ParseSelections(s)
+	if err != nil {
+		return nil, usagef("--engine %v", err)
 	}
-	if len(out) == 0 {
-		return nil, errors.New("--engine: none given")
+	return sels, nil
+}
+
+// rows are the selections' row names.
+func rows(sels []engines.Selection) []string {
+	out := make([]string, len(sels))
+	for i, s := range sels {
+		out[i] = s.Row()
+	}
+	return out
+}
+
+// selectionMap is the selections by row.
+func selectionMap(sels []engines.Selection) map[string]engines.Selection {
+	m := map[string]engines.Selection{}
+	for _, s := range sels {
+		m[s.Row()] = s
+	}
+	return m
+}
+
+// parseBinaryFlag reads --binary: one PATH for the run's one process
+// engine, or ROW=PATH pairs (a comma list) naming the rows they are for.
+func parseBinaryFlag(flag string, sels []engines.Selection) (map[string]string, error) {
+	out := map[string]string{}
+	if flag == "" {
+		return out, nil
+	}
+	if !strings.Contains(flag, "=") {
+		var procs []string
+		for _, sel := range sels {
+			if _, ok := engines.Lookup(sel.Name); ok {
+				procs = append(procs, sel.Row())
+			}
+		}
+		if len(procs) != 1 {
+			return nil, usagef("--binary %s: a bare path is the one process engine's binary: give exactly one of %v in --engine, or ROW=PATH for each (base=builtin,head=builtin --binary base=/path/hlsbench-base)", flag, engines.ProcessEngines())
+		}
+		out[procs[0]] = flag
+		return out, nil
+	}
+	bySel := selectionMap(sels)
+	for _, pair := range strings.Split(flag, ",") {
+		row, path, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		sel, known := bySel[row]
+		switch {
+		case !ok || row == "" || path == "":
+			return nil, usagef("--binary %q: want ROW=PATH (a comma list), ROW an engine of --engine", pair)
+		case !known:
+			return nil, usagef("--binary %s: %s is not in --engine (%s)", pair, row, strings.Join(rows(sels), ", "))
+		case sel.Name == engines.ExternalName:
+			return nil, usagef("--binary %s: an external proxy is not hlsbench's to start", pair)
+		case out[row] != "":
+			return nil, usagef("--binary %s: %s given twice", pair, row)
+		}
+		out[row] = path
 	}
 	return out, nil
 }
 
-// resolveBinaries finds the binary of each process engine selected, for
-// the process runtime: --binary for the one engine it names; for a bare
-// name the binary on PATH, else the newest build (hlsbench engines build);
-// for NAME@VERSION the binary on PATH if it is that version, else that
-// build. A build's version, commit and source digest go into sources; the
-// output says which build a bare name took.
-func resolveBinaries(ctx context.Context, stderr io.Writer, sels []string, binaryFlag string) (map[string]string, map[string]engines.Source, error) {
+// resolveBinaries finds the binary of each engine selected, for the
+// process runtime: --binary's for the rows it names (for builtin and null,
+// another hlsbench, whose version it asks); for a bare name the binary on
+// PATH, else the newest build (hlsbench engines build); for NAME@VERSION
+// the binary on PATH if it is that version, else that build. A build's
+// version, commit and source digest go into sources; the output says which
+// build a bare name took.
+func resolveBinaries(ctx context.Context, stderr io.Writer, sels []engines.Selection, binaryFlag string) (map[string]string, map[string]engines.Source, error) {
+	given, err := parseBinaryFlag(binaryFlag, sels)
+	if err != nil {
+		return nil, nil, err
+	}
 	binaries, sources := map[string]string{}, map[string]engines.Source{}
-	if binaryFlag != "" {
-		var procs []string
-		for _, sel := range sels {
-			if _, ok := engineOf(sel); ok {
-				procs = append(procs, sel)
+	for _, sel := range sels {
+		row, path := sel.Row(), given[sel.Row()]
+		if path == "" {
+			continue
+		}
+		if sel.Name == "builtin" || sel.Name == engines.NullName {
+			bin, version, err := otherHlsbench(ctx, path)
+			if err != nil {
+				return nil, nil, usagef("--binary %s=%s: %v", row, path, err)
 			}
+			binaries[row], sources[row] = bin, engines.Source{Version: version}
+			continue
 		}
-		if len(procs) != 1 {
-			return nil, nil, usagef("--binary names one engine's binary: give exactly one of %v in --engine", engines.ProcessEngines())
-		}
-		e, _ := engineOf(procs[0])
-		bin, err := engines.FindBinary(e, binaryFlag)
+		e, _ := engines.Lookup(sel.Name)
+		bin, err := engines.FindBinary(e, path)
 		if err != nil {
 			var be *engines.BinaryError
 			if errors.As(err, &be) {
-				return nil, nil, usagef("--binary %s: %v (want the path of %s's %s, or a name on PATH)", be.Path, be.Err, procs[0], e.Binary())
+				return nil, nil, usagef("--binary %s: %v (want the path of %s's %s, or a name on PATH)", be.Path, be.Err, row, e.Binary())
 			}
 			return nil, nil, err
 		}
-		binaries[procs[0]] = bin
+		binaries[row] = bin
 		if b, ok := srcbuild.ForBinary("", bin); ok {
-			sources[procs[0]] = buildSource(b)
+			sources[row] = buildSource(b)
 		} else if b, ok := srcbuild.ForPrefixBinary(bin); ok {
-			sources[procs[0]] = buildSource(b)
+			sources[row] = buildSource(b)
 		}
 	}
 	for _, sel := range sels {
-		name, version := engines.SplitRef(sel)
+		row, name, version := sel.Row(), sel.Name, sel.Version
 		e, ok := engines.Lookup(name)
-		if !ok || binaries[sel] != "" {
+		if !ok || binaries[row] != "" {
 			continue
 		}
 		onPath, pathErr := engines.FindBinary(e, "")
@@ -91,8 +143,8 @@ func resolveBinaries(ctx context.Context, stderr io.Writer, sels []string, binar
 			if !ok {
 				return nil, nil, fmt.Errorf("%w (--binary gives its path; hlsbench engines build %s --source … builds one)", pathErr, name)
 			}
-			fmt.Fprintf(stderr, "hlsbench: %s: no %s on PATH: running the newest build, %s (%s)\n", name, e.Binary(), b.Ref(), b.Daemon)
-			binaries[sel], sources[sel] = b.Daemon, buildSource(b)
+			fmt.Fprintf(stderr, "hlsbench: %s: no %s on PATH: running the newest build, %s (%s)\n", row, e.Binary(), b.Ref(), b.Daemon)
+			binaries[row], sources[row] = b.Daemon, buildSource(b)
 			continue
 		}
 		var pathVersion string
@@ -103,7 +155,7 @@ func resolveBinaries(ctx context.Context, stderr io.Writer, sels []string, binar
 				cancel()
 			}
 			if pathVersion == version {
-				binaries[sel] = onPath
+				binaries[row] = onPath
 				continue
 			}
 		}
@@ -112,9 +164,33 @@ func resolveBinaries(ctx context.Context, stderr io.Writer, sels []string, binar
 			return nil, nil, usagef("--engine %s: no %s %s here (%s): build it with hlsbench engines build %s --source …, or give --binary",
 				sel, name, version, versionsHere(name, pathVersion), name)
 		}
-		binaries[sel], sources[sel] = b.Daemon, buildSource(b)
+		binaries[row], sources[row] = b.Daemon, buildSource(b)
 	}
 	return binaries, sources, nil
+}
+
+// otherHlsbench checks that path is an hlsbench binary that runs here and
+// returns its absolute path and version ("hlsbench version X" prints X).
+func otherHlsbench(ctx context.Context, path string) (string, string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", "", err
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return "", "", err
+	case fi.IsDir() || fi.Mode()&0o111 == 0:
+		return "", "", fmt.Errorf("not an executable file: want another hlsbench binary, e.g. one `make build` made")
+	}
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(vctx, abs, "--version").Output()
+	version, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "hlsbench version ")
+	if err != nil || !ok || version == "" {
+		return "", "", fmt.Errorf("%s --version did not say \"hlsbench version …\" (%v): want another hlsbench binary", abs, err)
+	}
+	return abs, version, nil
 }
 
 // versionsHere says which versions of engine this machine has.
@@ -152,4 +228,82 @@ func imageSource(im images.Image) (daemon string, src engines.Source) {
 		return "", engines.Source{}
 	}
 	return im.Daemon, engines.Source{Version: im.PackageVersion, Commit: im.Commit, SHA256: im.SourceSHA256}
+}
+
+// parseExternals reads --url and --origin-listen for the external rows of
+// --engine: one value each for a single external (external, or
+// external@TAG), or TAG=VALUE pairs, a comma list, for several
+// (--engine external@a,external@b --url a=URL,b=URL). Both maps are by
+// row; empty when no external is selected, and then both flags must be.
+func parseExternals(sels []engines.Selection, urlFlag, listenFlag string) (urls, listens map[string]string, err error) {
+	var ext []engines.Selection
+	for _, s := range sels {
+		if s.Name == engines.ExternalName {
+			ext = append(ext, s)
+		}
+	}
+	if len(ext) == 0 {
+		if urlFlag != "" || listenFlag != "" {
+			return nil, nil, usagef("--url and --origin-listen go with --engine external")
+		}
+		return map[string]string{}, map[string]string{}, nil
+	}
+	if urlFlag == "" || listenFlag == "" {
+		return nil, nil, usagef("--engine external needs --url (the proxy) and --origin-listen (where the proxy fetches from)")
+	}
+	split := func(flag, value string) (map[string]string, error) {
+		out := map[string]string{}
+		if len(ext) == 1 && !strings.Contains(value, "=") {
+			out[ext[0].Row()] = value
+			return out, nil
+		}
+		tags := map[string]string{} // TAG (or label) → row
+		for _, s := range ext {
+			tag := s.Version
+			if s.Label != "" {
+				tag = s.Label
+			}
+			tags[tag] = s.Row()
+		}
+		for _, pair := range strings.Split(value, ",") {
+			tag, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+			row, known := tags[tag]
+			switch {
+			case !ok || tag == "" || v == "":
+				return nil, usagef("--%s %q: with several external proxies, want TAG=VALUE for each (--engine external@a,external@b --%s a=…,b=…)", flag, pair, flag)
+			case !known:
+				return nil, usagef("--%s %s: no external@%s in --engine", flag, pair, tag)
+			}
+			out[row] = v
+		}
+		for _, s := range ext {
+			if out[s.Row()] == "" {
+				return nil, usagef("--%s: none given for %s", flag, s.Row())
+			}
+		}
+		return out, nil
+	}
+	if urls, err = split("url", urlFlag); err != nil {
+		return nil, nil, err
+	}
+	if listens, err = split("origin-listen", listenFlag); err != nil {
+		return nil, nil, err
+	}
+	for row, u := range urls {
+		pu, err := url.Parse(u)
+		if err != nil || pu.Scheme != "http" || pu.Host == "" {
+			return nil, nil, usagef("--url %q (%s): want http://host:port of the proxy", u, row)
+		}
+	}
+	seen := map[string]string{}
+	for row, l := range listens {
+		if _, _, err := net.SplitHostPort(l); err != nil {
+			return nil, nil, usagef("--origin-listen %q (%s): want host:port, e.g. 127.0.0.1:8081", l, row)
+		}
+		if other, dup := seen[l]; dup {
+			return nil, nil, usagef("--origin-listen: %s and %s both given %s: each external proxy fetches from an origin of its own", other, row, l)
+		}
+		seen[l] = row
+	}
+	return urls, listens, nil
 }

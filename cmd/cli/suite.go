@@ -138,6 +138,7 @@ func readSuiteFlags(fs *pflag.FlagSet, o *SuiteOptions) {
 	o.Topology, o.Terminator = str("topology"), str("terminator")
 	o.PurgeMode, o.PurgeMethod = str("purge-mode"), str("purge-method")
 	o.SLO = str("slo")
+	o.URL, o.OriginListen, o.Binary = str("url"), str("origin-listen"), str("binary")
 	o.Passes, _ = fs.GetInt("passes")
 	o.Warmups, _ = fs.GetInt("warmups")
 	o.PassDuration, _ = fs.GetDuration("pass-duration")
@@ -171,6 +172,9 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	add("terminator", o.Terminator)
 	add("memory", o.Memory.String())
 	add("slo", o.SLO)
+	add("url", o.URL)
+	add("origin-listen", o.OriginListen)
+	add("binary", o.Binary)
 	// The audience's values as their flags write them: flags bound to a
 	// copy of o's (binding sets the defaults, so the copy comes after).
 	fs := pflag.NewFlagSet("audience", pflag.ContinueOnError)

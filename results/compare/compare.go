@@ -833,3 +833,68 @@ func Judge(base, new []float64, unit string, lowerIsBetter bool, o Options) stat
 	}
 	return d
 }
+
+// Variants compares variants of one run or suite side by side: the rows of
+// base[i] against those of new[i], for each i, over the same files (an A/B
+// suite runs them interleaved pass by pass: --engine a=varnish,b=varnish).
+// Each pair's rows are named "base→new"; a name not in the files is an
+// error that lists the ones there.
+func Variants(files []File, base, new []string, o Options) (*Comparison, error) {
+	if len(base) == 0 || len(base) != len(new) {
+		return nil, fmt.Errorf("base %v and new %v: want as many names on each side, paired in order", base, new)
+	}
+	have := map[string]bool{}
+	var names []string
+	for _, f := range files {
+		for _, r := range f.Run.Results {
+			if !have[r.Engine] {
+				have[r.Engine] = true
+				names = append(names, r.Engine)
+			}
+		}
+	}
+	pair := map[string]string{} // engine → its pair's name
+	for i := range base {
+		for _, n := range []string{base[i], new[i]} {
+			switch {
+			case !have[n]:
+				return nil, fmt.Errorf("%s: no results of that name (these files have %s)", n, strings.Join(names, ", "))
+			case pair[n] != "":
+				return nil, fmt.Errorf("%s: named twice", n)
+			}
+		}
+		if base[i] == new[i] {
+			return nil, fmt.Errorf("%s: the same on both sides", base[i])
+		}
+		p := base[i] + "→" + new[i]
+		pair[base[i]], pair[new[i]] = p, p
+	}
+	side := func(keep []string) []File {
+		var out []File
+		for _, f := range files {
+			run := *f.Run
+			run.Results, run.Engines = nil, nil
+			for _, r := range f.Run.Results {
+				if slices.Contains(keep, r.Engine) {
+					r.Engine = pair[r.Engine]
+					run.Results = append(run.Results, r)
+				}
+			}
+			for _, e := range f.Run.Engines {
+				if slices.Contains(keep, e.Name) {
+					e.Name = pair[e.Name]
+					run.Engines = append(run.Engines, e)
+				}
+			}
+			if len(run.Results) > 0 {
+				out = append(out, File{Path: f.Path, Run: &run})
+			}
+		}
+		return out
+	}
+	c, err := Runs(side(base), side(new), o)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}

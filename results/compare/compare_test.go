@@ -556,3 +556,43 @@ func TestRunsIncomplete(t *testing.T) {
 		t.Errorf("incomplete %q, want the failed new run with its error", c.Incomplete)
 	}
 }
+
+// Variants compares two engines of one run, pair by pair, named base→new:
+// a=builtin slower than b=builtin is a regression of "a→b" read the other
+// way round, as the sides are given.
+func TestVariants(t *testing.T) {
+	named := func(r results.Result, engine string) results.Result {
+		r.Engine = engine
+		return r
+	}
+	run := newRun("ab",
+		named(result("hit-path/p50-ttfb", true, around(1.0, 10)...), "a"),
+		named(result("hit-path/p50-ttfb", true, around(1.3, 10)...), "b"),
+		named(result("hit-path/p50-ttfb", true, around(2.0, 10)...), "c"))
+	run.Engines = []results.Engine{{Name: "a", Kind: "builtin", Version: "1.0", Runtime: "process"},
+		{Name: "b", Kind: "builtin", Version: "1.1", Runtime: "process"}, {Name: "c", Version: "1.0", Runtime: "process"}}
+	files := []File{{Path: "run-ab.json", Run: run}}
+	c, err := Variants(files, []string{"a"}, []string{"b"}, Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rows) != 1 || c.Rows[0].Engine != "a→b" || c.Rows[0].Verdict != stats.Regression {
+		t.Fatalf("rows %+v, want one regression named a→b", c.Rows)
+	}
+	if !slices.Contains(c.Rows[0].Notes, NoteVersion) {
+		t.Errorf("notes %v: the variants ran versions 1.0 and 1.1", c.Rows[0].Notes)
+	}
+	for _, tc := range []struct {
+		base, new []string
+		want      string
+	}{
+		{[]string{"a"}, []string{"z"}, "z: no results of that name (these files have a, b, c)"},
+		{[]string{"a"}, []string{"a"}, "the same on both sides"},
+		{[]string{"a", "b"}, []string{"c"}, "want as many names on each side"},
+		{[]string{"a", "a"}, []string{"b", "c"}, "a: named twice"},
+	} {
+		if _, err := Variants(files, tc.base, tc.new, Defaults()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Variants(%v, %v): %v, want %q", tc.base, tc.new, err, tc.want)
+		}
+	}
+}
