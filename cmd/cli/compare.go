@@ -207,7 +207,6 @@ func (e noVerdict) Unwrap() error { return e.err }
 func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase, nNew int) {
 	bs, ns := sidesText(o)
 	fmt.Fprintf(w, "base: %s (%s)\nnew:  %s (%s)\n", bs, runsText(nBase), ns, runsText(nNew))
-	counts := map[string]int{}
 	notes := false
 	for _, r := range c.Rows {
 		notes = notes || len(r.Notes) > 0
@@ -217,7 +216,7 @@ func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase
 		for j < len(c.Rows) && c.Rows[j].Workload == c.Rows[i].Workload {
 			j++
 		}
-		writeWorkload(w, c.Rows[i:j], notes, counts)
+		writeWorkload(w, c.Rows[i:j], notes)
 		i = j
 	}
 	fmt.Fprintln(w)
@@ -233,16 +232,7 @@ func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase
 	for _, warn := range c.Warnings {
 		fmt.Fprintln(w, wrap("warning: "+warn, "  "))
 	}
-	var parts []string
-	for _, k := range []string{"regression", "improvement", "no significant change", "not comparable", "not compared"} {
-		if n := counts[k]; n > 0 {
-			s := fmt.Sprintf("%d %s", n, k)
-			if n > 1 && (k == "regression" || k == "improvement") {
-				s += "s"
-			}
-			parts = append(parts, s)
-		}
-	}
+	parts := verdictCounts(c.Rows)
 	tests := "tests"
 	if len(c.Rows) == 1 {
 		tests = "test"
@@ -277,7 +267,7 @@ func shiftEstimate(r compare.Row) string {
 	return changeText(r)
 }
 
-func writeWorkload(w io.Writer, rows []compare.Row, notes bool, counts map[string]int) {
+func writeWorkload(w io.Writer, rows []compare.Row, notes bool) {
 	fmt.Fprintf(w, "\n%s\n", rows[0].Workload)
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -307,13 +297,9 @@ func writeWorkload(w io.Writer, rows []compare.Row, notes bool, counts map[strin
 			shiftText(r, ""), pText(r.Q), left(verdictText(r), verdW), notesText(r.Notes))
 		switch {
 		case r.Status != compare.Compared:
-			counts["not compared"]++
 			why = append(why, fmt.Sprintf("%s %s: %s: %s", eng, r.Test, r.Status, r.Reason))
 		case r.Verdict == stats.NotComparable:
-			counts["not comparable"]++
 			why = append(why, fmt.Sprintf("%s %s: not comparable: %s", eng, r.Test, r.Reason))
-		default:
-			counts[string(r.Verdict)]++
 		}
 	}
 	tw.Flush()
@@ -498,21 +484,7 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 // reached, then one table per workload, the legend and the warnings.
 func writeComparisonMarkdown(w io.Writer, c *compare.Comparison, o CompareOptions, nBase, nNew int) error {
 	b := &strings.Builder{}
-	counts := map[string]int{}
-	for _, r := range c.Rows {
-		switch {
-		case r.Status != compare.Compared:
-			counts["not compared"]++
-		default:
-			counts[string(r.Verdict)]++
-		}
-	}
-	var parts []string
-	for _, k := range []string{"regression", "improvement", "no significant change", "not comparable", "not compared"} {
-		if n := counts[k]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s%s", n, k, plural(n > 1 && (k == "regression" || k == "improvement"), "s", "")))
-		}
-	}
+	parts := verdictCounts(c.Rows)
 	head := "no regression"
 	switch regs := c.Regressions(); {
 	case len(c.Incomplete) > 0:
@@ -594,4 +566,25 @@ func sidesText(o CompareOptions) (base, new string) {
 		return o.Base + ": " + strings.Join(o.BaseNames, ", "), o.Base + ": " + strings.Join(o.NewNames, ", ")
 	}
 	return o.Base, o.New
+}
+
+// verdictCounts counts the rows by verdict, "3 regressions", "1 not
+// compared" and so on, in a fixed order, leaving out the kinds with none.
+func verdictCounts(rows []compare.Row) []string {
+	counts := map[string]int{}
+	for _, r := range rows {
+		switch {
+		case r.Status != compare.Compared:
+			counts["not compared"]++
+		default:
+			counts[string(r.Verdict)]++
+		}
+	}
+	var parts []string
+	for _, k := range []string{"regression", "improvement", "no significant change", "not comparable", "not compared"} {
+		if n := counts[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s%s", n, k, plural(n > 1 && (k == "regression" || k == "improvement"), "s", "")))
+		}
+	}
+	return parts
 }
