@@ -48,6 +48,10 @@ type Config struct {
 	// Answers then carry ClientHeader: the client address and port the
 	// engine took from the PROXY header.
 	ProxyListen string
+	// Own, when set, is a configuration of the user's own, written to
+	// WorkDir instead of the rendered one; Listen is then its listener
+	// where it names one (NGINX's), and Origin where it fetches from.
+	Own *UserConfig
 }
 
 // ClientHeader is the header in which, in topology proxyv2, every engine
@@ -270,6 +274,10 @@ type LocalSpec struct {
 	Terminator Terminator
 	TermBinary string
 	TermImage  string
+	// Own is a configuration of the user's own (LoadUserConfig), run
+	// instead of the one the engine renders: in plaintext only, with the
+	// origin where it fetches from (OriginURL must be there).
+	Own *UserConfig
 }
 
 // Source identifies an engine built from source, for its results.
@@ -311,8 +319,21 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		return nil, err
 	}
 	origin := strings.TrimPrefix(s.OriginURL, "http://")
-	listen, err := FreePort()
-	if err != nil {
+	if s.Own != nil {
+		if _, ok := e.(OwnConfigurable); !ok || inproc {
+			return nil, fmt.Errorf("%s takes no configuration file", e.Name())
+		}
+		if s.Topology != "" && s.Topology != TopologyPlaintext {
+			return nil, &NotApplicableError{Reason: OwnTopology}
+		}
+		if origin != s.Own.Origin {
+			return nil, fmt.Errorf("%s: the origin is at %s but %s fetches from %s", e.Name(), origin, s.Own.Path, s.Own.Origin)
+		}
+	}
+	listen := ""
+	if s.Own != nil && s.Own.Listen != "" {
+		listen = s.Own.Listen
+	} else if listen, err = FreePort(); err != nil {
 		return nil, err
 	}
 	// Made through the run in ctx, which records them before they exist:
@@ -342,7 +363,7 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		cpus = 1
 	}
 	li.cfg = Config{Policy: s.Policy, Listen: listen, Origin: origin, WorkDir: work, CacheDir: cache, CPUs: cpus,
-		Topology: TopologyPlaintext}
+		Topology: TopologyPlaintext, Own: s.Own}
 	li.url = "http://" + listen
 	switch s.Topology {
 	case TopologyTLS:
@@ -386,8 +407,11 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 			return nil, err
 		}
 	}
-	files, err := e.Render(li.cfg)
-	if err != nil {
+	var files Files
+	if s.Own != nil {
+		// Run as given: never rewritten.
+		files = Files{e.(OwnConfigurable).OwnConfigFile(): s.Own.Content}
+	} else if files, err = e.Render(li.cfg); err != nil {
 		return nil, fmt.Errorf("render %s: %w", e.Name(), err)
 	}
 	// Written before the engine checks them (varnishd -C, nginx -t).
@@ -424,6 +448,9 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	}
 	if c, ok := e.(Checker); ok && !inproc {
 		if err := c.Check(ctx, before, li.cfg, bin); err != nil {
+			if s.Own != nil {
+				return nil, fmt.Errorf("%s rejected %s: %w", e.Name(), s.Own.Path, err)
+			}
 			return nil, fmt.Errorf("%s rejected its configuration: %w", e.Name(), err)
 		}
 	}
@@ -453,7 +480,7 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		name = e.Name()
 	}
 	li.info = results.Engine{Name: name, Kind: s.Kind, Version: version, Binary: s.GivenBinary, Commit: s.Commit, SourceSHA256: s.SourceSHA256,
-		Runtime: lch.Name(), Topology: li.cfg.Topology, Pinning: map[string]string{"engine": CPUList(s.CPUs)}}
+		Runtime: lch.Name(), Topology: li.cfg.Topology, Pinning: map[string]string{"engine": CPUList(s.CPUs)}, Config: s.Own.Record()}
 	if d, ok := e.(Differ); ok {
 		li.info.Differences = d.Differences()
 	}
@@ -656,7 +683,14 @@ func (l *localInstance) Thaw(ctx context.Context) error {
 // CacheBytes is the disk space of the engine's cache directory (RAM-backed):
 // what an engine that caches in files (NGINX) holds outside its processes'
 // resident memory.
-func (l *localInstance) CacheBytes() (int64, error) { return DirBytes(l.cache) }
+func (l *localInstance) CacheBytes() (int64, error) {
+	if l.cfg.Own != nil && !l.ownCounters() {
+		// NGINX caches in files, where a configuration of one's own puts
+		// them: not in the directory hlsbench made.
+		return 0, fmt.Errorf("%s caches where %s says, which hlsbench does not measure", l.e.Name(), l.cfg.Own.Path)
+	}
+	return DirBytes(l.cache)
+}
 
 // CacheSizer is an instance that says how much its cache files take.
 type CacheSizer interface {
@@ -693,6 +727,9 @@ func DirBytes(dir string) (int64, error) {
 
 // UpstreamCounter is the engine's, when it has one.
 func (l *localInstance) UpstreamCounter() string {
+	if l.cfg.Own != nil && !l.ownCounters() {
+		return ""
+	}
 	if u, ok := l.e.(UpstreamCounter); ok {
 		return u.UpstreamCounter()
 	}
@@ -701,10 +738,20 @@ func (l *localInstance) UpstreamCounter() string {
 
 func (l *localInstance) Counters(ctx context.Context) (map[string]float64, error) {
 	cr, ok := l.e.(CounterReader)
-	if !ok {
+	if !ok || l.cfg.Own != nil && !l.ownCounters() {
 		return nil, nil
 	}
 	return cr.ReadCounters(ctx, l.inst.Exec, l.cfg, l.bin)
+}
+
+// ownCounters: the engine's counters and cache size do not depend on its
+// configuration (varnishstat reads the same with any VCL, and its store is
+// in memory; NGINX's counters come from the access log format hlsbench
+// renders, which a file of one's own lacks, and its cache files are where
+// the file puts them).
+func (l *localInstance) ownCounters() bool {
+	oc, ok := l.e.(interface{ CountersWithOwnConfig() bool })
+	return ok && oc.CountersWithOwnConfig()
 }
 
 var (

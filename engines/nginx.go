@@ -124,7 +124,23 @@ func (NGINX) ProxySupport(ctx context.Context, run Exec, binary string) error {
 }
 
 func nginxArgs(cfg Config) []string {
-	return []string{"-p", cfg.WorkDir, "-c", filepath.Join(cfg.WorkDir, NGINXConf), "-e", filepath.Join(cfg.WorkDir, nginxErrorLog)}
+	args := []string{"-p", cfg.WorkDir, "-c", filepath.Join(cfg.WorkDir, NGINXConf), "-e", filepath.Join(cfg.WorkDir, nginxErrorLog)}
+	if own := cfg.Own; own != nil {
+		// A file of the user's own keeps its directives; those it lacks
+		// that hlsbench needs (the foreground, a pid file of the
+		// instance's own) are added on the command line.
+		var g []string
+		if own.addDaemonOff {
+			g = append(g, "daemon off;")
+		}
+		if own.addPID {
+			g = append(g, "pid "+filepath.Join(cfg.WorkDir, nginxPID)+";")
+		}
+		if len(g) > 0 {
+			args = append(args, "-g", strings.Join(g, " "))
+		}
+	}
+	return args
 }
 
 // Version runs `nginx -v`, which prints "nginx version: nginx/1.22.1" (and,

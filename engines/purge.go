@@ -71,6 +71,11 @@ func (l *localInstance) Ban(ctx context.Context, prefix string) error {
 
 var _ Banner = (*localInstance)(nil)
 
+// ResolvePurge is resolvePurge on this host: mode auto asks binary.
+func ResolvePurge(ctx context.Context, e Engine, binary, mode string) (string, error) {
+	return resolvePurge(ctx, e, LocalExec(""), binary, mode)
+}
+
 // resolvePurge is StartLocal's check of the policy's purge mode: the mode
 // the engine runs with (PurgeAuto: a ban if it has one, else a request per
 // object), or a NotApplicableError saying why it has none.

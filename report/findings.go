@@ -152,10 +152,55 @@ func pText(d stats.Delta) string {
 	return "p = " + results.Sig3(d.P)
 }
 
-// finding is a test's sentence: who leads, who ties with it, who is
-// behind and by how much, who cannot be told apart for lack of passes, and
-// who has no value.
+// byTopology splits a test's cells by topology, in the order they come: a
+// cell is compared only with cells reached the same way (an engine behind
+// a TLS terminator against another behind the same terminator), never
+// across topologies, where the difference would be the path's. A test of
+// one topology is itself.
+func byTopology(t Test) []Test {
+	var order []string
+	groups := map[string][]Cell{}
+	for _, c := range t.Cells {
+		if _, ok := groups[c.Topology]; !ok {
+			order = append(order, c.Topology)
+		}
+		groups[c.Topology] = append(groups[c.Topology], c)
+	}
+	if len(order) <= 1 {
+		return []Test{t}
+	}
+	out := make([]Test, 0, len(order))
+	for _, top := range order {
+		g := t
+		g.Cells = groups[top]
+		out = append(out, g)
+	}
+	return out
+}
+
+// inTopology prefixes a group's sentence with its topology when the test
+// has several.
+func inTopology(groups []Test, g Test, s string) string {
+	if len(groups) == 1 || len(g.Cells) == 0 {
+		return s
+	}
+	return "In " + topologyName(g.Cells[0].Topology) + ": " + s
+}
+
+// finding is a test's sentences, one per topology: who leads, who ties
+// with it, who is behind and by how much, who cannot be told apart for
+// lack of passes, and who has no value.
 func finding(t Test, o Options) string {
+	groups := byTopology(t)
+	parts := make([]string, 0, len(groups))
+	for _, g := range groups {
+		parts = append(parts, inTopology(groups, g, findingIn(g, o)))
+	}
+	return strings.Join(parts, " ")
+}
+
+// findingIn is finding among cells of one topology.
+func findingIn(t Test, o Options) string {
 	s := stand(t, o)
 	var b strings.Builder
 	if s.leader == nil {
@@ -317,7 +362,17 @@ func noValues(b *strings.Builder, none []Cell) {
 // cells too few passes cannot separate from it, short.
 func takeaway(w Workload, o Options) string {
 	var parts []string
+	var tests []Test
 	for _, t := range w.Tests {
+		groups := byTopology(t)
+		for _, g := range groups {
+			if len(groups) > 1 {
+				g.Title += " (" + topologyName(g.Cells[0].Topology) + ")"
+			}
+			tests = append(tests, g)
+		}
+	}
+	for _, t := range tests {
 		s := stand(t, o)
 		var sat []string
 		for _, c := range s.saturated {
@@ -615,6 +670,18 @@ func caveats(in *Input, rep *Report) []string {
 					c = append(c, d)
 				}
 			}
+		}
+	}
+	// A configuration of the user's own: which, and what hlsbench could
+	// not guarantee of it.
+	for _, s := range in.Sources {
+		for _, e := range s.Run.Engines {
+			if e.Config == nil || seen[e.Name+"\x00"+e.Config.SHA256] {
+				continue
+			}
+			seen[e.Name+"\x00"+e.Config.SHA256] = true
+			c = append(c, fmt.Sprintf("%s ran a configuration of its own, %s (sha256 %.12s), as given: %s.",
+				e.Name, e.Config.Path, e.Config.SHA256, strings.Join(e.Config.Caveats, "; ")))
 		}
 	}
 	c = append(c, "The traffic is synthetic HLS-shaped load from one client machine, not a captured production trace.")

@@ -38,39 +38,52 @@ func learned(rep *Report, o Options) []string {
 	}
 	var gaps []gap
 	tests, separated, tied, untested := 0, 0, 0, 0
+	perTopology := false // some test has cells in several topologies
 	for _, w := range rep.Workloads {
 		for _, t := range w.Tests {
-			if isCapacity(t) {
+			perTopology = perTopology || !isCapacity(t) && len(byTopology(t)) > 1
+		}
+	}
+	for _, w := range rep.Workloads {
+		for _, all := range w.Tests {
+			if isCapacity(all) {
 				continue
 			}
-			s := stand(t, o)
-			if s.leader == nil {
-				continue
-			}
-			tests++
-			switch {
-			case len(s.behind) > 0:
-				separated++
-			case len(s.unknown) > 0:
-				untested++
-			case len(s.ties) > 0:
-				tied++
-			}
-			var far *gap
-			for _, v := range s.behind {
-				g := gap{wl: w.Title, t: t, lead: *s.leader, behind: v, size: gapSize(*s.leader.Value, *v.cell.Value, t.LowerIsBetter)}
-				if far == nil || g.size > far.size {
-					far = &g
+			for _, t := range byTopology(all) {
+				s := stand(t, o)
+				if s.leader == nil {
+					continue
 				}
-			}
-			if far != nil {
-				gaps = append(gaps, *far)
+				tests++
+				switch {
+				case len(s.behind) > 0:
+					separated++
+				case len(s.unknown) > 0:
+					untested++
+				case len(s.ties) > 0:
+					tied++
+				}
+				var far *gap
+				for _, v := range s.behind {
+					g := gap{wl: w.Title, t: t, lead: *s.leader, behind: v, size: gapSize(*s.leader.Value, *v.cell.Value, t.LowerIsBetter)}
+					if far == nil || g.size > far.size {
+						far = &g
+					}
+				}
+				if far != nil {
+					gaps = append(gaps, *far)
+				}
 			}
 		}
 	}
 	if tests > 0 {
+		what := plural(tests, "test", "tests")
+		if perTopology {
+			// Several topologies: each test is compared within each.
+			what = plural(tests, "test in one topology", "tests in one topology (cells are compared within a topology, never across)")
+		}
 		s := fmt.Sprintf("Of %d %s with a value, %d %s the cells significantly (p < %g, a difference of at least %g %%)",
-			tests, plural(tests, "test", "tests"), separated, plural(separated, "separates", "separate"), o.Compare.Alpha, o.Compare.Threshold)
+			tests, what, separated, plural(separated, "separates", "separate"), o.Compare.Alpha, o.Compare.Threshold)
 		if tied > 0 {
 			s += fmt.Sprintf("; %d %s a tie", tied, plural(tied, "is", "are"))
 		}
@@ -170,53 +183,59 @@ func isCapacity(t Test) bool { return t.Workload == "capacity" }
 func capacityRanking(rep *Report) []string {
 	var out []string
 	for _, w := range rep.Workloads {
-		for _, t := range w.Tests {
-			if !isCapacity(t) {
+		for _, all := range w.Tests {
+			if !isCapacity(all) {
 				continue
 			}
-			var ranked, bounded []Cell
-			var none []string
-			for _, c := range t.Cells {
-				switch {
-				case c.Value == nil:
-					none = append(none, c.Label)
-				case c.Bounded():
-					bounded = append(bounded, c)
-				default:
-					ranked = append(ranked, c)
+			groups := byTopology(all)
+			for _, t := range groups {
+				var ranked, bounded []Cell
+				var none []string
+				for _, c := range t.Cells {
+					switch {
+					case c.Value == nil:
+						none = append(none, c.Label)
+					case c.Bounded():
+						bounded = append(bounded, c)
+					default:
+						ranked = append(ranked, c)
+					}
 				}
-			}
-			if len(ranked)+len(bounded) == 0 {
-				continue
-			}
-			most := func(cs []Cell) {
-				sort.SliceStable(cs, func(i, j int) bool { return *cs[i].Value > *cs[j].Value })
-			}
-			most(ranked)
-			most(bounded)
-			var parts []string
-			for _, c := range ranked {
-				parts = append(parts, c.Label+" "+valueText(*c.Value, t.Unit))
-			}
-			s := t.Title
-			if len(parts) > 0 {
-				s += ", most first: " + strings.Join(parts, ", ")
-			}
-			var bounds []string
-			for _, c := range bounded {
-				bounds = append(bounds, c.Label+" "+valueWithBound(c, t.Unit))
-			}
-			if len(bounds) > 0 {
-				sep := "; not ranked: "
-				if len(parts) == 0 {
-					sep = ", not ranked: "
+				if len(ranked)+len(bounded) == 0 {
+					continue
 				}
-				s += sep + strings.Join(bounds, ", ")
+				most := func(cs []Cell) {
+					sort.SliceStable(cs, func(i, j int) bool { return *cs[i].Value > *cs[j].Value })
+				}
+				most(ranked)
+				most(bounded)
+				var parts []string
+				for _, c := range ranked {
+					parts = append(parts, c.Label+" "+valueText(*c.Value, t.Unit))
+				}
+				s := t.Title
+				if len(groups) > 1 {
+					s += ", " + topologyName(t.Cells[0].Topology)
+				}
+				if len(parts) > 0 {
+					s += ", most first: " + strings.Join(parts, ", ")
+				}
+				var bounds []string
+				for _, c := range bounded {
+					bounds = append(bounds, c.Label+" "+valueWithBound(c, t.Unit))
+				}
+				if len(bounds) > 0 {
+					sep := "; not ranked: "
+					if len(parts) == 0 {
+						sep = ", not ranked: "
+					}
+					s += sep + strings.Join(bounds, ", ")
+				}
+				if len(none) > 0 {
+					s += "; no value: " + list(none)
+				}
+				out = append(out, s+".")
 			}
-			if len(none) > 0 {
-				s += "; no value: " + list(none)
-			}
-			out = append(out, s+".")
 		}
 	}
 	return out

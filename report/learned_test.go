@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/hlsbench/hlsbench/results"
 )
 
 // TestLearnedStatesTheLargest: the summary keeps the few largest
@@ -82,5 +84,58 @@ func TestEngineVersion(t *testing.T) {
 		if got := engineVersion(tc.name, tc.version); got != tc.want {
 			t.Errorf("engineVersion(%q, %q) = %q, want %q", tc.name, tc.version, got, tc.want)
 		}
+	}
+}
+
+// Cells are compared within a topology, never across: a fast plaintext
+// cell does not make a TLS cell "behind", and capacity is ranked per
+// topology.
+func TestFindingsWithinTopology(t *testing.T) {
+	passes := func(v float64) []float64 {
+		return []float64{v * 0.99, v, v * 1.01, v * 0.995, v * 1.005, v, v * 0.998, v * 1.002}
+	}
+	in := func(c Cell, topology string) Cell {
+		c.Topology = topology
+		c.Label += " (" + topologyName(topology) + ")"
+		return c
+	}
+	tc := handTest(in(handCell("a", passes(1)...), "plaintext"), in(handCell("b", passes(2)...), "plaintext"),
+		in(handCell("a", passes(10)...), "tls"), in(handCell("b", passes(10)...), "tls"))
+	tc.Title = "p50"
+	f := finding(tc, DefaultOptions())
+	for _, want := range []string{"In plaintext: a (plaintext) is lowest at 1.00 ms.", "In TLS: A tie: a (TLS) and b (TLS) are each at"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("finding %q lacks %q", f, want)
+		}
+	}
+	if strings.Contains(f, "(TLS) is") && strings.Contains(f, "higher") {
+		t.Errorf("finding compares across topologies: %q", f)
+	}
+	cp := handTest(in(handCell("a", 100), "plaintext"), in(handCell("b", 50), "plaintext"), in(handCell("a", 10), "tls"))
+	cp.Workload, cp.Title, cp.Unit, cp.LowerIsBetter = "capacity", "Capacity", "rps", false
+	rep := &Report{Workloads: []Workload{{Name: "w", Title: "W", Tests: []Test{tc}}, {Name: "capacity", Title: "Capacity", Tests: []Test{cp}}}}
+	text := strings.Join(learned(rep, DefaultOptions()), "\n")
+	for _, want := range []string{
+		"Of 2 tests in one topology (cells are compared within a topology, never across) with a value, 1 separates the cells significantly",
+		"W — p50: a (plaintext) 1.00 ms against b (plaintext) 2.00 ms",
+		"Capacity, plaintext, most first: a (plaintext) 100 rps, b (plaintext) 50.0 rps.",
+		"Capacity, TLS, most first: a (TLS) 10.0 rps.",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("learned lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// An engine that ran a configuration of the user's own says so under
+// "What this does not prove", once, with its digest and caveats.
+func TestCaveatsOwnConfig(t *testing.T) {
+	own := &results.ConfigFile{Path: "/etc/varnish/prod.vcl", SHA256: "0123456789abcdef0123", Caveats: []string{"its TTLs are its own"}}
+	run := &results.Run{Engines: []results.Engine{{Name: "prod", Kind: "varnish", Config: own}, {Name: "varnish"}}}
+	in := &Input{Sources: []Source{{Name: "a.json", Run: run}, {Name: "b.json", Run: run}}}
+	text := strings.Join(caveats(in, &Report{Sources: in.Sources}), "\n")
+	want := "prod ran a configuration of its own, /etc/varnish/prod.vcl (sha256 0123456789ab), as given: its TTLs are its own."
+	if strings.Count(text, want) != 1 {
+		t.Errorf("caveats, want %q once:\n%s", want, text)
 	}
 }

@@ -45,6 +45,10 @@ type RunSpec struct {
 	// source and the other hlsbench builds, by row.
 	Binaries map[string]string
 	Sources  map[string]engines.Source
+	// Configs are configurations of the user's own, by row
+	// (engines.LoadUserConfig): run instead of the ones the engines
+	// render, with the row's origin where the file fetches from.
+	Configs map[string]*engines.UserConfig
 	// Launcher starts the origin, the built-in cache and the engines
 	// (nil: the one engines.LauncherFor gives Runtime). Images name the
 	// image of each engine, and of hlsbench itself under "hlsbench", for a
@@ -604,7 +608,15 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 			return err
 		}
 	}
-	orig, err := startOrigin(ctx, spec, lch, ocfg, spec.OriginListens[c.name], plan.Servers)
+	listen := spec.OriginListens[c.name]
+	if own := spec.Configs[c.name]; own != nil {
+		if c.topology != engines.TopologyPlaintext {
+			c.na = engines.OwnTopology
+			return nil
+		}
+		listen = own.Origin
+	}
+	orig, err := startOrigin(ctx, spec, lch, ocfg, listen, plan.Servers)
 	if err != nil {
 		return err
 	}
@@ -671,7 +683,7 @@ func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Re
 		c.inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
 			Binary: spec.Binaries[c.name], CPUs: plan.Servers, Launcher: lch, Image: spec.Images[c.name],
 			Name: c.name, Kind: c.kind(), Version: src.Version, Commit: src.Commit, SourceSHA256: src.SHA256,
-			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec)})
+			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec), Own: spec.Configs[c.name]})
 	}
 	var na *engines.NotApplicableError
 	if errors.As(err, &na) {

@@ -45,6 +45,7 @@ type RunOptions struct {
 	Topology     string // comma list of plaintext, tls, proxyv2; or all
 	Terminator   string // proxyv2's: hitch or haproxy
 	Binary       string
+	Config       string   // --config ENGINE=FILE or ROW=FILE pairs
 	Images       []string // --image NAME=REF
 	Memory       byteSize // --memory: each container's limit
 	Quiet        bool
@@ -136,6 +137,7 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringVar(&o.URL, "url", "", "with --engine external: the proxy's URL (several: external@a,external@b --url a=URL,b=URL)")
 	f.StringVar(&o.OriginListen, "origin-listen", "", "with --engine external: the address its origin listens on, where the proxy fetches from (several: TAG=ADDR for each)")
 	f.StringVar(&o.Binary, "binary", "", "the one process engine's binary when it is not on PATH, e.g. /opt/vinyl/sbin/vinyld; or `ROW=PATH` pairs (comma list) for the rows of --engine they name: another hlsbench for a builtin variant (base=builtin,head=builtin --binary base=./hlsbench-base)")
+	f.StringVar(&o.Config, "config", "", "run a configuration of your own instead of the one hlsbench renders: `ENGINE=FILE` (varnish=my.vcl, vinyl=my.vcl, nginx=my.conf) or ROW=FILE for one row of --engine (a=varnish,b=varnish --config a=prod.vcl,b=new.vcl), a comma list; the engine checks it first (varnishd -C, nginx -t), the origin listens where it fetches from, plaintext only, and the results keep it with its SHA-256")
 	f.IntVar(&o.Passes, "passes", 20, "measured passes per test")
 	f.IntVar(&o.HostRepeats, "host-repeats", workloads.DefaultHostRepeats, "hit-path and segment: run a pass the host spoiled (steal, interrupts, other processes or CPU stalls past their thresholds) again, up to this many times (0: never; --quick: 1)")
 	f.IntVar(&o.Warmups, "warmups", 3, "unmeasured warm-up passes per test")
@@ -377,6 +379,13 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if o.Runtime == engines.RuntimeInproc && o.Binary != "" {
 		return usagef("--binary goes with --runtime process: inproc serves the built-in cache inside this hlsbench")
 	}
+	if o.Runtime == engines.RuntimeInproc && o.Config != "" {
+		return usagef("--config goes with --runtime process or docker: inproc runs only the built-in cache, which takes no configuration file")
+	}
+	configs, err := loadConfigs(o.Config, sels, originListens)
+	if err != nil {
+		return err
+	}
 	// A process engine that is not installed is a clear error before
 	// anything starts (in a container, the image has it).
 	binaries, sources := map[string]string{}, map[string]engines.Source{}
@@ -386,6 +395,21 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		}
 	} else if o.Binary != "" {
 		return usagef("--binary goes with --runtime process; with docker, --image NAME=IMAGE")
+	}
+	if o.Runtime == engines.RuntimeProcess {
+		if err := checkConfigs(ctx, configs, sels, binaries); err != nil {
+			return err
+		}
+	}
+	for _, row := range engineNames {
+		if uc := configs[row]; uc != nil {
+			where := ""
+			if uc.Listen != "" {
+				where = ", listening on " + uc.Listen
+			}
+			fmt.Fprintf(stderr, "hlsbench: %s runs %s as given (sha256 %.12s): its origin at %s%s; the results keep it with what hlsbench cannot guarantee of it\n",
+				row, uc.Path, uc.SHA256, uc.Origin, where)
+		}
 	}
 	out := ""
 	if !o.NoSave {
@@ -435,6 +459,13 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	}
 	if o.Binary != "" {
 		settings["binary"] = o.Binary
+	}
+	if len(configs) > 0 {
+		cf := map[string]any{}
+		for row, uc := range configs {
+			cf[row] = map[string]string{"path": uc.Path, "sha256": uc.SHA256}
+		}
+		settings["configs"] = cf
 	}
 
 	tables := stdout
@@ -486,7 +517,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	}
 	rs := workloads.RunSpec{Engines: engineNames, Selections: selectionMap(sels), Workloads: specs, Config: cfg, Launcher: lch, Images: dockerImagesFound,
 		Topologies: topologies, TLS: tlsSet, Terminator: term,
-		Runtime: o.Runtime, ExternalURLs: externalURLs, OriginListens: originListens, Binaries: binaries, Sources: sources, OutDir: out, Self: self,
+		Runtime: o.Runtime, ExternalURLs: externalURLs, OriginListens: originListens, Binaries: binaries, Sources: sources, Configs: configs, OutDir: out, Self: self,
 		Version: Version, Commit: Commit, Settings: settings, Progress: progress}
 	if o.suite != nil {
 		if err := o.suite.begin(&rs, stderr); err != nil {

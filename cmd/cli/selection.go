@@ -307,3 +307,129 @@ func parseExternals(sels []engines.Selection, urlFlag, listenFlag string) (urls,
 	}
 	return urls, listens, nil
 }
+
+// parseConfigFlag reads --config: KEY=FILE pairs (a comma list), KEY a row
+// of --engine (a=varnish,b=varnish --config a=prod.vcl) or an engine's name
+// for each of its rows that no pair names by row (--config varnish=my.vcl).
+// The result is the file of each row that has one.
+func parseConfigFlag(flag string, sels []engines.Selection) (map[string]string, error) {
+	out := map[string]string{}
+	if flag == "" {
+		return out, nil
+	}
+	bySel := selectionMap(sels)
+	byEngine := map[string]string{}
+	for _, pair := range strings.Split(flag, ",") {
+		key, path, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || key == "" || path == "" {
+			return nil, usagef("--config %q: want ENGINE=FILE or ROW=FILE (a comma list), e.g. varnish=my.vcl or nginx=my.conf", pair)
+		}
+		sel, isRow := bySel[key]
+		name := key
+		if isRow {
+			name = sel.Name
+		}
+		if _, ok := engines.Lookup(name); !ok {
+			return nil, usagef("--config %s: %s takes no configuration file: want one of %v or a row of --engine that runs one", pair, key, engines.ProcessEngines())
+		}
+		switch {
+		case isRow && out[key] != "":
+			return nil, usagef("--config %s: %s given twice", pair, key)
+		case isRow:
+			out[key] = path
+		case byEngine[key] != "":
+			return nil, usagef("--config %s: %s given twice", pair, key)
+		default:
+			byEngine[key] = path
+		}
+	}
+	for name, path := range byEngine {
+		n := 0
+		for _, sel := range sels {
+			if sel.Name == name {
+				n++
+				if out[sel.Row()] == "" {
+					out[sel.Row()] = path
+				}
+			}
+		}
+		if n == 0 {
+			return nil, usagef("--config %s=%s: no %s in --engine (%s)", name, path, name, strings.Join(rows(sels), ", "))
+		}
+	}
+	return out, nil
+}
+
+// loadConfigs reads --config's files: a file the engine cannot run as
+// hlsbench needs (no loopback origin, no plaintext listener), or whose
+// addresses another row or another program already takes, is bad input.
+func loadConfigs(flag string, sels []engines.Selection, originListens map[string]string) (map[string]*engines.UserConfig, error) {
+	files, err := parseConfigFlag(flag, sels)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*engines.UserConfig{}
+	taken := map[string]string{} // address → what takes it
+	for row, l := range originListens {
+		taken[l] = "the origin of " + row
+	}
+	for _, sel := range sels {
+		row, path := sel.Row(), files[sel.Row()]
+		if path == "" {
+			continue
+		}
+		e, _ := engines.Lookup(sel.Name)
+		uc, err := engines.LoadUserConfig(e, path)
+		if err != nil {
+			return nil, usagef("--config %s=%s: %v", row, path, err)
+		}
+		for _, a := range []struct{ addr, what string }{{uc.Origin, "the origin of " + row}, {uc.Listen, row + "'s listener"}} {
+			if a.addr == "" {
+				continue
+			}
+			if other, dup := taken[a.addr]; dup {
+				return nil, usagef("--config %s=%s: %s would be at %s, as %s is: give each row's file its own addresses", row, path, a.what, a.addr, other)
+			}
+			taken[a.addr] = a.what
+			if err := addrFree(a.addr); err != nil {
+				return nil, usagef("--config %s=%s: %s is at %s, which is taken here (%v): stop what listens there or change the file", row, path, a.what, a.addr, err)
+			}
+		}
+		out[row] = uc
+	}
+	return out, nil
+}
+
+// checkConfigs has each engine check its file (varnishd -C, nginx -t)
+// before anything starts, with the binary the row runs: one it rejects is
+// bad input. In a container the engine checks it when it starts.
+func checkConfigs(ctx context.Context, configs map[string]*engines.UserConfig, sels []engines.Selection, binaries map[string]string) error {
+	for _, sel := range sels {
+		row := sel.Row()
+		uc := configs[row]
+		if uc == nil {
+			continue
+		}
+		e, _ := engines.Lookup(sel.Name)
+		bin := binaries[row]
+		if bin == "" {
+			var err error
+			if bin, err = engines.FindBinary(e, ""); err != nil {
+				return err
+			}
+		}
+		if err := engines.CheckUserConfig(ctx, e, uc, bin); err != nil {
+			return usagef("--config %s=%s: %s rejected it: %v", row, uc.Path, e.Name(), err)
+		}
+	}
+	return nil
+}
+
+// addrFree says whether a TCP listener could be opened at addr now.
+func addrFree(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}

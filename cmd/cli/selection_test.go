@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,6 +167,73 @@ func TestParseExternals(t *testing.T) {
 		_, _, err := parseExternals(sels(t, tc.sels...), tc.url, tc.listen)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v --url %s --origin-listen %s: %v, want %q", tc.sels, tc.url, tc.listen, err, tc.want)
+		}
+	}
+}
+
+func TestParseConfigFlag(t *testing.T) {
+	sels, err := parseEngines("prod=varnish,canary=varnish,varnish@9.0.2,nginx,builtin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseConfigFlag("varnish=all.vcl,canary=new.vcl,nginx=n.conf", sels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"prod": "all.vcl", "canary": "new.vcl", "varnish@9.0.2": "all.vcl", "nginx": "n.conf"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for flag, msg := range map[string]string{
+		"builtin=x":             "takes no configuration file",
+		"vinyl=x.vcl":           "no vinyl in --engine",
+		"prod":                  "want ENGINE=FILE",
+		"prod=a.vcl,prod=b.vcl": "prod given twice",
+		"squid=x":               "takes no configuration file",
+	} {
+		if _, err := parseConfigFlag(flag, sels); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("--config %s: %v, want %q", flag, err, msg)
+		}
+	}
+}
+
+// A VCL varnishd rejects is bad input (exit 2) before anything starts, with
+// the compiler's message.
+func TestRunConfigRejected(t *testing.T) {
+	needEngine(t, "varnish")
+	port, err := engines.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, p, _ := net.SplitHostPort(port)
+	file := filepath.Join(t.TempDir(), "bad.vcl")
+	os.WriteFile(file, []byte("vcl 4.1;\nbackend default { .host = \""+host+"\"; .port = \""+p+"\"; }\nsub vcl_recv { set req.nonsense = 1; }\n"), 0o644)
+	code, _, errs := runCLI(t, context.Background(), "run", "--engine", "varnish", "--config", "varnish="+file, "--workload", "hit-path", "--quick", "--no-save", "--lock", "none")
+	if code != ExitUsage || !strings.Contains(errs, "rejected it") || !strings.Contains(errs, "nonsense") {
+		t.Errorf("exit %d, stderr %s", code, errs)
+	}
+}
+
+// What engines render prints is a start for --config: read back as a file
+// of one's own, it fetches from --origin and (NGINX) listens on --listen.
+func TestEnginesRenderReadsBack(t *testing.T) {
+	for _, name := range []string{"varnish", "vinyl", "nginx"} {
+		code, out, errs := runCLI(t, context.Background(), "engines", "render", name, "--workload", "origin-flap",
+			"--origin", "127.0.0.1:18081", "--listen", "127.0.0.1:18080", "--dir", "/tmp/hlsbench-render-test")
+		if code != ExitOK {
+			t.Fatalf("%s: exit %d: %s", name, code, errs)
+		}
+		e, _ := engines.Lookup(name)
+		uc, err := e.(engines.OwnConfigurable).ReadOwnConfig([]byte(out))
+		if err != nil {
+			t.Fatalf("%s: read back: %v\n%s", name, err, out)
+		}
+		listen := "127.0.0.1:18080"
+		if name != "nginx" {
+			listen = "" // varnishd's -a
+		}
+		if uc.Origin != "127.0.0.1:18081" || uc.Listen != listen {
+			t.Errorf("%s: origin %s listen %q", name, uc.Origin, uc.Listen)
 		}
 	}
 }

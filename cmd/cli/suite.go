@@ -138,7 +138,7 @@ func readSuiteFlags(fs *pflag.FlagSet, o *SuiteOptions) {
 	o.Topology, o.Terminator = str("topology"), str("terminator")
 	o.PurgeMode, o.PurgeMethod = str("purge-mode"), str("purge-method")
 	o.SLO = str("slo")
-	o.URL, o.OriginListen, o.Binary = str("url"), str("origin-listen"), str("binary")
+	o.URL, o.OriginListen, o.Binary, o.Config = str("url"), str("origin-listen"), str("binary"), str("config")
 	o.Passes, _ = fs.GetInt("passes")
 	o.Warmups, _ = fs.GetInt("warmups")
 	o.PassDuration, _ = fs.GetDuration("pass-duration")
@@ -175,6 +175,7 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	add("url", o.URL)
 	add("origin-listen", o.OriginListen)
 	add("binary", o.Binary)
+	add("config", absPairs(o.Config))
 	// The audience's values as their flags write them: flags bound to a
 	// copy of o's (binding sets the defaults, so the copy comes after).
 	fs := pflag.NewFlagSet("audience", pflag.ContinueOnError)
@@ -384,4 +385,21 @@ func (s *suiteState) dropUnfinished() error {
 		}
 	}
 	return nil
+}
+
+// absPairs makes the paths of KEY=PATH pairs absolute, so that a suite
+// resumed from another directory reads the same files.
+func absPairs(flag string) string {
+	if flag == "" {
+		return ""
+	}
+	pairs := strings.Split(flag, ",")
+	for i, p := range pairs {
+		if k, path, ok := strings.Cut(p, "="); ok {
+			if abs, err := filepath.Abs(path); err == nil {
+				pairs[i] = k + "=" + abs
+			}
+		}
+	}
+	return strings.Join(pairs, ",")
 }

@@ -178,7 +178,7 @@ type Row struct {
 	Shift    *Interval `json:"shift,omitempty"`
 	ShiftPct *Interval `json:"shift_pct,omitempty"`
 	// Notes name what differs between the sides besides the engine's
-	// figures: NoteHost, NoteVersion.
+	// figures: NoteHost, NoteVersion, NoteConfig.
 	Notes []string `json:"notes,omitempty"`
 }
 
@@ -196,6 +196,9 @@ type Interval struct {
 const (
 	NoteHost    = "another host"
 	NoteVersion = "another engine version"
+	// NoteConfig: the sides ran other configuration files (a file of the
+	// user's own, or hlsbench's rendering against one).
+	NoteConfig = "another configuration"
 	// NotePartial: some measured passes were invalid on a side; its valid
 	// passes are compared, the invalid ones left out (a warning says
 	// which).
@@ -268,6 +271,7 @@ type gathered struct {
 	noValue  []string
 	na       []string // not applicable, with why
 	versions []string
+	configs  []string
 	hosts    []string
 	files    []string
 }
@@ -395,6 +399,9 @@ func gather(files []File, order *[]key, seen map[key]bool) map[key]*gathered {
 			if v := versionOf(f.Run, r); v != "" {
 				g.versions = appendNew(g.versions, v)
 			}
+			if c := configOf(f.Run, r); c != "" {
+				g.configs = appendNew(g.configs, c)
+			}
 			var vals []float64
 			for _, p := range r.Passes {
 				if !p.Warmup && p.Valid && p.Value != nil {
@@ -451,12 +458,33 @@ func hostOf(h results.Host) string {
 
 // versionOf is the version of the engine a result ran on.
 func versionOf(run *results.Run, r *results.Result) string {
-	for _, e := range run.Engines {
-		if e.Name == r.Engine && (e.Runtime == "" || e.Runtime == r.Runtime) && (e.Topology == "" || e.Topology == r.Topology) {
-			return e.Version
-		}
+	if e := engineOf(run, r); e != nil {
+		return e.Version
 	}
 	return ""
+}
+
+// configOf names the configuration a result's engine ran: a file of the
+// user's own by its path and digest, else hlsbench's rendering ("" when
+// the run does not say).
+func configOf(run *results.Run, r *results.Result) string {
+	e := engineOf(run, r)
+	switch {
+	case e == nil:
+		return ""
+	case e.Config != nil:
+		return fmt.Sprintf("%s (sha256 %.12s)", e.Config.Path, e.Config.SHA256)
+	}
+	return "hlsbench's own"
+}
+
+func engineOf(run *results.Run, r *results.Result) *results.Engine {
+	for i, e := range run.Engines {
+		if e.Name == r.Engine && (e.Runtime == "" || e.Runtime == r.Runtime) && (e.Topology == "" || e.Topology == r.Topology) {
+			return &run.Engines[i]
+		}
+	}
+	return nil
 }
 
 func appendNew(s []string, v string) []string {
@@ -500,6 +528,10 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 		if len(b.versions) > 0 && len(n.versions) > 0 && !sameSet(b.versions, n.versions) {
 			r.Notes = append(r.Notes, NoteVersion)
 			warn.add(fmt.Sprintf("%s: base ran version %s, new %s", label, strings.Join(b.versions, ", "), strings.Join(n.versions, ", ")))
+		}
+		if len(b.configs) > 0 && len(n.configs) > 0 && !sameSet(b.configs, n.configs) {
+			r.Notes = append(r.Notes, NoteConfig)
+			warn.add(fmt.Sprintf("%s: base ran the configuration %s, new %s", label, strings.Join(b.configs, ", "), strings.Join(n.configs, ", ")))
 		}
 	}
 	for _, g := range []*gathered{b, n} {

@@ -579,9 +579,25 @@ func TestVariants(t *testing.T) {
 	if len(c.Rows) != 1 || c.Rows[0].Engine != "a→b" || c.Rows[0].Verdict != stats.Regression {
 		t.Fatalf("rows %+v, want one regression named a→b", c.Rows)
 	}
-	if !slices.Contains(c.Rows[0].Notes, NoteVersion) {
-		t.Errorf("notes %v: the variants ran versions 1.0 and 1.1", c.Rows[0].Notes)
+	if !slices.Contains(c.Rows[0].Notes, NoteVersion) || slices.Contains(c.Rows[0].Notes, NoteConfig) {
+		t.Errorf("notes %v: the variants ran versions 1.0 and 1.1, both hlsbench's configuration", c.Rows[0].Notes)
 	}
+	// Variants of one engine with files of their own: the note and a
+	// warning name both files.
+	run.Engines[0].Config = &results.ConfigFile{Path: "/etc/prod.vcl", SHA256: "aaaaaaaaaaaaaaaa"}
+	run.Engines[1].Config = &results.ConfigFile{Path: "/etc/next.vcl", SHA256: "bbbbbbbbbbbbbbbb"}
+	run.Engines[1].Version = "1.0"
+	c, err = Variants(files, []string{"a"}, []string{"b"}, Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Rows[0].Notes; !slices.Contains(n, NoteConfig) || slices.Contains(n, NoteVersion) {
+		t.Errorf("notes %v, want another configuration alone", n)
+	}
+	if w := strings.Join(c.Warnings, "\n"); !strings.Contains(w, "/etc/prod.vcl (sha256 aaaaaaaaaaaa), new /etc/next.vcl (sha256 bbbbbbbbbbbb)") {
+		t.Errorf("warnings %q", w)
+	}
+	run.Engines[0].Config, run.Engines[1].Config, run.Engines[1].Version = nil, nil, "1.1"
 	for _, tc := range []struct {
 		base, new []string
 		want      string
