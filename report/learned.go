@@ -36,7 +36,7 @@ func learned(rep *Report, o Options) []string {
 			"With at most %d valid passes per cell no difference here can reach p < %g (%d passes each can): nothing below is a tested difference.",
 			most, o.Compare.Alpha, stats.MinSamples(o.Compare.Alpha)))
 	}
-	var gaps []gap
+	var gaps []gap // the largest of each test
 	tests, separated, tied, untested := 0, 0, 0, 0
 	perTopology := false // some test has cells in several topologies
 	for _, w := range rep.Workloads {
@@ -49,6 +49,9 @@ func learned(rep *Report, o Options) []string {
 			if isCapacity(all) {
 				continue
 			}
+			// A test's largest gap in any of its topologies: the list is of
+			// tests, not of one test seen three ways.
+			var far *gap
 			for _, t := range byTopology(all) {
 				s := stand(t, o)
 				if s.leader == nil {
@@ -63,16 +66,15 @@ func learned(rep *Report, o Options) []string {
 				case len(s.ties) > 0:
 					tied++
 				}
-				var far *gap
 				for _, v := range s.behind {
 					g := gap{wl: w.Title, t: t, lead: *s.leader, behind: v, size: gapSize(*s.leader.Value, *v.cell.Value, t.LowerIsBetter)}
 					if far == nil || g.size > far.size {
 						far = &g
 					}
 				}
-				if far != nil {
-					gaps = append(gaps, *far)
-				}
+			}
+			if far != nil {
+				gaps = append(gaps, *far)
 			}
 		}
 	}
@@ -80,7 +82,7 @@ func learned(rep *Report, o Options) []string {
 		what := plural(tests, "test", "tests")
 		if perTopology {
 			// Several topologies: each test is compared within each.
-			what = plural(tests, "test in one topology", "tests in one topology (cells are compared within a topology, never across)")
+			what += " counted per topology (cells are compared within a topology, never across)"
 		}
 		s := fmt.Sprintf("Of %d %s with a value, %d %s the cells significantly (p < %g, a difference of at least %g %%)",
 			tests, what, separated, plural(separated, "separates", "separate"), o.Compare.Alpha, o.Compare.Threshold)

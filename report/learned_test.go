@@ -111,12 +111,21 @@ func TestFindingsWithinTopology(t *testing.T) {
 	if strings.Contains(f, "(TLS) is") && strings.Contains(f, "higher") {
 		t.Errorf("finding compares across topologies: %q", f)
 	}
+	// Separated in both topologies: the summary lists the test once, by
+	// its larger gap.
+	both := handTest(in(handCell("a", passes(1)...), "plaintext"), in(handCell("b", passes(2)...), "plaintext"),
+		in(handCell("a", passes(10)...), "tls"), in(handCell("b", passes(40)...), "tls"))
+	both.Title = "p99"
+	two := strings.Join(learned(&Report{Workloads: []Workload{{Name: "w", Title: "W", Tests: []Test{both}}}}, DefaultOptions()), "\n")
+	if strings.Count(two, "W — p99:") != 1 || !strings.Contains(two, "W — p99: a (TLS) 10.0 ms against b (TLS) 40.0 ms") {
+		t.Errorf("a test separated in two topologies, want it once by its larger gap:\n%s", two)
+	}
 	cp := handTest(in(handCell("a", 100), "plaintext"), in(handCell("b", 50), "plaintext"), in(handCell("a", 10), "tls"))
 	cp.Workload, cp.Title, cp.Unit, cp.LowerIsBetter = "capacity", "Capacity", "rps", false
 	rep := &Report{Workloads: []Workload{{Name: "w", Title: "W", Tests: []Test{tc}}, {Name: "capacity", Title: "Capacity", Tests: []Test{cp}}}}
 	text := strings.Join(learned(rep, DefaultOptions()), "\n")
 	for _, want := range []string{
-		"Of 2 tests in one topology (cells are compared within a topology, never across) with a value, 1 separates the cells significantly",
+		"Of 2 tests counted per topology (cells are compared within a topology, never across) with a value, 1 separates the cells significantly",
 		"W — p50: a (plaintext) 1.00 ms against b (plaintext) 2.00 ms",
 		"Capacity, plaintext, most first: a (plaintext) 100 rps, b (plaintext) 50.0 rps.",
 		"Capacity, TLS, most first: a (TLS) 10.0 rps.",
