@@ -210,6 +210,10 @@ func Build(in *Input, o Options) (*Report, error) {
 		engineOrder = append(engineOrder, in.Manifest.Engines...)
 	}
 	versions := map[cellKey]string{}
+	// Each run's own versions: parts of one page may have been measured
+	// with other builds (the built-in cache is hlsbench's own), and a cell
+	// is labelled with the version its own run measured.
+	runVersions := map[string]map[cellKey]string{}
 	kinds := map[string]string{}        // a variant's label: the engine it runs
 	terminators := map[cellKey]string{} // in topology proxyv2: name and version
 	for i := range in.Sources {
@@ -231,6 +235,10 @@ func Build(in *Input, o Options) (*Report, error) {
 				engineOrder = append(engineOrder, e.Name)
 			}
 			versions[cellKey{e.Name, e.Runtime, e.Topology}] = e.Version
+			if runVersions[s.Name] == nil {
+				runVersions[s.Name] = map[cellKey]string{}
+			}
+			runVersions[s.Name][cellKey{e.Name, e.Runtime, e.Topology}] = e.Version
 			if e.Kind != "" {
 				kinds[e.Name] = e.Kind
 			}
@@ -295,13 +303,21 @@ func Build(in *Input, o Options) (*Report, error) {
 			versions[k] = v
 		}
 	}
-	label := func(k cellKey) string {
+	// versionIn is the cell's version as the run in source measured it,
+	// else as any run did.
+	versionIn := func(k cellKey, source string) string {
+		if v := runVersions[source][k]; v != "" {
+			return v
+		}
+		return versions[k]
+	}
+	label := func(k cellKey, version string) string {
 		name := displayName(k.engine)
 		if kind := kinds[k.engine]; kind != "" {
 			// A variant: its label, then the engine it runs.
 			name = k.engine + ": " + displayName(kind)
 		}
-		if v := versions[k]; v != "" && v != "unknown" && !strings.HasSuffix(name, " "+v) {
+		if v := version; v != "" && v != "unknown" && !strings.HasSuffix(name, " "+v) {
 			name += " " + v
 		}
 		extra := topologyName(k.topology)
@@ -351,22 +367,23 @@ func Build(in *Input, o Options) (*Report, error) {
 					if !cellRan(byTest, wl, k) {
 						continue // the cell ran no test of this workload
 					}
-					*cells = append(*cells, Cell{Label: label(k), Engine: k.engine, Version: versions[k], Runtime: k.runtime,
+					*cells = append(*cells, Cell{Label: label(k, versions[k]), Engine: k.engine, Version: versions[k], Runtime: k.runtime,
 						Topology: k.topology, NoValue: "this cell has no result for the test"})
 					continue
 				}
 				r := f.res
+				version := versionIn(k, f.source.Name)
 				if t.Title == "" {
 					t.Title, t.Unit, t.LowerIsBetter = r.Title, r.Unit, r.LowerIsBetter
 				}
-				*cells = append(*cells, cellOf(r, label(k), versions[k], f.source.Name))
+				*cells = append(*cells, cellOf(r, label(k, version), version, f.source.Name))
 				if cells == &t.Instrument && r.NotApplicable != "" {
 					continue // the instrument not applicable: no cost to show
 				}
 				if _, ok := costs[k]; !ok {
 					costOrder = append(costOrder, k)
 				}
-				costs[k] = addCost(costs[k], Cost{Label: label(k), CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes}, t.Title)
+				costs[k] = addCost(costs[k], Cost{Label: label(k, version), CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes}, t.Title)
 				// The terminator's own row, under the engine's: its cost is
 				// beside the engine's, not in it.
 				if tc, tm := r.TerminatorCost(); tc != nil || tm != nil {
@@ -378,7 +395,7 @@ func Build(in *Input, o Options) (*Report, error) {
 					if name == "" {
 						name = "the TLS terminator"
 					}
-					costs[tk] = addCost(costs[tk], Cost{Label: name + ", in front of " + label(k), CPUMsPer1000: tc, PeakRSSBytes: tm}, t.Title)
+					costs[tk] = addCost(costs[tk], Cost{Label: name + ", in front of " + label(k, version), CPUMsPer1000: tc, PeakRSSBytes: tm}, t.Title)
 				}
 			}
 			// Cells the suite did not finish show as such.
@@ -406,7 +423,20 @@ func Build(in *Input, o Options) (*Report, error) {
 		rep.Workloads = append(rep.Workloads, w)
 	}
 	rep.Learned = learned(rep, o)
-	rep.Summary = summary(rep, cellOrder, label)
+	// The summary names every version a cell was measured with: a page
+	// merged from parts may hold several builds of one engine.
+	rep.Summary = summary(rep, cellOrder, func(k cellKey) string {
+		var vs []string
+		for _, src := range in.Sources {
+			if v := runVersions[src.Name][k]; v != "" && !slices.Contains(vs, v) {
+				vs = append(vs, v)
+			}
+		}
+		if len(vs) <= 1 {
+			return label(k, versions[k])
+		}
+		return label(k, list(vs))
+	})
 	rep.Conditions = conditions(in)
 	rep.Caveats = caveats(in, rep)
 	rep.Warnings = warn

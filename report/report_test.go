@@ -842,6 +842,39 @@ func TestReadSuiteParts(t *testing.T) {
 		}
 	}
 
+	// Parts measured with other builds of the built-in cache: each cell
+	// is labelled with its own run's version, and the summary names both.
+	for _, src := range in.Sources {
+		if strings.Contains(src.Name, "bbbbbbbb") {
+			for i := range src.Run.Engines {
+				if src.Run.Engines[i].Name == "builtin" {
+					src.Run.Engines[i].Version = "other-build"
+				}
+			}
+		}
+	}
+	two, err := Build(in, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtinLabel := func(id string) string {
+		for _, c := range testOf(t, two, id).Cells {
+			if c.Engine == "builtin" {
+				return c.Label
+			}
+		}
+		return ""
+	}
+	if l := builtinLabel("miss-storm/p50-ttfb"); !strings.Contains(l, "other-build") {
+		t.Errorf("miss-storm's builtin cell %q, want its own run's version other-build", l)
+	}
+	if l := builtinLabel("hit-path/p50-ttfb"); l == "" || strings.Contains(l, "other-build") {
+		t.Errorf("hit-path's builtin cell %q, want its own run's version", l)
+	}
+	if !strings.Contains(two.Summary, " and other-build (") {
+		t.Errorf("summary %q, want both builtin versions", two.Summary)
+	}
+
 	// The same cell finished twice: which one to show is the user's call.
 	d := part("cache-again", "run-20261201T020000Z-dddddddd.json", true, "origin-flap")
 	_, err = Read([]string{a, b, d})
