@@ -54,12 +54,38 @@ var errInterrupted = errors.New("interrupted")
 // which are invalid or have no value; wrap it with the reasons, on one line.
 var errInvalid = errors.New("finished, but some results are invalid")
 
-// Main runs hlsbench with args and returns the exit code. SIGINT and SIGTERM
-// cancel the context: commands stop, clean up and report what they finished.
+// Main runs hlsbench with args and returns the exit code. SIGINT, SIGTERM,
+// SIGHUP (a closed terminal or ssh session) and SIGPIPE (stdout or stderr
+// read by a program that quit, as head does) cancel the context: commands
+// stop, tear down what they started and report what they finished, as for
+// Ctrl-C. Writes to a closed pipe then fail quietly instead of killing
+// hlsbench with its children left running. A second SIGINT or SIGTERM
+// exits at once (exit 130), for a teardown that hangs: what it leaves, the
+// next start or hlsbench clean removes.
 func Main(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	defer signal.Stop(sigs)
+	go watchSignals(sigs, cancel, stderr, func() { os.Exit(ExitInterrupted) })
 	return Run(ctx, args, stdout, stderr)
+}
+
+// watchSignals cancels on the first signal; a second SIGINT or SIGTERM
+// calls exit. SIGPIPE and SIGHUP only ever cancel: every write to a closed
+// pipe raises another SIGPIPE.
+func watchSignals(sigs <-chan os.Signal, cancel context.CancelFunc, stderr io.Writer, exit func()) {
+	stopping := false
+	for sig := range sigs {
+		if stopping && (sig == os.Interrupt || sig == syscall.SIGTERM) {
+			fmt.Fprintln(stderr, "hlsbench: interrupted again: exiting without the rest of the teardown (hlsbench clean removes what is left)")
+			exit()
+			return
+		}
+		stopping = true
+		cancel()
+	}
 }
 
 // Run is Main with a caller's context.
