@@ -162,6 +162,12 @@ func (s *source) unpack(dst string) error {
 		if !fs.ValidPath(name) {
 			return fmt.Errorf("entry %q leaves the tree", h.Name)
 		}
+		// Nothing is written through a symlink the tarball made: a link
+		// entry followed by link/file (or by a file of the link's own
+		// name) would write wherever the link points.
+		if link := throughLink(dst, name); link != "" {
+			return fmt.Errorf("entry %q goes through the symlink %q the tarball made: refused (it could write outside the tree)", h.Name, link)
+		}
 		target := filepath.Join(dst, filepath.FromSlash(name))
 		switch h.Typeflag {
 		case tar.TypeDir:
@@ -173,6 +179,12 @@ func (s *source) unpack(dst string) error {
 				return err
 			}
 		case tar.TypeSymlink:
+			// Relative, and inside the tree from where it stands (its
+			// parents are real directories: throughLink saw to it).
+			to := path.Join(path.Dir(name), h.Linkname)
+			if path.IsAbs(h.Linkname) || !fs.ValidPath(to) {
+				return fmt.Errorf("entry %q is a symlink to %q, outside the tree: refused", h.Name, h.Linkname)
+			}
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return err
 			}
@@ -181,6 +193,24 @@ func (s *source) unpack(dst string) error {
 			}
 		}
 	}
+}
+
+// throughLink is the first of name's components under dst, the name itself
+// included, that is a symlink on disk ("" when none is).
+func throughLink(dst, name string) string {
+	p := dst
+	for _, c := range strings.Split(name, "/") {
+		p = filepath.Join(p, c)
+		st, err := os.Lstat(p)
+		if err != nil {
+			return "" // not there yet: nothing below it is either
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			rel, _ := filepath.Rel(dst, p)
+			return filepath.ToSlash(rel)
+		}
+	}
+	return ""
 }
 
 // tarTop is the one directory every entry of the tarball is under, or "".
