@@ -35,9 +35,10 @@ locked while it runs. A run killed with SIGKILL leaves its engines running
 (varnishd, nginx workers) and its directories under /tmp and /dev/shm; clean
 finds the state files no live run holds, stops those processes (SIGTERM, then
 SIGKILL; only processes proven to be the run's by process group and start
-time) and removes those directories, and the containers such a run left
-(labelled org.hlsbench.run=<its id>; skipped at once when no Docker daemon
-answers). ` + "`hlsbench run`" + ` does the same when it starts. Live runs and
+time) and removes those directories; and it removes every container whose
+creator is gone (each names the hlsbench process that made it), whatever the
+state files say (skipped at once when no Docker daemon answers).
+` + "`hlsbench run`" + ` does the same when it starts. Live runs and
 results files are never touched; images only with --images.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -56,7 +57,7 @@ func Clean(ctx context.Context, stdout, stderr io.Writer, o CleanOptions) error 
 	}
 	sw, err := runstate.Sweep(o.Dir, o.DryRun)
 	printSwept(stderr, sw, o.DryRun)
-	sweepContainers(ctx, stderr, sw, o.DryRun)
+	orphans := sweepContainers(ctx, stderr, sw, o.DryRun)
 	for _, l := range sw.Live {
 		fmt.Fprintf(stderr, "hlsbench: run %s (pid %d) is running: left alone\n", l.Run, l.PID)
 	}
@@ -66,7 +67,7 @@ func Clean(ctx context.Context, stdout, stderr io.Writer, o CleanOptions) error 
 	if o.Images {
 		return removeImages(ctx, stderr, o.DryRun)
 	}
-	if len(sw.Dead) == 0 {
+	if len(sw.Dead) == 0 && orphans == 0 {
 		fmt.Fprintln(stderr, "hlsbench: nothing to clean")
 	}
 	return nil

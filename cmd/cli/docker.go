@@ -122,41 +122,75 @@ func imageFor(built []images.Image, sel, version string) (images.Image, string) 
 	return best, bestTag
 }
 
-// sweepContainers removes the containers of the dead runs a sweep found:
-// what a killed run left. Containers of any other run (alive, or another
-// runtime directory's) are left alone. No daemon answering within a second
-// is no error: there is nothing of ours to find.
-func sweepContainers(ctx context.Context, stderr io.Writer, sw runstate.Swept, dryRun bool) {
-	if len(sw.Dead) == 0 {
-		return
-	}
-	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+// sweepContainers removes the containers whose run's hlsbench is gone,
+// whatever the state files say: each container names the process that
+// created it, and one whose creator is not alive in this boot is an orphan
+// (a killed run's, one whose state file was removed, one from before a
+// reboot). Containers of an older hlsbench, which do not name their
+// creator, go when a sweep found their run dead. Live runs' containers are
+// left alone. No daemon answering within a second is no error: the next
+// start, or hlsbench clean, reaps them when one does. It returns how many
+// orphans it found.
+func sweepContainers(ctx context.Context, stderr io.Writer, sw runstate.Swept, dryRun bool) int {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cli, err := launch.Connect(cctx, time.Second)
+	if err != nil {
+		return 0
+	}
+	defer cli.Close()
+	dead := map[string]bool{}
+	for _, d := range sw.Dead {
+		dead[d.Run] = true
+	}
+	orphans, err := launch.Orphans(cctx, cli, func(run string) bool { return dead[run] })
+	if err != nil {
+		fmt.Fprintf(stderr, "hlsbench: %v\n", err)
+		return 0
+	}
+	if len(orphans) == 0 {
+		return 0
+	}
+	byRun := map[string][]string{}
+	var runs []string
+	for _, o := range orphans {
+		if byRun[o.Run] == nil {
+			runs = append(runs, o.Run)
+		}
+		byRun[o.Run] = append(byRun[o.Run], o.Name)
+	}
+	if dryRun {
+		for _, run := range runs {
+			fmt.Fprintf(stderr, "hlsbench: a run that is gone left %d containers (run %s): %s (--dry-run: nothing removed)\n", len(byRun[run]), run, strings.Join(byRun[run], ", "))
+		}
+		return len(orphans)
+	}
+	removed, err := launch.RemoveOrphans(ctx, cli, orphans)
+	if len(removed) > 0 {
+		fmt.Fprintf(stderr, "hlsbench: removed the containers of runs that are gone (%s): %s\n", strings.Join(runs, ", "), strings.Join(removed, ", "))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hlsbench: could not remove every container of runs that are gone: %v\n", err)
+	}
+	return len(orphans)
+}
+
+// reapOwn removes whatever containers the run itself still has at its end
+// (a stop that failed, a start cut short): none is left behind by a run
+// that ended, whatever happened on the way.
+func reapOwn(stderr io.Writer, run string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cli, err := launch.Connect(ctx, time.Second)
 	if err != nil {
 		return
 	}
 	defer cli.Close()
-	runs, err := launch.Runs(cctx, cli)
-	if err != nil {
-		fmt.Fprintf(stderr, "hlsbench: %v\n", err)
-		return
+	removed, err := launch.Remove(ctx, cli, run)
+	if len(removed) > 0 {
+		fmt.Fprintf(stderr, "hlsbench: removed the containers this run still had: %s\n", strings.Join(removed, ", "))
 	}
-	for _, d := range sw.Dead {
-		ids := runs[d.Run]
-		if len(ids) == 0 {
-			continue
-		}
-		if dryRun {
-			fmt.Fprintf(stderr, "hlsbench: a killed run left %d containers (run %s) (--dry-run: nothing removed)\n", len(ids), d.Run)
-			continue
-		}
-		removed, err := launch.Remove(ctx, cli, d.Run)
-		if len(removed) > 0 {
-			fmt.Fprintf(stderr, "hlsbench: removed the containers a killed run left (run %s): %s\n", d.Run, strings.Join(removed, ", "))
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "hlsbench: could not remove all containers of run %s: %v\n", d.Run, err)
-		}
+	if err != nil {
+		fmt.Fprintf(stderr, "hlsbench: could not remove every container of this run: %v\n", err)
 	}
 }

@@ -53,6 +53,7 @@ func beginRun(ctx context.Context, stderr io.Writer, lock string) (_ context.Con
 		fmt.Fprintf(stderr, "hlsbench: could not remove all a killed run left: %v\n", err)
 	}
 	end = func() {
+		reapOwn(stderr, r.ID())
 		rep, err := r.Close()
 		if !rep.Empty() {
 			fmt.Fprintf(stderr, "hlsbench: stopped what this run left running: %s\n", rep.What())

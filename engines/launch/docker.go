@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +32,13 @@ const (
 	LabelOwner = "org.hlsbench"
 	LabelRun   = "org.hlsbench.run"
 	LabelName  = "org.hlsbench.name"
+	// The process that created the container (the run's hlsbench): its
+	// pid, start time (clock ticks since boot) and the boot it ran in. A
+	// container whose creator is gone is an orphan, whatever state files
+	// say (they may have been removed, or a reboot cleared them).
+	LabelPID   = "org.hlsbench.pid"
+	LabelStart = "org.hlsbench.start"
+	LabelBoot  = "org.hlsbench.boot"
 )
 
 // Docker runs instances as containers through the Engine API, with host
@@ -118,6 +127,9 @@ func (d Docker) create(ctx context.Context, s Spec) (string, error) {
 		Env:        s.Env,
 		WorkingDir: s.Dir,
 		Labels:     map[string]string{LabelOwner: "1", LabelRun: d.RunID, LabelName: s.Name},
+	}
+	for k, v := range creatorLabels() {
+		cfg.Labels[k] = v
 	}
 	for k, v := range s.Labels {
 		cfg.Labels[k] = v
@@ -266,6 +278,68 @@ func Remove(ctx context.Context, cli *client.Client, run string) ([]string, erro
 			name = strings.TrimPrefix(c.Names[0], "/")
 		}
 		removed = append(removed, name)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// creatorLabels name this process as the container's creator.
+func creatorLabels() map[string]string {
+	st, err := procfs.ReadStat(os.Getpid())
+	if err != nil {
+		return nil
+	}
+	return map[string]string{LabelPID: strconv.Itoa(os.Getpid()), LabelStart: strconv.FormatUint(st.Start, 10), LabelBoot: procfs.BootID()}
+}
+
+// Orphan is a container whose run's hlsbench is gone.
+type Orphan struct {
+	ID, Name, Run string
+}
+
+// Orphans lists the containers of runs whose hlsbench is gone: each
+// container names its creator (LabelPID, LabelStart, LabelBoot), and one
+// whose creator is not alive in this boot is an orphan, whatever any state
+// file says. A container without those labels (made by an older hlsbench)
+// is an orphan when dead says its run is.
+func Orphans(ctx context.Context, cli *client.Client, dead func(run string) bool) ([]Orphan, error) {
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelOwner))})
+	if err != nil {
+		return nil, fmt.Errorf("docker: list containers: %w", err)
+	}
+	var out []Orphan
+	for _, c := range list {
+		run := c.Labels[LabelRun]
+		gone := dead(run)
+		if pid, err := strconv.Atoi(c.Labels[LabelPID]); err == nil {
+			start, _ := strconv.ParseUint(c.Labels[LabelStart], 10, 64)
+			gone = !runstate.Alive(pid, start, c.Labels[LabelBoot])
+		}
+		if !gone {
+			continue
+		}
+		name := c.ID[:12]
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		out = append(out, Orphan{ID: c.ID, Name: name, Run: run})
+	}
+	return out, nil
+}
+
+// RemoveOrphans removes the containers Orphans listed, unpausing a paused
+// one first; one already gone is no error. It says which it removed.
+func RemoveOrphans(ctx context.Context, cli *client.Client, orphans []Orphan) ([]string, error) {
+	var removed []string
+	var errs []error
+	for _, o := range orphans {
+		if err := cli.ContainerUnpause(ctx, o.ID); err != nil && !client.IsErrNotFound(err) && !strings.Contains(err.Error(), "is not paused") {
+			errs = append(errs, fmt.Errorf("docker: unpause %s: %w", o.Name, err))
+		}
+		if err := cli.ContainerRemove(ctx, o.ID, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, o.Name)
 	}
 	return removed, errors.Join(errs...)
 }

@@ -168,12 +168,17 @@ func sweepOne(dir, id string, dryRun bool) (*Report, *State, error) {
 }
 
 // alive says whether the run's hlsbench process is still there.
-func alive(st State) bool {
-	if st.BootID != procfs.BootID() || st.PID == 0 {
+func alive(st State) bool { return Alive(st.PID, st.Start, st.BootID) }
+
+// Alive says whether the process pid that started at start (clock ticks
+// since boot) in the boot bootID is still there: not gone, not a zombie,
+// and not another process that took its pid since.
+func Alive(pid int, start uint64, bootID string) bool {
+	if bootID != procfs.BootID() || pid <= 0 {
 		return false
 	}
-	s, err := procfs.ReadStat(st.PID)
-	return err == nil && s.Start == st.Start && !s.Zombie()
+	s, err := procfs.ReadStat(pid)
+	return err == nil && s.Start == start && !s.Zombie()
 }
 
 // ReadState reads a state file.
