@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -21,7 +22,11 @@ type ImagesBuildOptions struct {
 	Self    bool
 	Binary  string // a static hlsbench for --self; "" this one, or go build
 	Force   bool
+	Update  bool // rebuild with the mirror's current package versions
 	Verbose bool // debootstrap's and apt-get's output to stderr
+	// Mirror and SecurityMirror: the Debian mirrors to build from; ""
+	// takes them from this host's apt sources.
+	Mirror, SecurityMirror string
 }
 
 func newImagesCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -42,7 +47,8 @@ func newImagesBuildCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Build the engines' images (and hlsbench's) with no registry",
 		Long: `Build the engines' images with no registry at all: debootstrap writes a
 Debian bookworm root filesystem (minbase; bookworm, bookworm-updates and
-bookworm-security from deb.debian.org, so the packages are the host's) with
+bookworm-security from the mirrors this host's own apt sources name, so the
+packages are the host's, or from --mirror and --security-mirror) with
 varnish, nginx-light, hitch, haproxy and ca-certificates, and the daemon
 imports it as hlsbench/base:bookworm, tagged per engine with the package's
 upstream version: hlsbench/varnish:7.1.1, hlsbench/nginx:1.22.1, … (the full
@@ -54,8 +60,12 @@ else this binary if it is static, else go build with CGO_ENABLED=0 in the
 source tree) FROM scratch, its entrypoint.
 
 An image whose inputs (suite, mirrors, packages, the build's own version;
-for --self the binary's sha256) have not changed is kept ("up to date");
---force rebuilds it, e.g. to pick up a Debian security update.
+for --self the binary's sha256) have not changed is kept ("up to date").
+Every image is stamped with a fixed time, and so is every file in it, and
+records every package's version (label org.hlsbench.packages): --force
+rebuilds with the versions the image recorded and gives the same image IDs,
+or fails naming the packages the mirror no longer has; --update rebuilds with
+the mirror's current versions (a Debian security update).
 
 Exit codes: 0 built or up to date; 1 failure (no daemon, no debootstrap, a
 mirror unreachable); 2 bad flags.`,
@@ -71,8 +81,11 @@ mirror unreachable); 2 bad flags.`,
 	f.StringSliceVar(&o.Engines, "engine", []string{"all"}, "engines to build images for: all, none, or some of "+strings.Join(images.EngineNames(), ","))
 	f.BoolVar(&o.Self, "self", false, "also build hlsbench's own image")
 	f.StringVar(&o.Binary, "binary", "", "with --self: a static hlsbench binary (CGO_ENABLED=0) to put in the image")
-	f.BoolVar(&o.Force, "force", false, "rebuild images that are up to date")
+	f.BoolVar(&o.Force, "force", false, "rebuild images that are up to date, with the package versions they recorded (the same image IDs)")
+	f.BoolVar(&o.Update, "update", false, "rebuild with the mirror's current package versions (a security update): the image records the new ones")
 	f.BoolVar(&o.Verbose, "verbose", false, "show debootstrap's and apt-get's output")
+	f.StringVar(&o.Mirror, "mirror", "", "the Debian mirror to debootstrap from, `URL` (default: the one this host's apt sources name for bookworm)")
+	f.StringVar(&o.SecurityMirror, "security-mirror", "", "with --mirror: the mirror of bookworm-security, `URL` (none: no security updates); without --mirror both are this host's")
 	return c
 }
 
@@ -108,6 +121,17 @@ func BuildImages(ctx context.Context, stdout, stderr io.Writer, o ImagesBuildOpt
 	if o.Binary != "" && !o.Self {
 		return usagef("--binary is for --self")
 	}
+	for _, m := range []struct{ flag, url string }{{"--mirror", o.Mirror}, {"--security-mirror", o.SecurityMirror}} {
+		if m.url == "" {
+			continue
+		}
+		if u, err := url.Parse(m.url); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "file") || (u.Scheme != "file" && u.Host == "") {
+			return usagef("%s %q: want a mirror's URL, http://HOST/debian (or https://, file:///PATH)", m.flag, m.url)
+		}
+	}
+	if o.SecurityMirror != "" && o.Mirror == "" {
+		return usagef("--security-mirror goes with --mirror (without --mirror both come from this host's apt sources)")
+	}
 	start := time.Now()
 	cli, err := images.Connect(ctx)
 	if err != nil {
@@ -116,7 +140,7 @@ func BuildImages(ctx context.Context, stdout, stderr io.Writer, o ImagesBuildOpt
 	defer cli.Close()
 	var built []images.Built
 	if len(names) > 0 {
-		bo := images.BaseOptions{Engines: names, Force: o.Force, Progress: stderr}
+		bo := images.BaseOptions{Engines: names, Force: o.Force, Update: o.Update, Progress: stderr, Mirror: o.Mirror, SecurityMirror: o.SecurityMirror}
 		if o.Verbose {
 			bo.Log = stderr
 		}

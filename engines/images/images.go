@@ -35,7 +35,7 @@ import (
 
 // BuildVersion is the version of the build code: bump it when a change here
 // changes what lands in an image, so images built before are rebuilt.
-const BuildVersion = "1"
+const BuildVersion = "2" // 2: loaded with fixed times, every package recorded
 
 // Labels.
 const (
@@ -48,9 +48,12 @@ const (
 	// LabelPackagePrefix + package on the base image: that package's Debian
 	// version, so an engine's image can be tagged without a rebuild.
 	LabelPackagePrefix = "org.hlsbench.package."
-	LabelVersion       = "org.hlsbench.version" // hlsbench's own version, on its image
-	LabelSource        = "org.hlsbench.source"  // debootstrap, dockerfile or self
-	LabelBase          = "org.hlsbench.base"    // an engine image's base, by ID
+	// LabelPackages lists every package installed in a debootstrapped
+	// image, "name=version" separated by spaces (also in PackagesFile).
+	LabelPackages = "org.hlsbench.packages"
+	LabelVersion  = "org.hlsbench.version" // hlsbench's own version, on its image
+	LabelSource   = "org.hlsbench.source"  // debootstrap, dockerfile or self
+	LabelBase     = "org.hlsbench.base"    // an engine image's base, by ID
 	// LabelRun is set by the runtimes on what a run creates (org.hlsbench.run=<run id>).
 	LabelRun = "org.hlsbench.run"
 )
@@ -190,6 +193,9 @@ type Image struct {
 	// Daemon, Commit and SourceSHA256 are a source build's (Source
 	// "build"): where its varnishd is, and what it was built from.
 	Daemon, Commit, SourceSHA256 string
+	// Packages are every package a debootstrapped image holds,
+	// "name=version", sorted (LabelPackages); nil for other images.
+	Packages []string
 }
 
 // List returns the images labelled by hlsbench, sorted by their first tag.
@@ -207,6 +213,7 @@ func List(ctx context.Context, cli *client.Client) ([]Image, error) {
 			Inputs: s.Labels[LabelInputs], Engine: s.Labels[LabelEngine],
 			PackageVersion: s.Labels[LabelPackageVersion], Version: s.Labels[LabelVersion], Source: s.Labels[LabelSource],
 			Daemon: s.Labels[LabelDaemon], Commit: s.Labels[LabelCommit], SourceSHA256: s.Labels[LabelSourceSHA256],
+			Packages: strings.Fields(s.Labels[LabelPackages]),
 		})
 	}
 	sort.SliceStable(out, func(i, j int) bool {

@@ -48,38 +48,94 @@ func TestTag(t *testing.T) {
 }
 
 func TestInputs(t *testing.T) {
-	o := BaseOptions{}
+	const mirror, security = "http://mirror.example/debian", "http://mirror.example/debian-security"
+	o := BaseOptions{Mirror: mirror, SecurityMirror: security}
+	with := func(f func(*BaseOptions)) BaseOptions {
+		v := o
+		f(&v)
+		return v
+	}
 	// Pinned: a change here rebuilds every user's images. Bump
 	// BuildVersion rather than changing it by accident.
-	// (12dc3f05: NGINX's purge module, for purge-stampede.)
-	const want = "12dc3f05"
+	const want = "302bea59e1a0"
 	if got := o.Inputs(); !strings.HasPrefix(got, want) {
 		t.Errorf("Inputs() = %s, want %s…: the inputs changed; if on purpose, update the test", got, want)
 	}
-	if a, b := o.Inputs(), (BaseOptions{Packages: DefaultPackages()}).Inputs(); a != b {
+	if a, b := o.Inputs(), with(func(v *BaseOptions) { v.Packages = DefaultPackages() }).Inputs(); a != b {
 		t.Errorf("nil packages and DefaultPackages differ: %s %s", a, b)
 	}
 	shuffled := slices.Clone(DefaultPackages())
 	slices.Reverse(shuffled)
-	if a, b := o.Inputs(), (BaseOptions{Packages: shuffled}).Inputs(); a != b {
+	if a, b := o.Inputs(), with(func(v *BaseOptions) { v.Packages = shuffled }).Inputs(); a != b {
 		t.Errorf("the packages' order changed the inputs")
 	}
-	if a, b := o.Inputs(), (BaseOptions{Engines: []string{"varnish"}}).Inputs(); a != b {
+	if a, b := o.Inputs(), with(func(v *BaseOptions) { v.Engines = []string{"varnish"} }).Inputs(); a != b {
 		t.Errorf("the engines asked for changed the inputs: one base serves them all")
 	}
 	for name, other := range map[string]BaseOptions{
-		"a package added": {Packages: append(DefaultPackages(), "curl")},
-		"another mirror":  {Mirror: "http://127.0.0.1:3142/debian"},
-		"another suite":   {Suite: "trixie"},
-		"no security":     {SecurityMirror: "http://127.0.0.1/security"},
+		"a package added": with(func(v *BaseOptions) { v.Packages = append(DefaultPackages(), "curl") }),
+		"another mirror":  with(func(v *BaseOptions) { v.Mirror = "http://127.0.0.1:3142/debian" }),
+		"another suite":   with(func(v *BaseOptions) { v.Suite = "trixie" }),
+		"no security":     with(func(v *BaseOptions) { v.SecurityMirror = "" }),
 	} {
 		if o.Inputs() == other.Inputs() {
 			t.Errorf("%s: the inputs did not change", name)
 		}
 	}
-	if !strings.Contains(o.withDefaults().sourcesList(), "deb http://deb.debian.org/debian-security bookworm-security main\n") ||
-		!strings.Contains(o.withDefaults().sourcesList(), "bookworm-updates main") {
-		t.Errorf("sources.list:\n%s", o.withDefaults().sourcesList())
+	if l := o.withDefaults().sourcesList(); !strings.Contains(l, "deb "+security+" bookworm-security main\n") ||
+		!strings.Contains(l, "deb "+mirror+" bookworm-updates main\n") {
+		t.Errorf("sources.list:\n%s", l)
+	}
+	if l := with(func(v *BaseOptions) { v.SecurityMirror = "" }).withDefaults().sourcesList(); strings.Contains(l, "security") {
+		t.Errorf("sources.list without a security mirror:\n%s", l)
+	}
+}
+
+// The mirrors come from the host's apt sources, one-line and deb822, as
+// apt reads them: disabled stanzas, deb-src lines and other file names
+// are not sources.
+func TestHostMirrors(t *testing.T) {
+	old := AptDir
+	defer func() { AptDir = old }()
+	AptDir = t.TempDir()
+	if _, _, err := HostMirrors("bookworm"); err == nil || !strings.Contains(err.Error(), "--mirror") {
+		t.Errorf("no sources: %v; want an error naming --mirror", err)
+	}
+	write := func(name, data string) {
+		p := filepath.Join(AptDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("sources.list", "# nothing here\ndeb-src http://src.example/debian bookworm main\n")
+	write("sources.list.d/a-disabled.sources", "Types: deb\nURIs: http://off.example/debian\nSuites: bookworm\nComponents: main\nEnabled: no\n")
+	write("sources.list.d/b.list.disabled", "deb http://ignored.example/debian bookworm main\n")
+	write("sources.list.d/c-node.sources", "Types: deb\nURIs: https://node.example/node_20.x\nSuites: nodistro\nComponents: main\n")
+	write("sources.list.d/d-debian.sources", `Types: deb
+# a comment
+URIs: http://mirror.example/debian/
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://mirror.example/debian-security
+Suites: bookworm-security
+Components: main
+`)
+	m, s, err := HostMirrors("bookworm")
+	if err != nil || m != "http://mirror.example/debian" || s != "http://mirror.example/debian-security" {
+		t.Errorf("deb822: %q %q %v", m, s, err)
+	}
+	write("sources.list", "deb [arch=amd64 signed-by=/usr/share/keyrings/k.gpg] http://first.example/debian bookworm main contrib\n")
+	if m, s, err = HostMirrors("bookworm"); err != nil || m != "http://first.example/debian" || s != "http://mirror.example/debian-security" {
+		t.Errorf("sources.list first: %q %q %v", m, s, err)
+	}
+	if _, _, err := HostMirrors("trixie"); err == nil {
+		t.Errorf("trixie: no error, though no source names it")
 	}
 }
 
@@ -90,24 +146,48 @@ func TestDefaultPackages(t *testing.T) {
 	}
 }
 
-func TestSelfContext(t *testing.T) {
+func TestSelfLayer(t *testing.T) {
 	bin := []byte("\x7fELF not really")
-	ctxTar, err := SelfContext(bin)
-	if err != nil {
+	var layer bytes.Buffer
+	if err := selfLayer(&layer, bin); err != nil {
 		t.Fatal(err)
 	}
-	files := readTar(t, bytes.NewReader(ctxTar))
-	if got := files["Dockerfile"].data; got != "FROM scratch\nCOPY hlsbench /hlsbench\nENTRYPOINT [\"/hlsbench\"]\n" {
-		t.Errorf("Dockerfile:\n%s", got)
+	files := readTar(t, bytes.NewReader(layer.Bytes()))
+	if f := files["hlsbench"]; f.data != string(bin) || f.hdr.Mode != 0o755 || !f.hdr.ModTime.Equal(Epoch) {
+		t.Errorf("hlsbench: mode %o, time %v, %q", f.hdr.Mode, f.hdr.ModTime, f.data)
 	}
-	if f := files["hlsbench"]; f.data != string(bin) || f.hdr.Mode != 0o755 {
-		t.Errorf("hlsbench: mode %o, %q", f.hdr.Mode, f.data)
+	if len(files) != 1 {
+		t.Errorf("layer holds %d files, want 1", len(files))
 	}
-	if len(files) != 2 {
-		t.Errorf("context holds %d files, want 2", len(files))
+	var again bytes.Buffer
+	if selfLayer(&again, bin); !bytes.Equal(again.Bytes(), layer.Bytes()) {
+		t.Errorf("the same binary gave another layer")
 	}
-	if again, _ := SelfContext(bin); !bytes.Equal(again, ctxTar) {
-		t.Errorf("the same binary gave another context")
+}
+
+// An image's configuration is the same bytes for the same layers and
+// labels (its ID their digest), whenever it is made.
+func TestNewConfigStable(t *testing.T) {
+	cc := containerConfig{Env: []string{pathEnv}, Labels: map[string]string{"b": "2", "a": "1", LabelOwner: "1"}}
+	a := newConfig([]string{"sha256:" + strings.Repeat("ab", 32)}, cc, "test")
+	cc.Labels = map[string]string{LabelOwner: "1", "a": "1", "b": "2"}
+	b := newConfig([]string{"sha256:" + strings.Repeat("ab", 32)}, cc, "test")
+	if !bytes.Equal(a, b) || configID(a) != configID(b) {
+		t.Errorf("two configurations of the same image differ:\n%s\n%s", a, b)
+	}
+	if !bytes.Contains(a, []byte(`"created":"2000-01-01T00:00:00Z"`)) || !bytes.Contains(a, []byte(`"diff_ids":["sha256:abab`)) {
+		t.Errorf("configuration %s", a)
+	}
+}
+
+func TestPinDiff(t *testing.T) {
+	want := pinsOf([]string{"libc6=2.36-9+deb12u4", "varnish=7.1.1-1.1", "gone=1"})
+	got := pinsOf([]string{"libc6=2.36-9+deb12u7", "varnish=7.1.1-1.1", "new=2"})
+	if d := strings.Join(pinDiff(want, got), ", "); d != "gone (gone), libc6 2.36-9+deb12u4 → 2.36-9+deb12u7, new (new)" {
+		t.Errorf("pinDiff: %s", d)
+	}
+	if d := pinDiff(want, want); len(d) != 0 {
+		t.Errorf("pinDiff of the same: %v", d)
 	}
 }
 
@@ -156,7 +236,7 @@ func TestTarDir(t *testing.T) {
 	must(os.Symlink("usr/bin", filepath.Join(root, "bin")))
 	must(syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600))
 	var buf bytes.Buffer
-	must(tarDir(&buf, root, func(rel string) bool { return rel == "proc" }))
+	must(tarDir(&buf, root, func(rel string) bool { return rel == "proc" }, time.Time{}))
 	files := readTar(t, &buf)
 	var names []string
 	for n := range files {

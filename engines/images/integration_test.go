@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 )
 
@@ -102,7 +105,11 @@ func TestBuildBase(t *testing.T) {
 			tagged[tag] = im
 		}
 	}
-	inputs := BaseOptions{}.Inputs()
+	resolved, err := BaseOptions{}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := resolved.Inputs()
 	for _, b := range built {
 		im, ok := tagged[b.Ref]
 		if !ok {
@@ -111,6 +118,10 @@ func TestBuildBase(t *testing.T) {
 		}
 		if im.ID != b.ID || im.Inputs != inputs || im.Size == 0 {
 			t.Errorf("%s: listed as %+v, built %+v", b.Ref, im, b)
+		}
+		if !slices.ContainsFunc(im.Packages, func(p string) bool { return strings.HasPrefix(p, "libc6=") }) ||
+			!slices.ContainsFunc(im.Packages, func(p string) bool { return strings.HasPrefix(p, "varnish=") }) {
+			t.Errorf("%s: its packages do not list libc6 and varnish: %v", b.Ref, im.Packages)
 		}
 		if b.Ref != BaseRef {
 			e, _ := LookupEngine(im.Engine)
@@ -172,6 +183,34 @@ func TestBuildBaseUpToDate(t *testing.T) {
 	}
 }
 
+// A rebuild of the same inputs, pinned to the versions the images
+// recorded, gives the same image IDs: nothing of the day or of the
+// machine's clock gets in.
+func TestBuildBaseReproducible(t *testing.T) {
+	cli := docker(t)
+	first := buildBase(t, cli)
+	var progress bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	again, err := BuildBase(ctx, cli, BaseOptions{Force: true, Progress: &progress})
+	t.Logf("rebuild:\n%s", progress.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != len(first) {
+		t.Fatalf("rebuild: %+v", again)
+	}
+	for i, b := range again {
+		if b.ID != first[i].ID || b.Ref != first[i].Ref {
+			t.Errorf("%s: %.19s rebuilt, %.19s first: the same inputs gave another image", b.Ref, b.ID, first[i].ID)
+		}
+	}
+	out, err := RunOnce(ctx, cli, BaseRef, []string{"cat", "/" + PackagesFile}, map[string]string{testLabel: t.Name()})
+	if err != nil || out.ExitCode != 0 || !strings.Contains(out.Stdout, "\nlibc6=") {
+		t.Errorf("%s in the image: %v %q %q", PackagesFile, err, out.Stdout, out.Stderr)
+	}
+}
+
 func TestBuildSelf(t *testing.T) {
 	cli := docker(t)
 	if _, err := exec.LookPath("go"); err != nil {
@@ -201,6 +240,23 @@ func TestBuildSelf(t *testing.T) {
 	ii, _, err := cli.ImageInspectWithRaw(ctx, b.Ref)
 	if err != nil || ii.Config.Labels[LabelInputs] == "" || ii.Config.Labels[LabelOwner] != "1" {
 		t.Errorf("labels of %s: %v %v", b.Ref, ii.Config, err)
+	}
+	// The same binary, forced to a rebuild: the same image.
+	bin := filepath.Join(t.TempDir(), "hlsbench")
+	if _, err := goBuild(ctx, "", "dev", bin); err != nil {
+		t.Fatal(err)
+	}
+	x, err := BuildSelf(ctx, cli, SelfOptions{Binary: bin, Version: "repro", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := BuildSelf(ctx, cli, SelfOptions{Binary: bin, Version: "repro", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.ImageRemove(context.Background(), x.Ref, image.RemoveOptions{}) })
+	if x.ID != y.ID {
+		t.Errorf("the same binary gave two images: %.19s and %.19s", x.ID, y.ID)
 	}
 }
 

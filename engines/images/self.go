@@ -1,6 +1,7 @@
 package images
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -15,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/client"
 )
 
@@ -24,12 +24,6 @@ const SelfRepository = Repository + "/hlsbench"
 
 // versionVar is set by -ldflags -X to the version a built binary reports.
 const versionVar = "github.com/hlsbench/hlsbench/cmd/cli.Version"
-
-// selfDockerfile needs no registry: the binary is static.
-const selfDockerfile = `FROM scratch
-COPY hlsbench /hlsbench
-ENTRYPOINT ["/hlsbench"]
-`
 
 // SelfOptions say what BuildSelf puts in the image.
 type SelfOptions struct {
@@ -92,15 +86,21 @@ func BuildSelf(ctx context.Context, cli *client.Client, o SelfOptions) (Built, e
 		return Built{Ref: ref, ID: ii.ID, UpToDate: true}, nil
 	}
 	start := time.Now()
-	ctxTar, err := SelfContext(data)
+	lf, err := writeLayer(o.TempDir, func(w io.Writer) error { return selfLayer(w, data) })
 	if err != nil {
 		return Built{}, fmt.Errorf("build %s: %w", ref, err)
 	}
-	id, err := buildImage(ctx, cli, ctxTar, build.ImageBuildOptions{Tags: []string{ref},
-		Labels: map[string]string{LabelInputs: inputs, LabelVersion: version, LabelSource: "self"}})
+	defer removeLayer(lf)
+	// FROM scratch, the binary its entrypoint; loaded (load.go), so the
+	// same binary gives the same image ID.
+	cfg := newConfig([]string{lf.DiffID}, containerConfig{Entrypoint: []string{"/hlsbench"},
+		Labels: map[string]string{LabelOwner: "1", LabelInputs: inputs, LabelVersion: version, LabelSource: "self"}},
+		"hlsbench images build --self")
+	ids, err := load(ctx, cli, []loadImage{{Ref: ref, Config: cfg}}, map[string]layerFile{lf.DiffID: lf})
 	if err != nil {
 		return Built{}, fmt.Errorf("build %s: %w", ref, err)
 	}
+	id := ids[0]
 	logf(o.Progress, "%s (%.19s, %d MB binary): %s", ref, id, len(data)>>20, secs(time.Since(start)))
 	if ok && ii.ID != id {
 		removeReplaced(ctx, cli, []string{ii.ID}, o.Progress)
@@ -108,11 +108,17 @@ func BuildSelf(ctx context.Context, cli *client.Client, o SelfOptions) (Built, e
 	return Built{Ref: ref, ID: id}, nil
 }
 
-// SelfContext is the build context of hlsbench's image: the Dockerfile and
-// the binary (mode 0755).
-func SelfContext(binary []byte) ([]byte, error) {
-	return tarContext(map[string][]byte{"Dockerfile": []byte(selfDockerfile), "hlsbench": binary},
-		map[string]int64{"hlsbench": 0o755})
+// selfLayer is hlsbench's image's one layer: the binary as /hlsbench,
+// mode 0755, stamped with Epoch.
+func selfLayer(w io.Writer, binary []byte) error {
+	tw := tar.NewWriter(w)
+	if err := tw.WriteHeader(&tar.Header{Name: "hlsbench", Mode: 0o755, Size: int64(len(binary)), Typeflag: tar.TypeReg, ModTime: Epoch}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(binary); err != nil {
+		return err
+	}
+	return tw.Close()
 }
 
 // checkStatic fails for a binary with an ELF interpreter: it would not run

@@ -4,12 +4,15 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
 	"github.com/hlsbench/hlsbench/engines/srcbuild"
@@ -63,7 +66,21 @@ func BuildFromSource(ctx context.Context, cli *client.Client, b srcbuild.Build, 
 	if err != nil {
 		return Built{}, fmt.Errorf("image %s: %w", ref, err)
 	}
-	logf(progress, "%s (%s, %s of context): %s", ref, filepath.Base(b.Dir), mib(ctxTar.Len()), secs(time.Since(start)))
+	// Built on this host, it may want what the image lacks (a library, a
+	// newer glibc): its daemon must run there before the image is kept.
+	out, err := RunOnce(ctx, cli, id, []string{b.Daemon, "-V"}, nil)
+	if err == nil && out.ExitCode != 0 {
+		err = fmt.Errorf("exit status %d", out.ExitCode)
+	}
+	if err != nil {
+		if _, rerr := cli.ImageRemove(ctx, id, image.RemoveOptions{Force: true, PruneChildren: true}); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("remove the image: %w", rerr))
+		}
+		return Built{}, fmt.Errorf("image %s: %s -V does not run in it (built on this host, it may need a library %s lacks): %w\n%s",
+			ref, b.Daemon, BaseRef, err, strings.TrimSpace(out.Stdout+"\n"+out.Stderr))
+	}
+	logf(progress, "%s (%s, %s of context): %s; in it, %s", ref, filepath.Base(b.Dir), mib(ctxTar.Len()), secs(time.Since(start)),
+		firstLine(out.Stdout+out.Stderr))
 	if hadOld && old.ID != id {
 		removeReplaced(ctx, cli, []string{old.ID}, progress)
 	}
@@ -80,10 +97,20 @@ func tarBuildContext(w io.Writer, df, dir string) error {
 	if _, err := io.WriteString(tw, df); err != nil {
 		return err
 	}
-	if err := writeTree(tw, dir, "build/", nil, func(rel string) bool { return rel == "build.log" }); err != nil {
+	if err := writeTree(tw, dir, "build/", nil, func(rel string) bool { return rel == "build.log" }, time.Time{}); err != nil {
 		return err
 	}
 	return tw.Close()
 }
 
 func mib(n int) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// firstLine is s's first non-empty line, trimmed.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}

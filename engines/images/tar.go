@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,10 +19,11 @@ import (
 // device nodes and file capabilities (security.capability). Sockets are
 // left out; so is the content of every directory skip names (relative,
 // slash-separated), though the directory itself stays. Names come in
-// lexical order, so the same tree gives the same stream.
-func tarDir(w io.Writer, root string, skip func(rel string) bool) error {
+// lexical order, and every entry's time is mtime (none is zero: the files'
+// own), so the same tree gives the same stream whenever it was written.
+func tarDir(w io.Writer, root string, skip func(rel string) bool, mtime time.Time) error {
 	tw := tar.NewWriter(w)
-	if err := writeTree(tw, root, "", skip, nil); err != nil {
+	if err := writeTree(tw, root, "", skip, nil, mtime); err != nil {
 		return err
 	}
 	return tw.Close()
@@ -29,7 +31,7 @@ func tarDir(w io.Writer, root string, skip func(rel string) bool) error {
 
 // writeTree writes the tree under root to tw as tarDir does, each name
 // after prefix; entries leave names (relative to root) are left out.
-func writeTree(tw *tar.Writer, root, prefix string, skip, leave func(rel string) bool) error {
+func writeTree(tw *tar.Writer, root, prefix string, skip, leave func(rel string) bool, mtime time.Time) error {
 	type inode struct{ dev, ino uint64 }
 	links := map[inode]string{}
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -71,6 +73,9 @@ func writeTree(tw *tar.Writer, root, prefix string, skip, leave func(rel string)
 		// The rootfs's names for the numeric IDs are not the host's.
 		hdr.Uname, hdr.Gname = "", ""
 		hdr.ModTime = hdr.ModTime.Truncate(1e9)
+		if !mtime.IsZero() {
+			hdr.ModTime = mtime
+		}
 		hdr.AccessTime, hdr.ChangeTime = hdr.ModTime, hdr.ModTime
 		hdr.Format = tar.FormatPAX
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
