@@ -622,6 +622,52 @@ func (l *localInstance) TermPGID() int {
 	return 0
 }
 
+// Exited says how the engine, or its terminator, ended on its own: nil
+// while both run (launch.Exiter).
+func (l *localInstance) Exited() *launch.Exit {
+	for _, inst := range []launch.Instance{l.inst, l.term} {
+		if x, ok := inst.(launch.Exiter); ok {
+			if e := x.Exited(); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// OOMKills is the count of out-of-memory kills in the engine's and its
+// terminator's containers, and the engine's limit (launch.OOMCounter).
+func (l *localInstance) OOMKills() (kills, limit int64, ok bool) {
+	for i, inst := range []launch.Instance{l.inst, l.term} {
+		if oc, is := inst.(launch.OOMCounter); is {
+			if n, lim, known := oc.OOMKills(); known {
+				kills, ok = kills+n, true
+				if i == 0 {
+					limit = lim
+				}
+			}
+		}
+	}
+	return kills, limit, ok
+}
+
+// Logs are the ends of the engine's and its terminator's output, by part
+// ("engine", and the terminator's name).
+func (l *localInstance) Logs() map[string]string {
+	out := map[string]string{}
+	if l.inst != nil {
+		out["engine"] = l.inst.Logs()
+	}
+	if l.term != nil {
+		name := l.info.Terminator
+		if name == "" {
+			name = "terminator"
+		}
+		out[name] = l.term.Logs()
+	}
+	return out
+}
+
 func (l *localInstance) URL() string          { return l.url }
 func (l *localInstance) Info() results.Engine { return l.info }
 

@@ -724,3 +724,24 @@ var (
 	_ Session   = (*audienceSession)(nil)
 	_ restarter = (*audienceSession)(nil)
 )
+
+// LargestStore is the largest cache store any of specs gives an engine
+// under cfg: a policy's, or a size of live-audience's miss-ratio curve
+// (the engine restarted under each).
+func LargestStore(specs []Spec, cfg Config) int64 {
+	var n int64
+	for _, s := range specs {
+		n = max(n, s.Policy.StoreBytes)
+		if s.Name != LiveAudience {
+			continue
+		}
+		sizes := cfg.StoreSizes
+		if sizes == nil {
+			sizes = DefaultStoreSizes
+		}
+		for _, v := range sizes {
+			n = max(n, v)
+		}
+	}
+	return n
+}

@@ -324,6 +324,10 @@ type cell struct {
 	inst     engines.Instance
 	tgt      *Target
 	sess     Session
+	// dead says how its processes ended during a step: it runs no other,
+	// and what is left of it is stopped at once (stopped).
+	dead    error
+	stopped bool
 }
 
 // kind is the engine a labelled variant runs, for results.Engine.Kind;
@@ -339,6 +343,10 @@ func (c *cell) kind() string {
 // A frozen cell is thawed first: its session may still talk to it, and a
 // stopped process cannot act on SIGTERM.
 func (c *cell) stop(ctx context.Context) error {
+	if c.stopped {
+		return nil
+	}
+	c.stopped = true
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
 	var errs []error
@@ -434,6 +442,9 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 	defer func() {
 		for _, c := range cells {
 			err = errors.Join(err, c.stop(ctx))
+			if _, kerr := rc.keepLogs(&w, c, true); kerr != nil {
+				rc.Run.Warnings = append(rc.Run.Warnings, kerr.Error())
+			}
 		}
 	}()
 	for _, name := range spec.Engines {
@@ -505,6 +516,9 @@ func runSteps(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recor
 	var awake *cell
 	for k := 0; k < cells[0].sess.Steps(); k++ {
 		for _, c := range cells {
+			if c.dead != nil {
+				continue
+			}
 			rc.Progress.setWhere(c.where(w))
 			if freeze && awake != c {
 				// Frozen before the next is thawed: never two awake.
@@ -526,15 +540,42 @@ func runSteps(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recor
 				}
 				return fmt.Errorf("%s on %s: %w", w.Name, c.label(), err)
 			}
-			if err := c.sess.Step(ctx, k); err != nil {
-				if ctx.Err() != nil {
-					return nil // interrupted: keep what finished
+			before, counts := c.vitals(), rc.passCounts(&w, c)
+			if why := c.ended(vitals{}); why != nil {
+				// Ended between steps (frozen, or before the first).
+				if err := c.died(ctx, rc, &w, counts, why, why); err != nil {
+					return err
 				}
+				awake = nil
+				continue
+			}
+			err := c.sess.Step(ctx, k)
+			if ctx.Err() != nil {
+				return nil // interrupted: keep what finished
+			}
+			if why := c.ended(before); why != nil {
+				if err := c.died(ctx, rc, &w, counts, why, fmt.Errorf("during step %d of %d: %w", k+1, c.sess.Steps(), why)); err != nil {
+					return err
+				}
+				awake = nil
+				continue
+			}
+			if err != nil {
 				return fmt.Errorf("%s on %s: %w", w.Name, c.label(), err)
 			}
 		}
 	}
-	return nil
+	var errs []error
+	for _, c := range cells {
+		if c.dead != nil {
+			where := ""
+			if p := rc.logPath(&w, c); p != "" {
+				where = "\n(its output is kept in " + p + ")"
+			}
+			errs = append(errs, fmt.Errorf("%s on %s: %w%s", w.Name, c.label(), c.dead, where))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // needCache are the workloads that measure a cache (its misses, its
@@ -638,6 +679,9 @@ func restartAt(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	err := c.inst.Stop(sctx)
 	cancel()
+	if _, kerr := rc.keepLogs(&w, c, false); kerr != nil {
+		rc.Run.Warnings = append(rc.Run.Warnings, kerr.Error())
+	}
 	c.inst = nil
 	if err != nil {
 		return fmt.Errorf("stop %s: %w", c.name, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
+	"github.com/hlsbench/hlsbench/results"
 )
 
 // needDocker connects to the daemon, and checks the images a docker run
@@ -145,5 +146,51 @@ func TestDockerKilledRun(t *testing.T) {
 				t.Errorf("%s removed another run's container", next)
 			}
 		})
+	}
+}
+
+// Varnish under a memory limit it cannot live in: the kernel kills its
+// child during the miss-storm's first bursts, and the run says so — the
+// pass invalid with the limit named, no figure, exit 1 — rather than
+// measuring a restarted, empty cache.
+func TestDockerRunOutOfMemory(t *testing.T) {
+	cli := needDocker(t)
+	t.Setenv(asMain, "1")
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	before, err := launch.Runs(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, ctx, "run", "--runtime", "docker", "--engine", "varnish", "--workload", "miss-storm",
+		"--memory", "64MiB", "--allow-oom", "--passes", "3", "--warmups", "1", "--out", dir)
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want %d: %s", code, ExitFailure, errs)
+	}
+	if !strings.Contains(errs, "out of memory (limit 64 MiB)") || !strings.Contains(errs, "its output is kept in") {
+		t.Errorf("the error does not say the engine ran out of memory under 64 MiB: %s", errs)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "run-*.json"))
+	if len(files) != 1 {
+		t.Fatalf("%d run files", len(files))
+	}
+	run, err := results.Load(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range run.Results {
+		if r.Value != nil || !strings.Contains(r.NoValue, "out of memory") {
+			t.Errorf("%s: value %v, no_value %q: want null with the out-of-memory kill", r.ID, r.Value, r.NoValue)
+		}
+	}
+	after, err := launch.Runs(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, cs := range after {
+		if _, ok := before[id]; !ok {
+			t.Errorf("run %s left %d containers", id, len(cs))
+		}
 	}
 }

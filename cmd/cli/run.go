@@ -45,9 +45,11 @@ type RunOptions struct {
 	Topology     string // comma list of plaintext, tls, proxyv2; or all
 	Terminator   string // proxyv2's: hitch or haproxy
 	Binary       string
-	Config       string   // --config ENGINE=FILE or ROW=FILE pairs
-	Images       []string // --image NAME=REF
-	Memory       byteSize // --memory: each container's limit
+	Config       string     // --config ENGINE=FILE or ROW=FILE pairs
+	Images       []string   // --image NAME=REF
+	Memory       memoryFlag // --memory: each container's limit (auto, none, a size)
+	CPUs         float64    // --cpus: each container's CPU quota (0: none)
+	AllowOOM     bool       // --allow-oom: a --memory below the store runs
 	Quiet        bool
 	Lock         string // wait, fail or none: see runstate.go
 	SLO          string // capacity's service levels: test=pQ:duration, comma list
@@ -149,7 +151,9 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringVar(&o.Runtime, "runtime", "process", "where the engines, the builtin cache and the origin run: process (child processes pinned apart from the generator), docker (a container each, host networking) or inproc (builtin and origin inside hlsbench)")
 
 	f.StringArrayVar(&o.Images, "image", nil, "with --runtime docker: `NAME=IMAGE`, the image of an engine or of hlsbench (origin and builtin); default: the newest one hlsbench images build made (repeatable)")
-	f.Var(&o.Memory, "memory", "with --runtime docker: each container's memory limit, e.g. 2GiB (0: none)")
+	f.Var(&o.Memory, "memory", "with --runtime docker: each container's memory limit, e.g. 1GiB; auto (the default) is twice the run's largest cache store, 1GiB for the 512MiB store, as the reference gave malloc,256m 512 MB; none for no limit. A limit that cannot hold the store and 128MiB more is refused")
+	f.BoolVar(&o.AllowOOM, "allow-oom", false, "with --memory SIZE: run even when the limit cannot hold the cache store, to see what an engine does when its container is too small (a kill for memory fails the pass it happens in)")
+	f.Float64Var(&o.CPUs, "cpus", defaultContainerCPUs, "with --runtime docker: each container's CPU quota, as docker run --cpus (the reference's 4; at most this host's CPUs; 0: none), besides the cores hlsbench pins it to")
 	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
 	f.StringVar(&o.PurgeMode, "purge-mode", workloads.PurgeModeAuto, "purge-stampede's invalidation: auto (each engine's own: a ban where it has one, else a request per object), ban (one call for the stream's prefix) or purge (a request per object)")
 	f.StringVar(&o.PurgeMethod, "purge-method", engines.PurgeMethod, "purge-stampede: the HTTP method of a per-object purge (--engine external is purged this way)")
@@ -363,13 +367,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if len(imageFlags) > 0 && o.Runtime != engines.RuntimeDocker {
 		return usagef("--image goes with --runtime docker")
 	}
-	switch {
-	case o.Memory < 0:
-		return usagef("--memory %d: want a size, 0 or more, e.g. 2GiB", o.Memory)
-	case o.Memory > 0 && o.Runtime != engines.RuntimeDocker:
-		return usagef("--memory goes with --runtime docker")
-	case o.Memory > 0 && o.Memory < 6<<20:
-		return usagef("--memory %s: Docker wants 6MiB at least", o.Memory.String())
+	lim, err := containerLimits(o, specs, cfg)
+	if err != nil {
+		return err
 	}
 	externalURLs, originListens, err := parseExternals(sels, o.URL, o.OriginListen)
 	if err != nil {
@@ -492,16 +492,31 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		if err != nil {
 			return err
 		}
+		pkgs := map[string][]string{} // every package of each image, by its ref
 		for sel, im := range found {
 			if daemon, src := imageSource(im); daemon != "" {
 				binaries[sel], sources[sel] = daemon, src
 			}
+			if len(im.Packages) > 0 {
+				pkgs[imgs[sel]] = im.Packages
+			}
+		}
+		if len(pkgs) > 0 {
+			settings["image_packages"] = pkgs
 		}
 		defer cli.Close()
 		dockerImagesFound = imgs
-		docker = launch.Docker{Client: cli, RunID: runstate.From(ctx).ID(), Memory: int64(o.Memory)}
+		docker = launch.Docker{Client: cli, RunID: runstate.From(ctx).ID(), Memory: lim.Memory, CPUs: lim.CPUs}
 		settings["images"] = imgs
-		settings["container_memory_bytes"] = int64(o.Memory)
+		settings["container_memory_bytes"] = lim.Memory
+		settings["container_cpus"] = lim.CPUs
+		if lim.Short != "" {
+			settings["container_memory_below_store"] = true
+			fmt.Fprintln(stderr, "hlsbench: "+lim.Short)
+		}
+		if lim.AskedCPU != lim.CPUs {
+			settings["container_cpus_asked"] = lim.AskedCPU
+		}
 	}
 	lch, err := engines.LauncherFor(o.Runtime, docker)
 	if err != nil {

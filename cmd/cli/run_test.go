@@ -11,12 +11,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/workloads"
 )
 
 // The test binary stands in for hlsbench when run uses child processes: with
@@ -42,6 +44,10 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--runtime", "podman"}, "--runtime"},
 		{[]string{"run", "--memory", "1GiB"}, "--memory goes with --runtime docker"},
 		{[]string{"run", "--runtime", "docker", "--memory", "1KiB"}, "6MiB"},
+		{[]string{"run", "--runtime", "docker", "--memory", "512MiB"}, "--memory 512MiB cannot hold the run's largest cache store, 512 MiB"},
+		{[]string{"run", "--runtime", "docker", "--memory", "lots"}, "--memory"},
+		{[]string{"run", "--cpus", "2"}, "--cpus goes with --runtime docker"},
+		{[]string{"run", "--runtime", "docker", "--cpus", "-1"}, "--cpus -1"},
 		{[]string{"run", "--engine", "varnish", "--image", "varnish=x"}, "--image goes with --runtime docker"},
 		{[]string{"run", "--runtime", "docker", "--image", "varnish"}, "NAME=IMAGE"},
 		{[]string{"run", "--runtime", "docker", "--engine", "builtin", "--image", "nginx=x"}, "not an engine of this run"},
@@ -353,5 +359,47 @@ func TestVerdict(t *testing.T) {
 	code := Run(context.Background(), []string{"--help"}, io.Discard, io.Discard)
 	if code != ExitOK {
 		t.Errorf("--help exit %d", code)
+	}
+}
+
+func TestContainerLimits(t *testing.T) {
+	specs, err := workloads.Specs("hit-path,live-audience")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := workloads.Defaults()
+	docker := func(mem string, cpus float64) RunOptions {
+		o := RunOptions{Runtime: "docker", CPUs: cpus, set: map[string]bool{}}
+		if mem != "" {
+			if err := o.Memory.Set(mem); err != nil {
+				t.Fatal(err)
+			}
+			o.set["memory"] = true
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		o    RunOptions
+		mem  int64
+		cpus float64
+	}{
+		{docker("", 4), 1 << 30, min(4, float64(runtime.NumCPU()))},
+		{docker("auto", 0.5), 1 << 30, 0.5},
+		{docker("none", 0), 0, 0},
+		{docker("640MiB", 1), 640 << 20, 1},
+		{RunOptions{Runtime: "process", CPUs: 4}, 0, 0},
+	} {
+		l, err := containerLimits(tc.o, specs, cfg)
+		if err != nil || l.Memory != tc.mem || l.CPUs != tc.cpus {
+			t.Errorf("--memory %s --cpus %g: %+v, %v; want memory %d, cpus %g", tc.o.Memory.String(), tc.o.CPUs, l, err, tc.mem, tc.cpus)
+		}
+	}
+	// live-audience's curve at 1GiB needs more than the default's 1GiB.
+	cfg.StoreSizes = []int64{1 << 30}
+	if l, err := containerLimits(docker("", 4), specs, cfg); err != nil || l.Memory != 2<<30 {
+		t.Errorf("auto with a 1GiB store: %+v, %v; want 2GiB", l, err)
+	}
+	if _, err := containerLimits(docker("1GiB", 4), specs, cfg); err == nil || !strings.Contains(err.Error(), "give --memory 1152MiB or more") {
+		t.Errorf("1GiB limit for a 1GiB store: %v; want refused with the least that fits", err)
 	}
 }

@@ -149,6 +149,8 @@ func readSuiteFlags(fs *pflag.FlagSet, o *SuiteOptions) {
 	if f := fs.Lookup("memory"); f != nil {
 		o.Memory.Set(f.Value.String())
 	}
+	o.CPUs, _ = fs.GetFloat64("cpus")
+	o.AllowOOM, _ = fs.GetBool("allow-oom")
 }
 
 // suiteArgs are the settings flags a suite started with, for --resume.
@@ -171,6 +173,7 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	add("topology", o.Topology)
 	add("terminator", o.Terminator)
 	add("memory", o.Memory.String())
+	add("cpus", cpusText(o.CPUs))
 	add("slo", o.SLO)
 	add("url", o.URL)
 	add("origin-listen", o.OriginListen)
@@ -193,6 +196,9 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	}
 	if o.Nightly {
 		args = append(args, "--nightly")
+	}
+	if o.AllowOOM {
+		args = append(args, "--allow-oom")
 	}
 	return args
 }

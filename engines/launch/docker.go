@@ -50,8 +50,10 @@ type Docker struct {
 	Client *client.Client
 	// RunID is the run's id, written as LabelRun on every container.
 	RunID string
-	// Memory limits each container, in bytes (0: no limit).
+	// Memory limits each container, in bytes (0: no limit); CPUs is each
+	// one's CPU quota, as docker run --cpus (0: none), besides its cpuset.
 	Memory int64
+	CPUs   float64
 	// Binds are extra host:container mounts for every container (a cache
 	// directory outside Dir).
 	Binds []string
@@ -71,7 +73,16 @@ type NoDaemonError struct {
 }
 
 func (e *NoDaemonError) Error() string {
+	if e.Denied() {
+		return fmt.Sprintf("the Docker daemon at %s refused this user: %v (run as root, or add the user to the docker group: usermod -aG docker USER, then log in again)", e.Host, e.Err)
+	}
 	return fmt.Sprintf("no Docker daemon at %s (%s): %v", e.Host, StartHint, e.Err)
+}
+
+// Denied says a daemon is there but its socket refused this user: no
+// daemon to start, a permission to get.
+func (e *NoDaemonError) Denied() bool {
+	return errors.Is(e.Err, os.ErrPermission) || strings.Contains(strings.ToLower(fmt.Sprint(e.Err)), "permission denied")
 }
 
 func (e *NoDaemonError) Unwrap() []error { return []error{ErrNoDaemon, e.Err} }
@@ -142,6 +153,7 @@ func (d Docker) create(ctx context.Context, s Spec) (string, error) {
 	}
 	host.Resources.CpusetCpus = CPUList(s.CPUs)
 	host.Resources.Memory = d.Memory
+	host.Resources.NanoCPUs = int64(d.CPUs * 1e9)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := "hlsbench-" + safeName(d.RunID) + "-" + safeName(s.Name) + "-" + hex.EncodeToString(b[:])
@@ -178,12 +190,13 @@ func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
 	// of its own on the host: its processes are measured as a local
 	// engine's are (engines/cost, engines/cpuload).
 	if in, err := d.Client.ContainerInspect(ctx, id); err == nil && in.State != nil && in.State.Pid > 0 {
-		c.pgid = in.State.Pid
+		c.pgid, c.pid = in.State.Pid, in.State.Pid
 		if st, err := procfs.ReadStat(in.State.Pid); err == nil && st.PGID > 0 {
 			c.pgid = st.PGID
 		}
 		c.unobserve = runstate.From(ctx).Observe(c.pgid)
 	}
+	c.watch(ctx)
 	limit := s.ReadyTimeout
 	if limit == 0 {
 		limit = 30 * time.Second
@@ -384,14 +397,81 @@ type containerInstance struct {
 	unobserve   func()
 
 	out *lineLog // the container's stdout lines; ended with its output
+	pid int      // its first process, on the host; 0 when unknown
 
-	once    sync.Once
-	stopErr error
-	done    chan struct{}
+	once     sync.Once
+	stopErr  error
+	done     chan struct{} // closed once it exited or was stopped
+	doneOnce sync.Once
+	unwatch  context.CancelFunc
 
 	mu       sync.Mutex
-	paused   bool // ContainerPause sent, no ContainerUnpause since
-	stopping bool // Stop began: never paused again
+	paused   bool  // ContainerPause sent, no ContainerUnpause since
+	stopping bool  // Stop began: never paused again
+	exit     *Exit // how it ended on its own
+}
+
+// watch waits, in the background, for the container to stop running. One
+// that stops before Stop was asked for ended on its own: its exit status,
+// whether the kernel killed it for memory (the daemon's OOMKilled) and its
+// last lines are kept for Exited, and Done closes.
+func (c *containerInstance) watch(ctx context.Context) {
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.unwatch = cancel
+	resc, errc := c.d.Client.ContainerWait(wctx, c.id, container.WaitConditionNotRunning)
+	go func() {
+		defer c.closeDone()
+		code := -1
+		select {
+		case res := <-resc:
+			code = int(res.StatusCode)
+		case <-errc:
+			// Stop cancelled the wait, or the daemon went away: nothing
+			// is known of an ending of its own.
+			return
+		}
+		c.mu.Lock()
+		stopping := c.stopping
+		c.mu.Unlock()
+		if stopping {
+			return
+		}
+		e := &Exit{Name: c.name, Code: code, MemoryLimit: c.d.Memory}
+		ictx, icancel := context.WithTimeout(wctx, 5*time.Second)
+		if in, err := c.d.Client.ContainerInspect(ictx, c.id); err == nil && in.State != nil {
+			e.Code, e.OOMKilled = in.State.ExitCode, in.State.OOMKilled
+		}
+		icancel()
+		// Its output ends with it: the last lines come shortly after.
+		select {
+		case <-c.out.ended:
+		case <-time.After(2 * time.Second):
+		}
+		e.Log = LastLines(strings.TrimSpace(c.tail.String()), 20)
+		c.mu.Lock()
+		c.exit = e
+		c.mu.Unlock()
+	}()
+}
+
+func (c *containerInstance) closeDone() { c.doneOnce.Do(func() { close(c.done) }) }
+
+// Exited says how the container ended, if it ended on its own: nil while
+// it runs, and once Stop was asked for.
+func (c *containerInstance) Exited() *Exit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopping {
+		return nil
+	}
+	return c.exit
+}
+
+// OOMKills is the kernel's count of out-of-memory kills in the
+// container's memory cgroup, and its limit.
+func (c *containerInstance) OOMKills() (kills, limit int64, ok bool) {
+	n, ok := oomKills(c.pid)
+	return n, c.d.Memory, ok
 }
 
 // Freeze pauses the container (the daemon's cgroup freezer): every
@@ -488,7 +568,7 @@ func (c *containerInstance) PGID() int { return c.pgid }
 func (c *containerInstance) Ready() string { return c.ready }
 func (c *containerInstance) Logs() string  { return c.tail.String() }
 
-// Done is closed once the container has been stopped by Stop.
+// Done is closed once the container has exited, or been stopped by Stop.
 func (c *containerInstance) Done() <-chan struct{} { return c.done }
 
 // Exec runs argv in the container to its end.
@@ -546,7 +626,10 @@ func (c *containerInstance) Stop(ctx context.Context) error {
 		if c.unobserve != nil {
 			c.unobserve()
 		}
-		close(c.done)
+		if c.unwatch != nil {
+			c.unwatch()
+		}
+		c.closeDone()
 	})
 	if c.stopErr != nil {
 		return fmt.Errorf("stop %s container: %w", c.name, c.stopErr)
@@ -555,7 +638,9 @@ func (c *containerInstance) Stop(ctx context.Context) error {
 }
 
 var (
-	_ Launcher = Docker{}
-	_ Instance = (*containerInstance)(nil)
-	_ Freezer  = (*containerInstance)(nil)
+	_ Launcher   = Docker{}
+	_ Instance   = (*containerInstance)(nil)
+	_ Freezer    = (*containerInstance)(nil)
+	_ Exiter     = (*containerInstance)(nil)
+	_ OOMCounter = (*containerInstance)(nil)
 )

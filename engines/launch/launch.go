@@ -201,4 +201,5 @@ func WriteFiles(dir string, files map[string][]byte) error {
 var (
 	_ Launcher = Local{}
 	_ Instance = (*Process)(nil)
+	_ Exiter   = (*Process)(nil)
 )

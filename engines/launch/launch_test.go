@@ -2,9 +2,11 @@ package launch
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,5 +81,18 @@ func TestInproc(t *testing.T) {
 	<-inst.Done()
 	if _, err := (Inproc{}).Start(context.Background(), Spec{Name: "nothing"}); err == nil {
 		t.Error("a spec without Serve started in-process")
+	}
+}
+
+// A socket that refuses the user is not a missing daemon: the error says
+// how to get the permission, not to start one.
+func TestNoDaemonErrorDenied(t *testing.T) {
+	denied := &NoDaemonError{Host: "unix:///var/run/docker.sock", Err: fmt.Errorf("dial unix /var/run/docker.sock: connect: %w", syscall.EACCES)}
+	if msg := denied.Error(); !strings.Contains(msg, "docker group") || strings.Contains(msg, "start dockerd") {
+		t.Errorf("permission denied: %s", msg)
+	}
+	absent := &NoDaemonError{Host: "unix:///var/run/docker.sock", Err: fmt.Errorf("dial unix /var/run/docker.sock: connect: %w", syscall.ENOENT)}
+	if msg := absent.Error(); !strings.Contains(msg, "start dockerd") {
+		t.Errorf("no socket: %s", msg)
 	}
 }

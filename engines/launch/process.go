@@ -161,6 +161,31 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Tail is the end of the process's output.
 func (p *Process) Tail() string { return p.tail.String() }
 
+// Exited says how the process ended, if it ended on its own: nil while it
+// runs or once Stop was called.
+func (p *Process) Exited() *Exit {
+	select {
+	case <-p.done:
+	default:
+		return nil
+	}
+	p.mu.Lock()
+	stopped := p.stopped
+	p.mu.Unlock()
+	if stopped {
+		return nil
+	}
+	e := &Exit{Name: p.spec.Name, Code: -1, Log: LastLines(strings.TrimSpace(p.Tail()), 20)}
+	// ProcessState was set by Wait before done closed.
+	if st := p.cmd.ProcessState; st != nil {
+		e.Code = st.ExitCode()
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Signal = ws.Signal()
+		}
+	}
+	return e
+}
+
 // WaitHTTP waits until url answers anything (any status; over https with
 // tc), or the process exits, or limit passes.
 func (p *Process) WaitHTTP(ctx context.Context, url string, tc *tls.Config, limit time.Duration) error {
