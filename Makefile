@@ -1,4 +1,4 @@
-.PHONY: build run test lint nightly bench-loadgen bench-null audience-sweep page page-part page-report page-quick page-from-results screenshot
+.PHONY: build run test lint compose nightly bench-loadgen bench-null audience-sweep page page-part page-report page-quick page-from-results screenshot
 
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
@@ -9,6 +9,11 @@ build:
 
 run: build
 	bin/hlsbench run
+
+# docker-compose.yml and compose/: the stack hlsbench runs, as hlsbench
+# renders it (a test keeps them equal).
+compose:
+	go run ./cmd/hlsbench engines compose --out .
 
 # The suite, then again under the race detector (timing assertions relax
 # there, and say so). Packages one at a time: timing tests need a quiet machine.

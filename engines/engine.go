@@ -548,6 +548,11 @@ func (l *localInstance) startTerminator(ctx context.Context, s LocalSpec, lch la
 	}
 	os.Chmod(l.termWork, 0o755)
 	tc := TermConfig{Backend: l.cfg.ProxyListen, WorkDir: l.termWork, CPUs: l.cfg.CPUs}
+	if inContainer {
+		// The container runs hitch as root whoever runs hlsbench: its
+		// workers take the image's user, not one this host may lack.
+		tc.User = HitchImageUser
+	}
 	if tc.Listen, err = FreePort(); err != nil {
 		return err
 	}

@@ -23,6 +23,10 @@ type TermConfig struct {
 	WorkDir         string
 	Certs           certs.Files
 	CPUs            int // threads or worker processes
+	// User is the user hitch's workers run as where hitch starts as root
+	// (it refuses to keep root): "" decides on this host (hitchUser); a
+	// container names its image's user, whoever runs hlsbench.
+	User string
 }
 
 // A Terminator is a TLS terminator hlsbench puts in front of an engine.
@@ -82,6 +86,17 @@ func (Hitch) Render(t TermConfig) (Files, error) {
 	}
 	fh, fp, _ := net.SplitHostPort(t.Listen)
 	bh, bp, _ := net.SplitHostPort(t.Backend)
+	u := t.User
+	if u == "" {
+		u = hitchUser()
+	}
+	if strings.ContainsAny(u, " \t\n\"'#;") {
+		return nil, fmt.Errorf("hitch user %q: want a user name", u)
+	}
+	userLine := ""
+	if u != "" {
+		userLine = "user = \"" + u + "\"\n"
+	}
 	return Files{hitchConf: fmt.Appendf(nil, `# Rendered by hlsbench: TLS in front of the engine, PROXY v2 to it.
 frontend = "[%s]:%s"
 backend = "[%s]:%s"
@@ -92,20 +107,24 @@ workers = %d
 backlog = 1024
 keepalive = 300
 daemon = off
-%s`, fh, fp, bh, bp, t.Certs.Combined, max(t.CPUs, 1), hitchUser())}, nil
+%s`, fh, fp, bh, bp, t.Certs.Combined, max(t.CPUs, 1), userLine)}, nil
 }
 
-// hitchUser: hitch refuses to run its workers as root. Debian's package
-// makes the user _hitch (in the image too); elsewhere nobody.
+// HitchImageUser is the user hitch's workers run as in hlsbench's images
+// (Debian's package makes it), where hitch starts as root.
+const HitchImageUser = "_hitch"
+
+// hitchUser: hitch refuses to run its workers as root. Started as root on
+// this host, they run as Debian's _hitch where it exists, else nobody;
+// started as anyone else, they stay that user ("").
 func hitchUser() string {
 	if os.Geteuid() != 0 {
 		return ""
 	}
-	name := "nobody"
-	if _, err := user.Lookup("_hitch"); err == nil {
-		name = "_hitch"
+	if _, err := user.Lookup(HitchImageUser); err == nil {
+		return HitchImageUser
 	}
-	return "user = \"" + name + "\"\n"
+	return "nobody"
 }
 
 // Launch runs hitch on the rendered file.

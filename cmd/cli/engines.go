@@ -25,7 +25,7 @@ func newEnginesCmd(stdout, stderr io.Writer) *cobra.Command {
 			return ListEngines(c.Context(), stdout)
 		},
 	}
-	c.AddCommand(newEnginesBuildCmd(stdout, stderr), newEnginesRenderCmd(stdout))
+	c.AddCommand(newEnginesBuildCmd(stdout, stderr), newEnginesRenderCmd(stdout), newEnginesComposeCmd(stderr))
 	return c
 }
 

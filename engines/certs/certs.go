@@ -155,3 +155,33 @@ func (s *Set) ClientConfig() *tls.Config {
 func (s *Set) ServerConfig() *tls.Config {
 	return &tls.Config{Certificates: []tls.Certificate{s.cert}, MinVersion: tls.VersionTLS12}
 }
+
+// Valid reports whether dir holds a set Write wrote whose server
+// certificate the authority signed and the key matches, and until when
+// the certificate is valid.
+func Valid(dir string) (time.Time, bool) {
+	read := func(name string) []byte {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		return b
+	}
+	caPEM, certPEM, keyPEM, combined := read("ca.pem"), read("cert.pem"), read("key.pem"), read("combined.pem")
+	if string(combined) != string(certPEM)+string(keyPEM) {
+		return time.Time{}, false
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return time.Time{}, false
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return time.Time{}, false
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return time.Time{}, false
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool}); err != nil {
+		return time.Time{}, false
+	}
+	return leaf.NotAfter, true
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // A client with ClientConfig completes a handshake with ServerConfig on
@@ -82,5 +83,42 @@ func TestWrite(t *testing.T) {
 	}
 	if _, err := tls.LoadX509KeyPair(f.Cert, f.Key); err != nil {
 		t.Error(err)
+	}
+}
+
+// Valid accepts a set Write wrote, and nothing else: a missing file, an
+// authority that did not sign the certificate, a key of another set.
+func TestValid(t *testing.T) {
+	a, err := New([]string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New([]string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, ok := Valid(dir); ok {
+		t.Error("an empty directory is valid")
+	}
+	if _, err := a.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	until, ok := Valid(dir)
+	if !ok || time.Until(until) < Validity-2*time.Hour {
+		t.Fatalf("a fresh set: %v until %v", ok, until)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), b.CAPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := Valid(dir); ok {
+		t.Error("valid with another set's authority")
+	}
+	a.Write(dir)
+	if err := os.WriteFile(filepath.Join(dir, "key.pem"), b.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := Valid(dir); ok {
+		t.Error("valid with another set's key")
 	}
 }

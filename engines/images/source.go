@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
+	engine "github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/srcbuild"
 )
 
@@ -44,7 +45,15 @@ func BuildFromSource(ctx context.Context, cli *client.Client, b srcbuild.Build, 
 	if !ok {
 		return Built{}, fmt.Errorf("image %s: no %s to build it on: run hlsbench images build first", ref, BaseRef)
 	}
-	inputs := digest("hlsbench images source "+BuildVersion, "labels 2", "build "+b.Inputs, "base "+baseImg.ID)
+	// The daemon is also on PATH under the engine's own binary name
+	// (vinyld, varnishd: /usr/local/sbin comes first), so that a command
+	// line naming it, as docker-compose.yml does, runs this build.
+	e, ok := engine.Lookup(b.Engine)
+	if !ok || !filepath.IsAbs(b.Daemon) {
+		return Built{}, fmt.Errorf("image %s: engine %q, daemon %q: want a known engine and an absolute path", ref, b.Engine, b.Daemon)
+	}
+	link := "/usr/local/sbin/" + e.Binary()
+	inputs := digest("hlsbench images source "+BuildVersion, "labels 2", "build "+b.Inputs, "base "+baseImg.ID, "link "+link)
 	old, hadOld, err := inspect(ctx, cli, ref)
 	if err != nil {
 		return Built{}, err
@@ -55,7 +64,7 @@ func BuildFromSource(ctx context.Context, cli *client.Client, b srcbuild.Build, 
 	}
 	start := time.Now()
 	var ctxTar bytes.Buffer
-	df := fmt.Sprintf("FROM %s\nCOPY build/ %s/\n", baseImg.ID, b.Dir)
+	df := fmt.Sprintf("FROM %s\nCOPY build/ %s/\nRUN [\"ln\", \"-sf\", %q, %q]\n", baseImg.ID, b.Dir, b.Daemon, link)
 	if err := tarBuildContext(&ctxTar, df, b.Dir); err != nil {
 		return Built{}, fmt.Errorf("image %s: %w", ref, err)
 	}
@@ -68,7 +77,7 @@ func BuildFromSource(ctx context.Context, cli *client.Client, b srcbuild.Build, 
 	}
 	// Built on this host, it may want what the image lacks (a library, a
 	// newer glibc): its daemon must run there before the image is kept.
-	out, err := RunOnce(ctx, cli, id, []string{b.Daemon, "-V"}, nil)
+	out, err := RunOnce(ctx, cli, id, []string{e.Binary(), "-V"}, nil)
 	if err == nil && out.ExitCode != 0 {
 		err = fmt.Errorf("exit status %d", out.ExitCode)
 	}
