@@ -69,7 +69,13 @@ func (c *cell) ended(before vitals) error {
 	}
 	if before.known {
 		if now := c.vitals(); now.known && now.kills > before.kills {
-			return fmt.Errorf("%s: the kernel killed %d of its processes: %s", c.name, now.kills-before.kills, strings.TrimPrefix(launch.OOMNote(now.limit), "killed: "))
+			msg := fmt.Sprintf("%s: the kernel killed %d of its processes: %s", c.name, now.kills-before.kills, strings.TrimPrefix(launch.OOMNote(now.limit), "killed: "))
+			if lg, ok := c.inst.(interface{ Logs() map[string]string }); ok {
+				if tail := launch.LastLines(strings.TrimSpace(lg.Logs()["engine"]), 20); tail != "" {
+					msg += "\n--- " + c.name + " output (last lines) ---\n" + tail
+				}
+			}
+			return errors.New(msg)
 		}
 	}
 	return nil

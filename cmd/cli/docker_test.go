@@ -185,6 +185,9 @@ func TestDockerRunOutOfMemory(t *testing.T) {
 	if !strings.Contains(errs, "out of memory (limit 64 MiB)") || !strings.Contains(errs, "its output is kept in") {
 		t.Errorf("the error does not say the engine ran out of memory under 64 MiB: %s", errs)
 	}
+	if !strings.Contains(errs, "--- varnish output (last lines) ---") || !strings.Contains(errs, "Child") {
+		t.Errorf("the error does not show Varnish's last lines: %s", errs)
+	}
 	files, _ := filepath.Glob(filepath.Join(dir, "run-*.json"))
 	if len(files) != 1 {
 		t.Fatalf("%d run files", len(files))
