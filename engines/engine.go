@@ -339,20 +339,20 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	// Made through the run in ctx, which records them before they exist:
 	// a killed run's directories are removed by the next.
 	run := runstate.From(ctx)
-	work, err := run.MkdirTemp(os.TempDir(), e.Name())
+	group := ""
+	if !inContainer && !inproc {
+		group = dropGroup(e, bin, s.Own)
+	}
+	work, workDir, err := scratchDir(run, os.TempDir(), e.Name(), inContainer, group)
 	if err != nil {
 		return nil, err
 	}
-	cache, err := run.MkdirTemp(ramDir(), e.Name()+"-cache")
+	cache, cacheDir, err := scratchDir(run, ramDir(), e.Name()+"-cache", inContainer, group)
 	if err != nil {
-		run.RemoveAll(work)
+		run.RemoveAll(workDir)
 		return nil, err
 	}
-	// Engines that drop privileges need to reach their files.
-	for _, d := range []string{work, cache} {
-		os.Chmod(d, 0o755)
-	}
-	li := &localInstance{e: e, bin: bin, work: work, cache: cache, run: run}
+	li := &localInstance{e: e, bin: bin, work: work, cache: cache, run: run, dirs: []string{workDir, cacheDir}}
 	defer func() {
 		if err != nil {
 			li.Stop(context.WithoutCancel(ctx))
@@ -514,9 +514,13 @@ type localInstance struct {
 	url   string
 	info  results.Engine
 	run   *runstate.Run
-	// term is topology proxyv2's terminator, in termWork.
-	term     launch.Instance
-	termWork string
+	// dirs are the scratch directories to remove: work's and cache's, or
+	// their private parents in a container.
+	dirs []string
+	// term is topology proxyv2's terminator, in termWork (termDir removes
+	// it).
+	term              launch.Instance
+	termWork, termDir string
 }
 
 // startTerminator puts a TLS terminator in front of the engine's PROXY
@@ -543,10 +547,11 @@ func (l *localInstance) startTerminator(ctx context.Context, s LocalSpec, lch la
 			return err
 		}
 	}
-	if l.termWork, err = l.run.MkdirTemp(os.TempDir(), t.Name()); err != nil {
+	// hitch and HAProxy read their files as root, before they drop
+	// privileges: their directory is hlsbench's alone.
+	if l.termWork, l.termDir, err = scratchDir(l.run, os.TempDir(), t.Name(), inContainer, ""); err != nil {
 		return err
 	}
-	os.Chmod(l.termWork, 0o755)
 	tc := TermConfig{Backend: l.cfg.ProxyListen, WorkDir: l.termWork, CPUs: l.cfg.CPUs}
 	if inContainer {
 		// The container runs hitch as root whoever runs hlsbench: its
@@ -693,13 +698,16 @@ func (l *localInstance) Stop(ctx context.Context) error {
 	if l.term != nil {
 		errs = append(errs, l.term.Stop(ctx))
 	}
-	if l.termWork != "" {
-		errs = append(errs, l.run.RemoveAll(l.termWork))
+	if l.termDir != "" {
+		errs = append(errs, l.run.RemoveAll(l.termDir))
 	}
 	if l.inst != nil {
 		errs = append(errs, l.inst.Stop(ctx))
 	}
-	return errors.Join(append(errs, l.run.RemoveAll(l.work), l.run.RemoveAll(l.cache))...)
+	for _, d := range l.dirs {
+		errs = append(errs, l.run.RemoveAll(d))
+	}
+	return errors.Join(errs...)
 }
 
 // Freeze stops the engine's processes and its terminator's

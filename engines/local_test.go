@@ -46,6 +46,13 @@ func TestStartLocalRecordsInRun(t *testing.T) {
 		if filepath.Dir(d) != parent || !strings.HasPrefix(filepath.Base(d), runstate.DirPrefix(r.ID())+"nginx-") {
 			t.Errorf("scratch directory %s, want %s/%snginx-…", d, parent, runstate.DirPrefix(r.ID()))
 		}
+		// Started by root, NGINX's workers (nobody) reach the directories
+		// through their group; no other user does.
+		wantMode, wantGroup := os.FileMode(0o700), ""
+		if os.Geteuid() == 0 {
+			wantMode, wantGroup = 0o750, NGINX{}.DropGroup("", nil)
+		}
+		checkScratchMode(t, d, wantMode, wantGroup)
 	}
 	if err := inst.Stop(ctx); err != nil {
 		t.Fatal(err)

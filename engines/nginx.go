@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -121,6 +122,19 @@ func (NGINX) ProxySupport(ctx context.Context, run Exec, binary string) error {
 		return &NotApplicableError{Reason: "this nginx was built without the realip module (--with-http_realip_module)"}
 	}
 	return nil
+}
+
+// DropGroup: started as root, NGINX runs its workers as its file's user
+// directive says, else as nobody in group nogroup (Debian's build; nobody
+// elsewhere). The workers write the temp and cache directories.
+func (NGINX) DropGroup(_ string, own *UserConfig) string {
+	if own != nil && own.workerGroup != "" {
+		return own.workerGroup
+	}
+	if _, err := user.LookupGroup("nogroup"); err == nil {
+		return "nogroup"
+	}
+	return primaryGroup("nobody")
 }
 
 func nginxArgs(cfg Config) []string {
@@ -491,7 +505,7 @@ var nginxTemplate = template.Must(template.New(NGINXConf).Parse(`# Rendered by h
 
 # No "user": run by root, the workers become nobody, and NGINX itself chowns the
 # cache and temp directories below to them (the work and cache directories are
-# 0755 and under world-traversable parents); run by anyone else, it stays that user.
+# 0750 and nobody's group's); run by anyone else, it stays that user.
 {{- if .Purge}}
 # Policy purge "purge": Debian's ngx_cache_purge (libnginx-mod-http-cache-purge).
 load_module {{.PurgeModule}};

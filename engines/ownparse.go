@@ -325,6 +325,12 @@ func (NGINX) ReadOwnConfig(content []byte) (*UserConfig, error) {
 			uc.addDaemonOff = false
 		case "pid":
 			uc.addPID = false
+		case "user":
+			// user USER [GROUP]: without a group, the one named as the
+			// user is NGINX's.
+			if len(d.args) > 0 {
+				uc.workerGroup = d.args[len(d.args)-1]
+			}
 		}
 	}
 	walkNGINX(top, func(d nginxDirective) {

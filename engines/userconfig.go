@@ -41,6 +41,9 @@ type UserConfig struct {
 	// with -g so that nginx stays in the foreground and its pid file in
 	// the work directory.
 	addDaemonOff, addPID bool
+	// workerGroup is the group of the file's user directive, which
+	// NGINX's workers run as when it is started as root ("": none).
+	workerGroup string
 }
 
 // Record is the configuration as the results keep it.
@@ -114,7 +117,12 @@ func CheckUserConfig(ctx context.Context, e Engine, uc *UserConfig, binary strin
 		return err
 	}
 	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755) // varnishd's jail reads it as another user
+	if group := dropGroup(e, binary, uc); group != "" {
+		// varnishd's jail compiles the VCL as another user.
+		if err := shareWith(dir, e.Name(), group); err != nil {
+			return err
+		}
+	}
 	if err := os.WriteFile(filepath.Join(dir, oc.OwnConfigFile()), uc.Content, 0o644); err != nil {
 		return err
 	}

@@ -80,6 +80,12 @@ func (Varnish) ReadCounters(ctx context.Context, run Exec, cfg Config, binary st
 
 // InstallHint says how to get varnishd.
 // UpstreamCounter is varnishstat's count of backend requests.
+func (Varnish) DropGroup(binary string, own *UserConfig) string {
+	return varnishNames.DropGroup(binary, own)
+}
+func (Vinyl) DropGroup(binary string, own *UserConfig) string {
+	return vinylNames.DropGroup(binary, own)
+}
 func (Varnish) UpstreamCounter() string { return "MAIN.backend_req" }
 func (Vinyl) UpstreamCounter() string   { return "MAIN.backend_req" }
 
@@ -117,7 +123,7 @@ func (Vinyl) InstallHint() string {
 // process; a private state directory (-n) that varnishstat and varnishadm
 // find with the same -n; the RAM store sized by the policy. As root, varnishd
 // keeps its default jail and drops privileges to the package's users
-// (varnish, vcache): the work directory is world-readable (StartLocal makes
+// (varnish, vcache): the work directory is their group's (StartLocal makes
 // it so) and varnishd creates its -n directory with the owners it needs, so
 // nothing runs as root that a packaged varnishd would not run as root.
 // Grace and keep are set per response by the VCL, so default_grace and
@@ -167,6 +173,16 @@ func jailArgs(binary string) []string {
 			return nil
 		}
 	}
+}
+
+// DropGroup: started as root in its default jail, varnishd compiles the
+// VCL as the varnish user and runs the cache process as vcache, both in the
+// varnish user's group.
+func (f varnishFamily) DropGroup(binary string, _ *UserConfig) string {
+	if len(jailArgs(binary)) > 0 {
+		return ""
+	}
+	return primaryGroup("varnish")
 }
 
 // stateDir is the instance's -n directory.

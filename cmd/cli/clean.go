@@ -55,9 +55,7 @@ func Clean(ctx context.Context, stdout, stderr io.Writer, o CleanOptions) error 
 	if o.Dir == "" {
 		o.Dir = runstate.Dir()
 	}
-	sw, err := runstate.Sweep(o.Dir, o.DryRun)
-	printSwept(stderr, sw, o.DryRun)
-	orphans := sweepContainers(ctx, stderr, sw, o.DryRun)
+	sw, orphans, err := sweepAll(ctx, stderr, o.Dir, o.DryRun)
 	for _, l := range sw.Live {
 		fmt.Fprintf(stderr, "hlsbench: run %s (pid %d) is running: left alone\n", l.Run, l.PID)
 	}

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -171,6 +173,28 @@ func sweepContainers(ctx context.Context, stderr io.Writer, sw runstate.Swept, d
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "hlsbench: could not remove every container of runs that are gone: %v\n", err)
+	}
+	// Their scratch directories too, which a state file may no longer
+	// list (removed by hand, cleared by a reboot).
+	var dirs []string
+	var errs []error
+	for _, o := range orphans {
+		for _, d := range o.ScratchDirs() {
+			if _, err := os.Lstat(d); err != nil {
+				continue
+			}
+			if err := os.RemoveAll(d); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) > 0 {
+		fmt.Fprintf(stderr, "hlsbench: removed their directories: %s\n", strings.Join(dirs, ", "))
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(stderr, "hlsbench: could not remove every directory of runs that are gone: %v\n", err)
 	}
 	return len(orphans)
 }

@@ -46,9 +46,7 @@ func beginRun(ctx context.Context, stderr io.Writer, lock string) (_ context.Con
 		}
 		return ctx, nil, err
 	}
-	sw, err := runstate.Sweep(dir, false)
-	printSwept(stderr, sw, false)
-	sweepContainers(ctx, stderr, sw, false)
+	_, _, err = sweepAll(ctx, stderr, dir, false)
 	if err != nil {
 		fmt.Fprintf(stderr, "hlsbench: could not remove all a killed run left: %v\n", err)
 	}
@@ -66,11 +64,31 @@ func beginRun(ctx context.Context, stderr io.Writer, lock string) (_ context.Con
 	return runstate.With(ctx, r), end, nil
 }
 
+// sweepAll removes what runs that are gone left: their processes and
+// directories (runstate.Sweep), then their containers. When hlsbench is not
+// root, a directory a container wrote in can only be removed once the
+// container's files were given back: the sweep then runs again.
+func sweepAll(ctx context.Context, stderr io.Writer, dir string, dryRun bool) (runstate.Swept, int, error) {
+	sw, err := runstate.Sweep(dir, dryRun)
+	printSwept(stderr, sw, dryRun)
+	orphans := sweepContainers(ctx, stderr, sw, dryRun)
+	if err != nil && orphans > 0 && !dryRun {
+		again, aerr := runstate.Sweep(dir, false)
+		printSwept(stderr, again, false)
+		sw.Dead, err = append(sw.Dead, again.Dead...), aerr
+	}
+	return sw, orphans, err
+}
+
 // printSwept says in a line per dead run what it left and what became of it.
 func printSwept(w io.Writer, sw runstate.Swept, dryRun bool) {
 	for _, d := range sw.Dead {
 		if dryRun {
 			fmt.Fprintf(w, "hlsbench: a killed run left (run %s, pid %d): %s (--dry-run: nothing removed)\n", d.Run, d.PID, d.What())
+			continue
+		}
+		if d.Err != nil {
+			fmt.Fprintf(w, "hlsbench: a killed run left (run %s, pid %d): %s; not all removed: %v\n", d.Run, d.PID, d.What(), d.Err)
 			continue
 		}
 		fmt.Fprintf(w, "hlsbench: removed what a killed run left (run %s, pid %d): %s\n", d.Run, d.PID, d.What())

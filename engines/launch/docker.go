@@ -9,11 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -171,8 +175,8 @@ func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &containerInstance{d: d, id: id, name: s.Name, tail: NewTail(16 << 10), done: make(chan struct{}),
-		stopTimeout: s.StopTimeout}
+	c := &containerInstance{d: d, id: id, name: s.Name, image: s.Image, dirs: mounted(s), tail: NewTail(16 << 10),
+		done: make(chan struct{}), stopTimeout: s.StopTimeout}
 	c.out = newLineLog(c.tail)
 	defer func() {
 		if err != nil {
@@ -217,7 +221,84 @@ func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
 }
 
 // Run runs s's command in a throwaway container of s's image to its end.
+// What it wrote in its directories is given back to hlsbench's user.
 func (d Docker) Run(ctx context.Context, s Spec) (Output, error) {
+	o, err := d.run(ctx, s)
+	if gerr := d.giveBack(context.WithoutCancel(ctx), s.Image, mounted(s)); gerr != nil {
+		err = errors.Join(err, gerr)
+	}
+	return o, err
+}
+
+// mounted is the host directories a container of s mounts.
+func mounted(s Spec) []string {
+	var dirs []string
+	for _, d := range append([]string{s.Dir}, s.Binds...) {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// giveBack hands what a container wrote in the host directories it
+// mounted back to hlsbench's user when hlsbench is not root: the engines
+// run as root in their containers, and the files they make there would
+// outlive the run, removable by root alone. A throwaway container of the
+// same image, as root, runs chown -R; nothing runs when every file is
+// already the user's.
+func (d Docker) giveBack(ctx context.Context, image string, dirs []string) error {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	return d.giveTo(ctx, image, dirs, os.Geteuid(), os.Getegid())
+}
+
+// giveTo is giveBack to uid and gid.
+func (d Docker) giveTo(ctx context.Context, image string, dirs []string, uid, gid int) error {
+	if image == "" {
+		return nil
+	}
+	var theirs []string
+	for _, dir := range dirs {
+		if foreignFiles(dir, uid) {
+			theirs = append(theirs, dir)
+		}
+	}
+	if len(theirs) == 0 {
+		return nil
+	}
+	argv := append([]string{"chown", "-R", strconv.Itoa(uid) + ":" + strconv.Itoa(gid)}, theirs...)
+	if _, err := d.run(ctx, Spec{Name: "chown", Image: image, Command: argv, Binds: theirs}); err != nil {
+		return fmt.Errorf("give %s back to uid %d: %w", strings.Join(theirs, ", "), uid, err)
+	}
+	return nil
+}
+
+// foreignFiles says whether anything under dir is not uid's (or cannot be
+// read to tell).
+func foreignFiles(dir string, uid int) bool {
+	found := false
+	filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err != nil {
+			found = !errors.Is(err, fs.ErrNotExist)
+			return fs.SkipAll
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil // gone since
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found
+}
+
+// run is Run without the giving back.
+func (d Docker) run(ctx context.Context, s Spec) (Output, error) {
 	id, err := d.create(ctx, s)
 	if err != nil {
 		return Output{}, err
@@ -307,6 +388,8 @@ func creatorLabels() map[string]string {
 // Orphan is a container whose run's hlsbench is gone.
 type Orphan struct {
 	ID, Name, Run string
+	Image         string
+	Dirs          []string // the host directories it mounts
 }
 
 // Orphans lists the containers of runs whose hlsbench is gone: each
@@ -334,13 +417,43 @@ func Orphans(ctx context.Context, cli *client.Client, dead func(run string) bool
 		if len(c.Names) > 0 {
 			name = strings.TrimPrefix(c.Names[0], "/")
 		}
-		out = append(out, Orphan{ID: c.ID, Name: name, Run: run})
+		o := Orphan{ID: c.ID, Name: name, Run: run, Image: c.Image}
+		for _, m := range c.Mounts {
+			if m.Type == "bind" && m.Source != "" {
+				o.Dirs = append(o.Dirs, m.Source)
+			}
+		}
+		out = append(out, o)
 	}
 	return out, nil
 }
 
+// ScratchDirs are the scratch directories of o's run that o mounts (those
+// named runstate.DirPrefix(run)…, which hold what it mounts): a run that is
+// gone made them, and they are removed with its containers even when its
+// state file, which lists them, is gone too.
+func (o Orphan) ScratchDirs() []string {
+	if o.Run == "" {
+		return nil
+	}
+	var out []string
+	for _, d := range o.Dirs {
+		for p := filepath.Clean(d); p != "/" && p != "."; p = filepath.Dir(p) {
+			if strings.HasPrefix(filepath.Base(p), runstate.DirPrefix(o.Run)) {
+				if !slices.Contains(out, p) {
+					out = append(out, p)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
 // RemoveOrphans removes the containers Orphans listed, unpausing a paused
-// one first; one already gone is no error. It says which it removed.
+// one first; one already gone is no error. What they wrote in the host
+// directories they mount is given back to hlsbench's user (who removes
+// them with the run's state). It says which it removed.
 func RemoveOrphans(ctx context.Context, cli *client.Client, orphans []Orphan) ([]string, error) {
 	var removed []string
 	var errs []error
@@ -353,6 +466,9 @@ func RemoveOrphans(ctx context.Context, cli *client.Client, orphans []Orphan) ([
 			continue
 		}
 		removed = append(removed, o.Name)
+		if err := (Docker{Client: cli, RunID: o.Run}).giveBack(ctx, o.Image, o.Dirs); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return removed, errors.Join(errs...)
 }
@@ -390,6 +506,8 @@ func safeName(s string) string {
 type containerInstance struct {
 	d           Docker
 	id, name    string
+	image       string
+	dirs        []string // the host directories it mounts
 	stopTimeout time.Duration
 	tail        *Tail
 	ready       string
@@ -621,6 +739,9 @@ func (c *containerInstance) Stop(ctx context.Context) error {
 			c.stopErr = err
 		}
 		if err := c.d.Client.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
+			c.stopErr = errors.Join(c.stopErr, err)
+		}
+		if err := c.d.giveBack(ctx, c.image, c.dirs); err != nil {
 			c.stopErr = errors.Join(c.stopErr, err)
 		}
 		if c.unobserve != nil {

@@ -181,3 +181,57 @@ func TestDockerFreezeThaw(t *testing.T) {
 		t.Errorf("swept, still there: %v", runs[run])
 	}
 }
+
+func TestOrphanScratchDirs(t *testing.T) {
+	o := Orphan{Run: "abc123", Dirs: []string{
+		"/tmp/hlsbench-abc123-varnish-0011/d",
+		"/dev/shm/hlsbench-abc123-varnish-cache-22/d",
+		"/tmp/hlsbench-abc123-varnish-0011/d", // twice
+		"/tmp/hlsbench-other-varnish-33/d",    // another run's
+		"/etc/ssl",                            // not a scratch directory
+	}}
+	got := o.ScratchDirs()
+	want := []string{"/tmp/hlsbench-abc123-varnish-0011", "/dev/shm/hlsbench-abc123-varnish-cache-22"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ScratchDirs %q, want %q", got, want)
+	}
+	if d := (Orphan{Dirs: []string{"/tmp/hlsbench--x/d"}}).ScratchDirs(); d != nil {
+		t.Errorf("without a run: %q", d)
+	}
+}
+
+// What a container wrote as root in a directory it mounts is given to
+// another user: hlsbench not run by root can then remove it. (The test
+// runs as root, so it gives the files to nobody.)
+func TestDockerGiveBack(t *testing.T) {
+	cli := needDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run := "test-giveback"
+	t.Cleanup(func() { Remove(context.Background(), cli, run) })
+	d := Docker{Client: cli, RunID: run}
+	dir := t.TempDir()
+	if _, err := d.run(ctx, Spec{Name: "write", Image: testImage, Dir: dir,
+		Command: []string{"sh", "-c", "mkdir -p sub && echo x > sub/f && chmod 700 sub && chown -R 0:0 ."}}); err != nil {
+		t.Fatal(err)
+	}
+	const uid, gid = 65534, 65534
+	if !foreignFiles(dir, uid) {
+		t.Fatal("root's files are not seen as another user's")
+	}
+	if err := d.giveTo(ctx, testImage, []string{dir}, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if foreignFiles(dir, uid) {
+		t.Error("files left that are not the user's")
+	}
+	if foreignFiles(filepath.Join(dir, "missing"), uid) {
+		t.Error("a directory that is gone holds foreign files")
+	}
+	if err := d.giveTo(ctx, testImage, []string{dir}, uid, gid); err != nil {
+		t.Errorf("nothing to give: %v", err)
+	}
+	if runs, _ := Runs(ctx, cli); len(runs[run]) != 0 {
+		t.Errorf("containers left: %v", runs[run])
+	}
+}
