@@ -70,12 +70,19 @@ func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	p := &Process{spec: spec, cmd: cmd, tail: NewTail(16 << 10), done: make(chan struct{})}
 	p.out = newLineLog(p.tail)
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of our own, not StdoutPipe: Wait closes that one as soon as
+	// the process exits, and what it wrote last (why it exited) could be
+	// lost unread.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdout = w
 	cmd.Stderr = p.tail
-	if err := onSpawnThread(cmd.Start); err != nil {
+	err = onSpawnThread(cmd.Start)
+	w.Close()
+	if err != nil {
+		stdout.Close()
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
 	// Recorded before the output readers and the waiter start: the process
@@ -84,15 +91,31 @@ func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 	if err != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
+		stdout.Close()
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
-	go p.out.read(stdout)
+	read := make(chan struct{})
+	go func() {
+		p.out.read(stdout)
+		stdout.Close()
+		close(read)
+	}()
 	go func() {
 		p.waitErr = cmd.Wait()
+		// Its output read to the end before Done, unless a process it
+		// left behind (a daemon's child) still holds the pipe.
+		select {
+		case <-read:
+		case <-time.After(outputGrace):
+		}
 		close(p.done)
 	}()
 	return p, nil
 }
+
+// outputGrace is how long an exited process's output is still read before
+// Done closes, when something else holds its stdout open.
+const outputGrace = 250 * time.Millisecond
 
 // Linux sends a child its PR_SET_PDEATHSIG when the *thread* that forked
 // it exits, not the process (see prctl(2)), and Go ends a thread whose
