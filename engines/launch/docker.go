@@ -150,10 +150,8 @@ func (d Docker) create(ctx context.Context, s Spec) (string, error) {
 		cfg.Labels[k] = v
 	}
 	host := &container.HostConfig{NetworkMode: "host", Binds: append([]string{}, d.Binds...)}
-	for _, dir := range append([]string{s.Dir}, s.Binds...) {
-		if dir != "" {
-			host.Binds = append(host.Binds, dir+":"+dir)
-		}
+	for _, dir := range mounted(s) {
+		host.Binds = append(host.Binds, dir+":"+dir)
 	}
 	host.Resources.CpusetCpus = CPUList(s.CPUs)
 	host.Resources.Memory = d.Memory
