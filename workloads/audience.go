@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -50,6 +51,74 @@ var DefaultStoreSizes = []int64{128 << 20, 32 << 20}
 
 type liveAudience struct {
 	sizes []int64 // the curve's other store sizes; nil: DefaultStoreSizes
+}
+
+// live-audience's settings: viewers joining over ramp then watching for
+// watch in each of its passes (after one warm-up); the origin's channels,
+// titles, ladder and target duration; the popularity exponent and the
+// shares of viewers on VOD and switching rendition; the miss-ratio curve's
+// store sizes besides the policy's.
+var (
+	viewersSetting = intSetting("viewers", DefaultViewers, "live-audience: players joining over the ramp, each with its own clock").
+			Accept(between(1, 100000, "1 to 100000")).Record("live_audience.viewers")
+	channelsSetting = intSetting("channels", origin.DefaultChannels, "live-audience: live channels, chosen with Zipf popularity").
+			Accept(atLeast(1, "1 or more")).Record("live_audience.channels")
+	titlesSetting = intSetting("titles", origin.DefaultTitles, "live-audience: VOD titles of 30 segments, chosen with Zipf popularity").
+			Accept(atLeast(1, "1 or more")).Record("live_audience.titles")
+	ladderSetting = newParam("ladder", origin.DefaultLadder, "live-audience: the ABR ladder, bits per second, ascending (a segment is bitrate × target-duration / 8 bytes)", "bitrates",
+		origin.ParseLadder, origin.FormatLadder).
+		Accept(func(l []int64) string {
+			if len(l) == 0 {
+				return "want at least one bitrate, e.g. " + origin.FormatLadder(origin.DefaultLadder)
+			}
+			return ""
+		}).Record("live_audience.ladder_bps")
+	targetDurationSetting = durationSetting("target-duration", origin.DefaultTargetDuration, "live-audience: every segment's duration; live playlists move on by one segment this often").
+				Accept(atLeast(time.Nanosecond, "a positive duration, e.g. 2s")).Record("live_audience.target_duration")
+	audienceZipfSetting = floatSetting("audience-zipf", DefaultAudienceZipf, "live-audience: the Zipf exponent of channel and title popularity (0: uniform)").
+				Accept(between(0.0, 10, "an exponent from 0 (uniform) to 10")).Record("live_audience.zipf")
+	vodShareSetting = floatSetting("vod-share", DefaultVODShare, "live-audience: the share of viewers on VOD, 0 to 1").
+			Accept(between(0.0, 1, "a share from 0 to 1")).Record("live_audience.vod_share")
+	switchShareSetting = floatSetting("switch-share", DefaultSwitchShare, "live-audience: the share of viewers switching rendition every 3 to 6 segments, 0 to 1").
+				Accept(between(0.0, 1, "a share from 0 to 1")).Record("live_audience.switch_share")
+	rampSetting = durationSetting("ramp", DefaultRamp, "live-audience: viewers join at random over this long in each pass").
+			Quick(4 * time.Second).Accept(atLeast(time.Duration(0), "0 (every viewer at once) or more")).Record("live_audience.ramp")
+	watchSetting = durationSetting("watch", DefaultWatch, "live-audience: then every viewer watches this long").
+			Quick(8 * time.Second).Accept(atLeast(time.Second, "at least 1s of watching after the ramp")).Record("live_audience.watch")
+	audiencePassesSetting = intSetting("audience-passes", DefaultAudiencePasses, "live-audience: measured passes after its warm-up").
+				Quick(1).Accept(atLeast(1, "1 or more")).Record("live_audience.passes")
+	storeSizesSetting = newParam("store-sizes", DefaultStoreSizes, "live-audience: the miss-ratio curve's store sizes besides the policy's 512MiB, each after an engine restart and a warm-up (comma list, or none)", "sizes",
+		origin.ParseByteList, origin.FormatByteList).
+		Accept(func(l []int64) string {
+			for _, n := range l {
+				if n < 1<<20 {
+					return "want sizes of at least 1MiB"
+				}
+			}
+			return ""
+		}).Record("live_audience.store_sizes")
+)
+
+func (liveAudience) Settings() []Setting {
+	return []Setting{viewersSetting, channelsSetting, titlesSetting, ladderSetting, targetDurationSetting, audienceZipfSetting,
+		vodShareSetting, switchShareSetting, rampSetting, watchSetting, audiencePassesSetting, storeSizesSetting}
+}
+
+// validate checks the origin's live channels as the settings shape them.
+func (liveAudience) validate(c Config) error {
+	_, err := origin.New(origin.Config{Live: origin.Live{Channels: channelsSetting.Of(c), Titles: titlesSetting.Of(c),
+		Ladder: ladderSetting.Of(c), TargetDuration: targetDurationSetting.Of(c)}})
+	var ce *origin.ConfigError
+	if errors.As(err, &ce) {
+		name := strings.ToLower(strings.TrimPrefix(ce.Field, "Live."))
+		for _, s := range (liveAudience{}).Settings() {
+			if strings.ReplaceAll(s.Name(), "-", "") == name {
+				name = s.Name()
+			}
+		}
+		return fieldErr(name, "%s", ce.Msg)
+	}
+	return err
 }
 
 func (liveAudience) Spec() Spec {
@@ -121,7 +190,7 @@ func sizeName(n int64) string {
 
 func (w liveAudience) Conditions(s Spec, cfg Config) results.Conditions {
 	c := protocol(cfg)
-	c.Warmups, c.Passes = audienceWarmups, cfg.AudiencePasses // its own protocol, as Open runs it
+	c.Warmups, c.Passes = audienceWarmups, audiencePassesSetting.Of(cfg) // its own protocol, as Open runs it
 	a := audienceOf(cfg)
 	c.Connections = a.conns()
 	c.Audience = &results.Audience{Viewers: a.viewers, Channels: a.live.Channels, Titles: a.live.Titles, Zipf: a.zipf,
@@ -133,9 +202,9 @@ func (w liveAudience) Conditions(s Spec, cfg Config) results.Conditions {
 
 func (w liveAudience) Estimate(cfg Config) time.Duration {
 	s := w.Spec()
-	pass := cfg.Ramp + cfg.Watch + 2*time.Second
+	pass := rampSetting.Of(cfg) + watchSetting.Of(cfg) + 2*time.Second
 	others := len(w.storeSizes(&s)) - 1
-	steps := audienceWarmups + cfg.AudiencePasses + others*(audienceWarmups+1)
+	steps := audienceWarmups + audiencePassesSetting.Of(cfg) + others*(audienceWarmups+1)
 	return startEstimate + time.Duration(steps)*pass + time.Duration(others)*restartEstimate
 }
 
@@ -145,7 +214,7 @@ func (s Spec) WithAudience(cfg Config) Spec {
 	if _, ok := s.w.(liveAudience); !ok {
 		return s
 	}
-	s.w = liveAudience{sizes: cfg.StoreSizes}
+	s.w = liveAudience{sizes: storeSizesSetting.Of(cfg)}
 	s.Live = audienceOf(cfg.withDefaults()).live
 	return s
 }
@@ -247,7 +316,7 @@ func (as *audienceSession) resizable() bool {
 // phase is which store size step i runs at (0: the policy's), and
 // whether it is a warm-up.
 func (as *audienceSession) phase(i int) (phase int, warmup bool, index int) {
-	main := audienceWarmups + as.cfg.AudiencePasses
+	main := audienceWarmups + audiencePassesSetting.Of(as.cfg)
 	if i < main {
 		if i < audienceWarmups {
 			return 0, true, i + 1
@@ -264,7 +333,7 @@ func (as *audienceSession) phase(i int) (phase int, warmup bool, index int) {
 }
 
 func (as *audienceSession) Steps() int {
-	return audienceWarmups + as.cfg.AudiencePasses + (len(as.sizes)-1)*(audienceWarmups+1)
+	return audienceWarmups + audiencePassesSetting.Of(as.cfg) + (len(as.sizes)-1)*(audienceWarmups+1)
 }
 
 // PolicyAt is the engine's policy from step i on, when it changes there:
@@ -294,7 +363,7 @@ func (as *audienceSession) Step(ctx context.Context, i int) error {
 		return nil // its tests are not applicable
 	}
 	d := as.a.ramp + as.a.watch
-	what := fmt.Sprintf("pass %d/%d", index, as.cfg.AudiencePasses)
+	what := fmt.Sprintf("pass %d/%d", index, audiencePassesSetting.Of(as.cfg))
 	switch {
 	case warm && ph > 0:
 		what = "warm-up at store " + sizeName(as.sizes[ph])
@@ -735,7 +804,7 @@ func LargestStore(specs []Spec, cfg Config) int64 {
 		if s.Name != LiveAudience {
 			continue
 		}
-		sizes := cfg.StoreSizes
+		sizes := storeSizesSetting.Of(cfg)
 		if sizes == nil {
 			sizes = DefaultStoreSizes
 		}

@@ -22,9 +22,9 @@ type audience struct {
 }
 
 func audienceOf(cfg Config) audience {
-	a := audience{viewers: cfg.Viewers, zipf: cfg.AudienceZipf, vodShare: cfg.VODShare, switchShare: cfg.SwitchShare,
-		ramp: cfg.Ramp, watch: cfg.Watch,
-		live: origin.Live{Channels: cfg.Channels, Titles: cfg.Titles, Ladder: cfg.Ladder, TargetDuration: cfg.TargetDuration}}
+	a := audience{viewers: viewersSetting.Of(cfg), zipf: audienceZipfSetting.Of(cfg), vodShare: vodShareSetting.Of(cfg), switchShare: switchShareSetting.Of(cfg),
+		ramp: rampSetting.Of(cfg), watch: watchSetting.Of(cfg),
+		live: origin.Live{Channels: channelsSetting.Of(cfg), Titles: titlesSetting.Of(cfg), Ladder: ladderSetting.Of(cfg), TargetDuration: targetDurationSetting.Of(cfg)}}
 	a.live = a.live.WithDefaults()
 	// Negative: none (zero takes the default in Config).
 	a.zipf, a.vodShare, a.switchShare, a.ramp = max(a.zipf, 0), max(a.vodShare, 0), max(a.switchShare, 0), max(a.ramp, 0)

@@ -21,10 +21,14 @@ import (
 // 1 s of joining and 3 s of watching, one other store size.
 func audienceConfig() Config {
 	c := testConfig()
-	c.Channels, c.Titles = 2, 5
-	c.Ladder, c.TargetDuration = []int64{400_000, 800_000}, time.Second
-	c.Ramp, c.Watch, c.AudiencePasses = time.Second, 3*time.Second, 1
-	c.StoreSizes = []int64{1 << 20}
+	channelsSetting.In(&c, 2)
+	titlesSetting.In(&c, 5)
+	ladderSetting.In(&c, []int64{400_000, 800_000})
+	targetDurationSetting.In(&c, time.Second)
+	rampSetting.In(&c, time.Second)
+	watchSetting.In(&c, 3*time.Second)
+	audiencePassesSetting.In(&c, 1)
+	storeSizesSetting.In(&c, []int64{1 << 20})
 	return c
 }
 
@@ -37,7 +41,7 @@ func TestLiveAudienceBuiltin(t *testing.T) {
 		t.Skip("five passes of an audience")
 	}
 	cfg := audienceConfig()
-	cfg.AudiencePasses = 2 // the curve takes the first alone
+	audiencePassesSetting.In(&cfg, 2) // the curve takes the first alone
 	run := execute(t, RunSpec{Engines: []string{"builtin"}, Workloads: mustSpecs(t, LiveAudience), Config: cfg})
 	id := func(test string) string { return LiveAudience + "/" + test }
 	for _, test := range []string{"hit-ratio", "byte-offload", "origin-per-segment", "p99-ttfb-playlist", "p99-ttfb-segment",
@@ -112,8 +116,9 @@ func TestLiveAudienceLongPlaylistCacheIsCaught(t *testing.T) {
 	p := specOf(LiveAudience).Policy
 	p.ManifestTTL = 30 * time.Second
 	cfg := audienceConfig()
-	cfg.VODShare, cfg.StoreSizes = -1, nil
-	cfg.Watch = 5 * time.Second
+	vodShareSetting.In(&cfg, 0)
+	storeSizesSetting.In(&cfg, nil)
+	watchSetting.In(&cfg, 5*time.Second)
 	run := external(t, LiveAudience, cfg, externalCache(t, p, true, func(c *builtin.Cache) http.Handler { return c }))
 	st := find(t, run, "external", LiveAudience+"/live-edge-staleness")
 	ev := audienceFigures(t, st)[0]
@@ -136,8 +141,12 @@ func TestLiveAudienceWithoutCoalescingIsCaught(t *testing.T) {
 	}
 	p := specOf(LiveAudience).Policy
 	cfg := audienceConfig()
-	cfg.Viewers, cfg.Channels, cfg.Ladder, cfg.VODShare, cfg.SwitchShare = 300, 1, []int64{800_000}, -1, -1
-	cfg.StoreSizes = []int64{}
+	viewersSetting.In(&cfg, 300)
+	channelsSetting.In(&cfg, 1)
+	ladderSetting.In(&cfg, []int64{800_000})
+	vodShareSetting.In(&cfg, 0)
+	switchShareSetting.In(&cfg, 0)
+	storeSizesSetting.In(&cfg, []int64{})
 	run := external(t, LiveAudience, cfg, externalCache(t, p, false, func(c *builtin.Cache) http.Handler { return c }))
 	ps := find(t, run, "external", LiveAudience+"/origin-per-segment")
 	for _, ev := range audienceFigures(t, ps) {
@@ -378,7 +387,7 @@ func TestLiveAudienceFailingProxyIsCaught(t *testing.T) {
 	}
 	p := specOf(LiveAudience).Policy
 	cfg := audienceConfig()
-	cfg.StoreSizes = []int64{}
+	storeSizesSetting.In(&cfg, []int64{})
 	runOn := func(h func(c *builtin.Cache) http.Handler) *results.Run {
 		dir := t.TempDir()
 		addr := freeAddr(t)

@@ -34,6 +34,22 @@ const banListCounter = "MAIN.bans"
 
 type repeatedBans struct{}
 
+// repeated-bans' settings: measured passes (after one warm-up) of
+// purge-before of load, then an object invalidated every BanEvery for
+// ban-for.
+var (
+	banPassesSetting = intSetting("ban-passes", 5, "repeated-bans: measured passes after its warm-up").
+				Quick(2).Accept(atLeast(1, "1 or more")).Record("repeated_bans.passes")
+	banForSetting = durationSetting("ban-for", 20*time.Second, "repeated-bans: how long an object is invalidated every second in each pass, after purge-before of load").
+			Quick(5 * time.Second).Nightly(10 * time.Second).Accept(atLeast(4*BanEvery, "at least "+(4*BanEvery).String()+" of repeated bans")).Record("repeated_bans.for")
+)
+
+func (repeatedBans) Settings() []Setting { return []Setting{banPassesSetting, banForSetting} }
+
+func (repeatedBans) recordMore(Config) map[string]any {
+	return map[string]any{"repeated_bans.every": BanEvery.String()}
+}
+
 func (repeatedBans) Spec() Spec {
 	s := purgeStampede{}.Spec()
 	s.Name, s.Title = RepeatedBans, "Repeated bans"
@@ -60,13 +76,13 @@ func (repeatedBans) Tests() []latencyDef {
 
 func (w repeatedBans) Conditions(s Spec, cfg Config) results.Conditions {
 	c := purgeStampede{}.Conditions(s, cfg)
-	c.PurgeAfter, c.BanEvery = results.Duration(cfg.BanFor), results.Duration(BanEvery)
-	c.Warmups, c.Passes = banWarmups, cfg.BanPasses // its own protocol, as Open runs it
+	c.PurgeAfter, c.BanEvery = results.Duration(banForSetting.Of(cfg)), results.Duration(BanEvery)
+	c.Warmups, c.Passes = banWarmups, banPassesSetting.Of(cfg) // its own protocol, as Open runs it
 	return c
 }
 
 func (repeatedBans) Estimate(cfg Config) time.Duration {
-	return startEstimate + time.Duration(banWarmups+cfg.BanPasses)*(cfg.PurgeBefore+cfg.BanFor+time.Second)
+	return startEstimate + time.Duration(banWarmups+banPassesSetting.Of(cfg))*(purgeBeforeSetting.Of(cfg)+banForSetting.Of(cfg)+time.Second)
 }
 
 // banSession is repeated-bans on one target; it shares the purge
@@ -92,7 +108,7 @@ type quarterHists struct {
 }
 
 func (w repeatedBans) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
-	cfg.Warmups, cfg.Passes = banWarmups, cfg.BanPasses
+	cfg.Warmups, cfg.Passes = banWarmups, banPassesSetting.Of(cfg)
 	ps, err := openStream(ctx, s, cfg, tgt, rc)
 	if err != nil {
 		return nil, err
@@ -173,8 +189,8 @@ type banCall struct {
 
 func (bs *banSession) Step(ctx context.Context, i int) error {
 	cfg, tgt := bs.cfg, bs.tgt
-	total := cfg.PurgeBefore + cfg.BanFor
-	bs.rc.Progress.step(passLabel(i, cfg.Warmups, cfg.Passes, "")+fmt.Sprintf(" (a ban every %v from %v)", BanEvery, cfg.PurgeBefore), total)
+	total := purgeBeforeSetting.Of(cfg) + banForSetting.Of(cfg)
+	bs.rc.Progress.step(passLabel(i, cfg.Warmups, cfg.Passes, "")+fmt.Sprintf(" (a ban every %v from %v)", BanEvery, purgeBeforeSetting.Of(cfg)), total)
 	warmErr := bs.warm(ctx)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -221,7 +237,7 @@ func (bs *banSession) calls(ctx context.Context, start time.Time, total time.Dur
 	var out []banCall
 	segs := len(bs.paths) - 2
 	for k := 0; ; k++ {
-		at := start.Add(bs.cfg.PurgeBefore + time.Duration(k)*BanEvery)
+		at := start.Add(purgeBeforeSetting.Of(bs.cfg) + time.Duration(k)*BanEvery)
 		if at.Sub(start) >= total {
 			return out
 		}

@@ -2,7 +2,9 @@ package workloads
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -80,8 +82,17 @@ var DefaultSLO = map[string]SLO{
 	CapSegmentRange: {Quantile: 99, Max: 25 * time.Millisecond},
 }
 
-// DefaultSLOText is DefaultSLO as --slo takes it, for the help text.
-const DefaultSLOText = "hit-path=p99:10ms,segment-full=p99:100ms,segment-range=p99:25ms"
+// formatSLO writes service levels as ParseSLO reads them, in the tests'
+// order.
+func formatSLO(m map[string]SLO) string {
+	var parts []string
+	for _, d := range capDefs {
+		if l, ok := m[d.id]; ok {
+			parts = append(parts, d.id+"="+l.String())
+		}
+	}
+	return strings.Join(parts, ",")
+}
 
 var sloQuantiles = map[string]float64{"p50": 50, "p90": 90, "p99": 99, "p999": 99.9}
 
@@ -89,7 +100,7 @@ var sloQuantiles = map[string]float64{"p50": 50, "p90": 90, "p99": 99, "p999": 9
 // "hit-path=p99:10ms,segment-range=p99:25ms"), over DefaultSLO: tests not
 // named keep their default. A mistake is a *FieldError for "slo".
 func ParseSLO(s string) (map[string]SLO, error) {
-	out := maps(DefaultSLO)
+	out := maps.Clone(DefaultSLO)
 	want := "want TEST=QUANTILE:DURATION items, comma separated, e.g. hit-path=p99:10ms; TEST is hit-path, segment-full or segment-range, QUANTILE p50, p90, p99 or p999, DURATION above 0 with its unit (10ms, 1.5s)"
 	if strings.TrimSpace(s) == "" {
 		return out, nil
@@ -118,14 +129,6 @@ func ParseSLO(s string) (map[string]SLO, error) {
 	return out, nil
 }
 
-func maps(m map[string]SLO) map[string]SLO {
-	out := make(map[string]SLO, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // capDef is one capacity test: what it requests and where its search
 // starts and stops. The starts are below what any engine serves on a
 // laptop, so a first probe that fails says the engine (or the host) is in
@@ -146,6 +149,69 @@ var capDefs = []capDef{
 
 type capacity struct{}
 
+// capacity's settings: each test's service level, the tests searched, the
+// measured searches (each one step), the most probes of a search, and each
+// probe's warm-up and measured pass at its rate.
+var (
+	sloSetting = newParam("slo", DefaultSLO, "capacity's service level per test, TEST=QUANTILE:DURATION items, comma separated: TEST hit-path, segment-full or segment-range, QUANTILE p50, p90, p99 or p999, DURATION with its unit; tests not named keep their defaults", "string",
+		func(s string) (map[string]SLO, error) {
+			m, err := ParseSLO(s)
+			var fe *FieldError
+			if errors.As(err, &fe) {
+				return nil, errors.New(fe.Msg)
+			}
+			return m, err
+		}, formatSLO).
+		Accept(func(m map[string]SLO) string {
+			for test, l := range m {
+				if _, ok := DefaultSLO[test]; !ok {
+					return fmt.Sprintf("%q: unknown test: want hit-path, segment-full or segment-range", test)
+				}
+				if _, ok := sloQuantiles[quantileName(l.Quantile)]; !ok || l.Max <= 0 {
+					return fmt.Sprintf("%s=%s: want a quantile p50, p90, p99 or p999 and a duration above 0", test, l)
+				}
+			}
+			return ""
+		}).
+		Store(func(m map[string]SLO) any {
+			out := map[string]string{}
+			for test, l := range m {
+				out[test] = l.String()
+			}
+			return out
+		}).Record("capacity.slo")
+	capacityTestsSetting = newParam("capacity-tests", []string(nil), "capacity: the tests searched, a comma list of hit-path, segment-full and segment-range (empty: all three)", "strings",
+		func(s string) ([]string, error) {
+			var out []string
+			for t := range strings.SplitSeq(s, ",") {
+				if t = strings.TrimSpace(t); t != "" {
+					out = append(out, t)
+				}
+			}
+			return out, nil
+		}, func(l []string) string { return strings.Join(l, ",") }).
+		Accept(func(l []string) string {
+			for _, t := range l {
+				if _, ok := DefaultSLO[t]; !ok {
+					return fmt.Sprintf("%q: want hit-path, segment-full or segment-range", t)
+				}
+			}
+			return ""
+		}).Record("capacity.tests")
+	capacitySearchesSetting = intSetting("capacity-searches", 3, "capacity: measured searches per test").
+				Quick(1).Nightly(3).Accept(atLeast(1, "1 or more")).Record("capacity.searches")
+	capacityProbesSetting = intSetting("capacity-probes", 20, "capacity: the most probes of one search").
+				Accept(atLeast(2, "2 or more probes per search")).Record("capacity.max_probes")
+	probeWarmupSetting = durationSetting("probe-warmup", time.Second, "capacity: each probe's warm-up at its rate").
+				Quick(500 * time.Millisecond).Nightly(time.Second).Accept(atLeast(time.Duration(0), "0 or more")).Record("capacity.probe_warmup")
+	probeDurationSetting = durationSetting("probe-duration", 3*time.Second, "capacity: each probe's measured pass").
+				Quick(time.Second).Nightly(2 * time.Second).Accept(atLeast(200*time.Millisecond, "at least 200ms")).Record("capacity.probe_duration")
+)
+
+func (capacity) Settings() []Setting {
+	return []Setting{sloSetting, capacityTestsSetting, capacitySearchesSetting, capacityProbesSetting, probeWarmupSetting, probeDurationSetting}
+}
+
 func (capacity) Spec() Spec {
 	p := engines.DefaultPolicy()
 	// Every request a hit: capacity is the engine's serving, not the
@@ -157,12 +223,12 @@ func (capacity) Spec() Spec {
 
 func (capacity) Conditions(s Spec, cfg Config) results.Conditions {
 	c := protocol(cfg)
-	c.Warmups, c.Passes = 0, cfg.CapacitySearches
+	c.Warmups, c.Passes = 0, capacitySearchesSetting.Of(cfg)
 	c.ObjectBytes, c.RangeBytes = origin.DefaultSegmentSize, rangeBytes
 	c.Timeout = results.Duration(cfg.Timeout)
 	cc := &results.CapacityConditions{SLO: map[string]string{}, StartRPS: map[string]float64{}, MaxRPS: map[string]float64{},
-		RampFactor: capRamp, Tolerance: CapTolerance, CarriedShare: CapCarried, MaxProbes: cfg.CapacityProbes,
-		ProbeWarmup: results.Duration(cfg.ProbeWarmup), ProbeDuration: results.Duration(cfg.ProbeDuration), Connections: capConnsText}
+		RampFactor: capRamp, Tolerance: CapTolerance, CarriedShare: CapCarried, MaxProbes: capacityProbesSetting.Of(cfg),
+		ProbeWarmup: results.Duration(probeWarmupSetting.Of(cfg)), ProbeDuration: results.Duration(probeDurationSetting.Of(cfg)), Connections: capConnsText}
 	if cfg.Connections > 0 {
 		cc.Connections = strconv.Itoa(cfg.Connections)
 	}
@@ -175,7 +241,7 @@ func (capacity) Conditions(s Spec, cfg Config) results.Conditions {
 
 // slo is a test's service level: the run's, or the default.
 func (c Config) slo(test string) SLO {
-	if s, ok := c.SLO[test]; ok {
+	if s, ok := sloSetting.Of(c)[test]; ok {
 		return s
 	}
 	return DefaultSLO[test]
@@ -183,7 +249,7 @@ func (c Config) slo(test string) SLO {
 
 func (capacity) Estimate(cfg Config) time.Duration {
 	// A search of about a dozen probes, each a warm-up and a pass.
-	return startEstimate + time.Duration(len(capDefs)*cfg.CapacitySearches*12)*(cfg.ProbeWarmup+cfg.ProbeDuration+100*time.Millisecond)
+	return startEstimate + time.Duration(len(capDefs)*capacitySearchesSetting.Of(cfg)*12)*(probeWarmupSetting.Of(cfg)+probeDurationSetting.Of(cfg)+100*time.Millisecond)
 }
 
 // capAgg is how a capacity test's value is computed.
@@ -218,7 +284,7 @@ func (capacity) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *R
 		return nil, err
 	}
 	for _, d := range capDefs {
-		if len(cfg.CapacityTests) > 0 && !slices.Contains(cfg.CapacityTests, d.id) {
+		if len(capacityTestsSetting.Of(cfg)) > 0 && !slices.Contains(capacityTestsSetting.Of(cfg), d.id) {
 			continue
 		}
 		sess.tests = append(sess.tests, &capTest{def: d, slo: cfg.slo(d.id), r: rc.newTest(&s, tgt, latencyDef{id: d.id, title: d.title, unit: "rps", agg: capAgg})})
@@ -247,12 +313,12 @@ type capTest struct {
 	r   *results.Result
 }
 
-func (s *capSession) Steps() int   { return len(s.tests) * s.cfg.CapacitySearches }
+func (s *capSession) Steps() int   { return len(s.tests) * capacitySearchesSetting.Of(s.cfg) }
 func (s *capSession) Close() error { return nil }
 
 func (s *capSession) Step(ctx context.Context, step int) error {
-	t, i := s.tests[step/s.cfg.CapacitySearches], step%s.cfg.CapacitySearches
-	b := searchBounds{start: t.def.start, max: t.def.max, maxProbes: s.cfg.CapacityProbes}
+	t, i := s.tests[step/capacitySearchesSetting.Of(s.cfg)], step%capacitySearchesSetting.Of(s.cfg)
+	b := searchBounds{start: t.def.start, max: t.def.max, maxProbes: capacityProbesSetting.Of(s.cfg)}
 	var costs []*results.Evidence
 	started := time.Now()
 	out, err := search(ctx, b, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
@@ -353,7 +419,7 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 	cfg := s.cfg
 	cfg.Timeout = probeTimeout(t.slo, s.cfg)
 	ev := newEvidenceSet(s.tgt.Seed)
-	pass := loadgen.Pass{Path: s.playlist, Rate: rate, Duration: cfg.ProbeWarmup}
+	pass := loadgen.Pass{Path: s.playlist, Rate: rate, Duration: probeWarmupSetting.Of(cfg)}
 	if t.def.segment {
 		ev.segN, pass.Path = 0, s.segment
 	}
@@ -361,13 +427,13 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 		pass.Header = rangeHeader()
 	}
 	conns := s.conns(rate, t.slo)
-	s.rc.Progress.step(fmt.Sprintf("%s search %d at %s rps ", t.def.id, search+1, rps(rate)), cfg.ProbeWarmup+probeDuration(rate, cfg.ProbeDuration))
+	s.rc.Progress.step(fmt.Sprintf("%s search %d at %s rps ", t.def.id, search+1, rps(rate)), probeWarmupSetting.Of(cfg)+probeDuration(rate, probeDurationSetting.Of(cfg)))
 	g, err := newGenerator(ctx, s.tgt, &cfg, conns, ev, nil)
 	if err != nil {
 		return results.CapacityProbe{}, nil, err
 	}
 	defer g.Close()
-	if cfg.ProbeWarmup > 0 {
+	if probeWarmupSetting.Of(cfg) > 0 {
 		r, err := g.Run(ctx, pass)
 		if err != nil {
 			return results.CapacityProbe{}, nil, err
@@ -376,7 +442,7 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 			return results.CapacityProbe{}, nil, ctx.Err()
 		}
 	}
-	pass.Duration = probeDuration(rate, cfg.ProbeDuration)
+	pass.Duration = probeDuration(rate, probeDurationSetting.Of(cfg))
 	before := take(ctx, s.tgt)
 	started := time.Now()
 	w := startWatch(s.tgt, nil)

@@ -172,7 +172,7 @@ func TestParseSLO(t *testing.T) {
 		}
 	}
 	c := Defaults()
-	c.SLO = map[string]SLO{"video": {99, time.Millisecond}}
+	sloSetting.In(&c, map[string]SLO{"video": {99, time.Millisecond}})
 	var fe *FieldError
 	if err := c.Validate(); !errors.As(err, &fe) || fe.Field != "slo" {
 		t.Fatalf("Validate: %v", err)
@@ -215,8 +215,11 @@ func TestCapacityRateLimitedProxy(t *testing.T) {
 		t.Skip("the race detector's stalls put a 10 ms p99 out of reach of any rate")
 	}
 	cfg := testConfig()
-	cfg.CapacitySearches, cfg.CapacityTests, cfg.CapacityProbes = 1, []string{CapHitPath}, 20
-	cfg.ProbeWarmup, cfg.ProbeDuration = 300*time.Millisecond, 700*time.Millisecond
+	capacitySearchesSetting.In(&cfg, 1)
+	capacityTestsSetting.In(&cfg, []string{CapHitPath})
+	capacityProbesSetting.In(&cfg, 20)
+	probeWarmupSetting.In(&cfg, 300*time.Millisecond)
+	probeDurationSetting.In(&cfg, 700*time.Millisecond)
 	run := external(t, Capacity, cfg, externalCache(t, specOf(Capacity).Policy, true, func(c *builtin.Cache) http.Handler {
 		return &slotLimiter{every: time.Second / 800, h: c}
 	}))
@@ -243,7 +246,7 @@ func TestCapacityRateLimitedProxy(t *testing.T) {
 	if r.Unit != "rps" || r.LowerIsBetter || r.MiBPerSecond == nil || *r.MiBPerSecond <= 0 {
 		t.Errorf("unit %q lower %v MiB/s %v", r.Unit, r.LowerIsBetter, r.MiBPerSecond)
 	}
-	if len(ce.Probes) < 5 || len(ce.Probes) > cfg.CapacityProbes {
+	if len(ce.Probes) < 5 || len(ce.Probes) > capacityProbesSetting.Of(cfg) {
 		t.Errorf("%d probes", len(ce.Probes))
 	}
 }

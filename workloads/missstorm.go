@@ -17,6 +17,12 @@ const MissStorm = "miss-storm"
 
 type missStorm struct{}
 
+// clientsSetting is how many clients a burst releases at once.
+var clientsSetting = intSetting("clients", 200, "miss-storm: clients released together on a cold segment").
+	Accept(between(1, 10000, "1 to 10000")).Record("miss_storm_clients")
+
+func (missStorm) Settings() []Setting { return []Setting{clientsSetting} }
+
 func (missStorm) Spec() Spec {
 	p := engines.DefaultPolicy()
 	p.SegmentTTL = 24 * time.Hour
@@ -26,7 +32,7 @@ func (missStorm) Spec() Spec {
 
 func (missStorm) Conditions(s Spec, cfg Config) results.Conditions {
 	c := protocol(cfg)
-	c.Burst, c.Connections, c.ObjectBytes = cfg.Clients, cfg.Clients, origin.DefaultSegmentSize
+	c.Burst, c.Connections, c.ObjectBytes = clientsSetting.Of(cfg), clientsSetting.Of(cfg), origin.DefaultSegmentSize
 	return c
 }
 
@@ -54,7 +60,7 @@ func (missStorm) listTests() []latencyDef {
 
 func (missStorm) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
 	ev := newEvidenceSet(tgt.Seed)
-	g, err := newGenerator(ctx, tgt, &cfg, cfg.Clients, ev, nil)
+	g, err := newGenerator(ctx, tgt, &cfg, clientsSetting.Of(cfg), ev, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +77,7 @@ func (m *missStormSession) Close() error { return m.g.Close() }
 
 func (m *missStormSession) Step(ctx context.Context, i int) error {
 	m.rc.Progress.step(passLabel(i, m.cfg.Warmups, m.cfg.Passes, "burst"), burstEstimate)
-	clients := m.cfg.Clients
+	clients := clientsSetting.Of(m.cfg)
 	n := int64(1_000_000 + i) // a segment no earlier burst asked for
 	m.ev.segN = n
 	path := fmt.Sprintf(SegmentPath, n) + "?run=" + m.tgt.Nonce

@@ -18,6 +18,28 @@ const OriginFlap = "origin-flap"
 
 type originFlap struct{}
 
+// origin-flap's settings: each cycle is one pass, healthy then failing.
+var (
+	cyclesSetting = intSetting("cycles", 5, "origin-flap: cycles of a healthy then a failing origin (each one pass, after a healthy warm-up)").
+			Quick(3).Nightly(5).Accept(atLeast(1, "1 or more")).Record("origin_flap.cycles")
+	healthyPhaseSetting = durationSetting("healthy-phase", 5*time.Second, "origin-flap: how long the origin is healthy in each cycle").
+				Quick(3 * time.Second).Nightly(4 * time.Second).Accept(atLeast(100*time.Millisecond, "at least 100ms")).Record("origin_flap.healthy_phase")
+	failPhaseSetting = durationSetting("fail-phase", 10*time.Second, "origin-flap: how long the origin then fails").
+				Quick(6 * time.Second).Nightly(8 * time.Second).Accept(atLeast(100*time.Millisecond, "at least 100ms")).Record("origin_flap.fail_phase")
+	failModeSetting = newParam("fail-mode", origin.Fail5xx, "origin-flap failure: 5xx, refuse or drop", "string",
+		func(s string) (origin.Mode, error) {
+			m, err := origin.ParseMode(s)
+			if err != nil || m == origin.Healthy {
+				return 0, errors.New("want 5xx, refuse or drop")
+			}
+			return m, nil
+		}, origin.Mode.String).Store(func(m origin.Mode) any { return m.String() })
+)
+
+func (originFlap) Settings() []Setting {
+	return []Setting{cyclesSetting, healthyPhaseSetting, failPhaseSetting, failModeSetting}
+}
+
 func (originFlap) Spec() Spec {
 	p := engines.DefaultPolicy()
 	// The TTL expires inside every failure phase; the probe notices the
@@ -36,15 +58,15 @@ func (originFlap) Conditions(s Spec, cfg Config) results.Conditions {
 	c := protocol(cfg)
 	c.RateRPS, c.Connections = pick(cfg.Rate, s.Rate), pick(cfg.Connections, s.Connections)
 	c.ObjectBytes = origin.DefaultManifestSize
-	c.Cycles, c.HealthyPhase, c.FailPhase = cfg.Cycles, results.Duration(cfg.HealthyPhase), results.Duration(cfg.FailPhase)
-	c.FailMode = cfg.FailMode.String()
+	c.Cycles, c.HealthyPhase, c.FailPhase = cyclesSetting.Of(cfg), results.Duration(healthyPhaseSetting.Of(cfg)), results.Duration(failPhaseSetting.Of(cfg))
+	c.FailMode = failModeSetting.Of(cfg).String()
 	// A cycle is a pass; there are no warm-up cycles but one healthy phase.
-	c.Warmups, c.Passes = 1, cfg.Cycles
+	c.Warmups, c.Passes = 1, cyclesSetting.Of(cfg)
 	return c
 }
 
 func (originFlap) Estimate(cfg Config) time.Duration {
-	return startEstimate + cfg.HealthyPhase + time.Duration(cfg.Cycles)*(cfg.HealthyPhase+cfg.FailPhase)
+	return startEstimate + healthyPhaseSetting.Of(cfg) + time.Duration(cyclesSetting.Of(cfg))*(healthyPhaseSetting.Of(cfg)+failPhaseSetting.Of(cfg))
 }
 
 type flapSession struct {
@@ -94,13 +116,13 @@ func (o *flapSession) tests() {
 }
 
 // Steps are one healthy warm-up phase, not counted, then the cycles.
-func (o *flapSession) Steps() int   { return 1 + o.cfg.Cycles }
+func (o *flapSession) Steps() int   { return 1 + cyclesSetting.Of(o.cfg) }
 func (o *flapSession) Close() error { return o.g.Close() }
 
 func (o *flapSession) Step(ctx context.Context, i int) error {
 	if i == 0 {
-		o.rc.Progress.step("warm-up (healthy origin)", o.cfg.HealthyPhase)
-		r, err := o.g.Run(ctx, loadgen.Pass{Path: o.path, Rate: o.rate, Duration: o.cfg.HealthyPhase})
+		o.rc.Progress.step("warm-up (healthy origin)", healthyPhaseSetting.Of(o.cfg))
+		r, err := o.g.Run(ctx, loadgen.Pass{Path: o.path, Rate: o.rate, Duration: healthyPhaseSetting.Of(o.cfg)})
 		if err != nil {
 			return err
 		}
@@ -123,13 +145,13 @@ type flip struct {
 
 func (o *flapSession) cycle(ctx context.Context, c int) error {
 	cfg, tgt := o.cfg, o.tgt
-	o.rc.Progress.step(fmt.Sprintf("cycle %d/%d (origin fails after %s)", c, cfg.Cycles, cfg.HealthyPhase), cfg.HealthyPhase+cfg.FailPhase)
+	o.rc.Progress.step(fmt.Sprintf("cycle %d/%d (origin fails after %s)", c, cyclesSetting.Of(cfg), healthyPhaseSetting.Of(cfg)), healthyPhaseSetting.Of(cfg)+failPhaseSetting.Of(cfg))
 	o.log.reset()
 	before := take(ctx, tgt)
 	flipped := make(chan flip, 1)
-	timer := time.AfterFunc(cfg.HealthyPhase, func() { flipped <- o.fail(context.WithoutCancel(ctx)) })
+	timer := time.AfterFunc(healthyPhaseSetting.Of(cfg), func() { flipped <- o.fail(context.WithoutCancel(ctx)) })
 	started := time.Now()
-	r, runErr := o.g.Run(ctx, loadgen.Pass{Path: o.path, Rate: o.rate, Duration: cfg.HealthyPhase + cfg.FailPhase})
+	r, runErr := o.g.Run(ctx, loadgen.Pass{Path: o.path, Rate: o.rate, Duration: healthyPhaseSetting.Of(cfg) + failPhaseSetting.Of(cfg)})
 	var f flip
 	if timer.Stop() {
 		f.err = fmt.Errorf("the origin never started failing")
@@ -162,7 +184,7 @@ func (o *flapSession) cycle(ctx context.Context, c int) error {
 // waits up to 2 s for the answers the origin cut.
 func (o *flapSession) fail(ctx context.Context) flip {
 	asked := time.Now()
-	err := o.tgt.Origin.SetMode(ctx, o.cfg.FailMode)
+	err := o.tgt.Origin.SetMode(ctx, failModeSetting.Of(o.cfg))
 	returned := time.Now()
 	f := flip{at: returned, answered: returned, err: err}
 	st, err := o.tgt.Origin.Stats(ctx)
@@ -178,8 +200,8 @@ func (o *flapSession) fail(ctx context.Context) flip {
 	case st.ModeSince == 0:
 		f.err = errors.Join(f.err, fmt.Errorf("the origin did not report when it started failing (an hlsbench origin older than this one?): the failing phase is counted from when it answered the mode change, %v after it was asked",
 			returned.Sub(asked).Round(time.Millisecond)))
-	case st.Mode != o.cfg.FailMode:
-		f.err = errors.Join(f.err, fmt.Errorf("the origin reports mode %v since %v after it was asked for %v", st.Mode, since.UTC().Format(time.RFC3339Nano), o.cfg.FailMode))
+	case st.Mode != failModeSetting.Of(o.cfg):
+		f.err = errors.Join(f.err, fmt.Errorf("the origin reports mode %v since %v after it was asked for %v", st.Mode, since.UTC().Format(time.RFC3339Nano), failModeSetting.Of(o.cfg)))
 	case since.Before(asked) || since.After(returned):
 		f.err = errors.Join(f.err, fmt.Errorf("the origin reports it started failing at %v, outside the %v it took to answer the mode change (from %v): the failing phase is counted from when it answered",
 			since.UTC().Format(time.RFC3339Nano), returned.Sub(asked).Round(time.Millisecond), asked.UTC().Format(time.RFC3339Nano)))
@@ -194,7 +216,7 @@ func (o *flapSession) fail(ctx context.Context) flip {
 func (o *flapSession) judge(p *passInfo, f flip) {
 	ttl := o.spec.Policy.ManifestTTL
 	expiry := time.Unix(0, f.lastGen).Add(ttl)
-	fe := &results.FlapEvidence{FailStart: f.at.UTC(), TTLExpiredAt: expiry.UTC(), FailMode: o.cfg.FailMode.String()}
+	fe := &results.FlapEvidence{FailStart: f.at.UTC(), TTLExpiredAt: expiry.UTC(), FailMode: failModeSetting.Of(o.cfg).String()}
 	if !f.answered.IsZero() {
 		fe.ModeChangeAnswered = ptr(f.answered.UTC())
 	}

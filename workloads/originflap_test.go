@@ -137,7 +137,7 @@ func (s *slowFailOrigin) Stats(context.Context) (origin.Stats, error) {
 func TestFlapFailStartIsTheOrigins(t *testing.T) {
 	ctl := &slowFailOrigin{hold: 300 * time.Millisecond}
 	o, _ := flapJudge(t, ctl)
-	o.cfg.FailMode = origin.Refuse
+	failModeSetting.In(&o.cfg, origin.Refuse)
 	ctl.path, ctl.lastGen = o.path, time.Now().Add(-3*time.Second).UnixNano() // expired before the failure
 	f := o.fail(context.Background())
 	if f.err != nil {

@@ -62,6 +62,48 @@ const PurgeModeAuto = engines.PurgeAuto
 
 type purgeStampede struct{}
 
+// purge-stampede's settings: how the stream is invalidated, the method of
+// a per-object purge, and the load before and after the purge in each pass.
+var (
+	purgeModeSetting = stringSetting("purge-mode", PurgeModeAuto, "purge-stampede's invalidation: auto (each engine's own: a ban where it has one, else a request per object), ban (one call for the stream's prefix) or purge (a request per object)").
+				Accept(func(m string) string {
+			switch m {
+			case PurgeModeAuto, engines.PurgeBan, engines.PurgeObject:
+				return ""
+			}
+			return fmt.Sprintf("want %s, %s or %s", PurgeModeAuto, engines.PurgeBan, engines.PurgeObject)
+		}).Record("purge_stampede.mode")
+	purgeMethodSetting = stringSetting("purge-method", engines.PurgeMethod, "purge-stampede: the HTTP method of a per-object purge (an external proxy is purged this way)").
+				Accept(func(m string) string {
+			if !validMethod(m) {
+				return "want an HTTP method, a token such as PURGE or BAN"
+			}
+			return ""
+		}).Record("purge_stampede.method")
+	purgeBeforeSetting = durationSetting("purge-before", 2*time.Second, "purge-stampede: load before the purge in each pass").
+				Quick(time.Second).Accept(atLeast(500*time.Millisecond, "at least 500ms of load before the purge")).Record("purge_stampede.before")
+	purgeAfterSetting = durationSetting("purge-after", 6*time.Second, "purge-stampede: load after the purge in each pass").
+				Quick(3 * time.Second).Accept(atLeast(time.Second, "at least 1s of load after the purge")).Record("purge_stampede.after")
+)
+
+func (purgeStampede) Settings() []Setting {
+	return []Setting{purgeModeSetting, purgeMethodSetting, purgeBeforeSetting, purgeAfterSetting}
+}
+
+// validMethod is an HTTP method token (RFC 9110: tchar), not GET or HEAD,
+// which would fetch instead of purging.
+func validMethod(m string) bool {
+	if m == "" || len(m) > 32 || m == "GET" || m == "HEAD" {
+		return false
+	}
+	for _, r := range m {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return true
+}
+
 func (purgeStampede) Spec() Spec {
 	p := engines.DefaultPolicy()
 	// Nothing expires during a pass: every origin fetch after the purge is
@@ -99,23 +141,23 @@ func (purgeStampede) Conditions(s Spec, cfg Config) results.Conditions {
 	c.Objects = PurgeSegments + 2
 	c.Zipf = PurgeZipf
 	c.PurgeMode = purgeMode(cfg, s)
-	c.PurgeBefore, c.PurgeAfter = results.Duration(cfg.PurgeBefore), results.Duration(cfg.PurgeAfter)
-	if cfg.PurgeMethod != "" {
-		c.PurgeMethod = cfg.PurgeMethod
+	c.PurgeBefore, c.PurgeAfter = results.Duration(purgeBeforeSetting.Of(cfg)), results.Duration(purgeAfterSetting.Of(cfg))
+	if purgeMethodSetting.Of(cfg) != "" {
+		c.PurgeMethod = purgeMethodSetting.Of(cfg)
 	}
 	c.EngineCost = controlCost
 	return c
 }
 
 func purgeMode(cfg Config, s Spec) string {
-	if cfg.PurgeMode != "" {
-		return cfg.PurgeMode
+	if purgeModeSetting.Of(cfg) != "" {
+		return purgeModeSetting.Of(cfg)
 	}
 	return s.Policy.Purge
 }
 
 func (purgeStampede) Estimate(cfg Config) time.Duration {
-	return startEstimate + time.Duration(max(cfg.Warmups, 0)+cfg.Passes)*(cfg.PurgeBefore+cfg.PurgeAfter+time.Second)
+	return startEstimate + time.Duration(max(cfg.Warmups, 0)+cfg.Passes)*(purgeBeforeSetting.Of(cfg)+purgeAfterSetting.Of(cfg)+time.Second)
 }
 
 // purgeSession is the workload on one target.
@@ -180,7 +222,7 @@ func (ps *purgeSession) newTests(rc *Recorder) {
 // repeated-bans share them).
 func openStream(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (*purgeSession, error) {
 	ps := &purgeSession{spec: &s, cfg: cfg, tgt: tgt, rc: rc, log: &purgeLog{}, rate: pick(cfg.Rate, s.Rate),
-		prefix: "/stream/", method: pick(cfg.PurgeMethod, engines.PurgeMethod)}
+		prefix: "/stream/", method: pick(purgeMethodSetting.Of(cfg), engines.PurgeMethod)}
 	ps.mode = tgt.PurgeMode
 	if ps.mode == "" {
 		ps.mode = engines.PurgeObject // an external proxy: a request per object
@@ -230,8 +272,8 @@ type purgeDone struct {
 
 func (ps *purgeSession) Step(ctx context.Context, i int) error {
 	cfg, tgt := ps.cfg, ps.tgt
-	ps.rc.Progress.step(passLabel(i, cfg.Warmups, cfg.Passes, "")+" (purge after "+cfg.PurgeBefore.String()+")",
-		cfg.PurgeBefore+cfg.PurgeAfter)
+	ps.rc.Progress.step(passLabel(i, cfg.Warmups, cfg.Passes, "")+" (purge after "+purgeBeforeSetting.Of(cfg).String()+")",
+		purgeBeforeSetting.Of(cfg)+purgeAfterSetting.Of(cfg))
 	warmErr := ps.warm(ctx)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -246,13 +288,13 @@ func (ps *purgeSession) Step(ctx context.Context, i int) error {
 
 	// The purge outlives nothing: an interrupt stops it, and it may take
 	// the rest of the pass and a request timeout at most.
-	pctx, pcancel := context.WithTimeout(ctx, cfg.PurgeBefore+cfg.PurgeAfter+cfg.Timeout)
+	pctx, pcancel := context.WithTimeout(ctx, purgeBeforeSetting.Of(cfg)+purgeAfterSetting.Of(cfg)+cfg.Timeout)
 	defer pcancel()
 	done := make(chan purgeDone, 1)
-	timer := time.AfterFunc(cfg.PurgeBefore, func() { done <- ps.purge(pctx) })
+	timer := time.AfterFunc(purgeBeforeSetting.Of(cfg), func() { done <- ps.purge(pctx) })
 	w := startWatch(tgt, nil)
 	r, runErr := ps.g.Run(ctx, loadgen.Pass{Paths: ps.paths, Zipf: PurgeZipf, Rate: ps.rate,
-		Duration: cfg.PurgeBefore + cfg.PurgeAfter, Seed: uint64(i + 1)})
+		Duration: purgeBeforeSetting.Of(cfg) + purgeAfterSetting.Of(cfg), Seed: uint64(i + 1)})
 	w.stop()
 	var pd purgeDone
 	if timer.Stop() {
@@ -497,7 +539,7 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 		pe.FetchesBefore, pe.FetchesAfter, pe.MaxObjectFetches = ptr(fb), ptr(fa), ptr(most)
 	}
 	start := pd.start.UnixNano()
-	refillLen := max(min(refillSpan, ps.cfg.PurgeAfter), 0)
+	refillLen := max(min(refillSpan, purgeAfterSetting.Of(ps.cfg)), 0)
 	refillEnd := start + int64(refillLen)
 	pe.RefillWindowMs = float64(refillLen) / 1e6
 	timeout := int64(ps.cfg.Timeout)

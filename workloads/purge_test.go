@@ -258,7 +258,7 @@ func TestPurgeWithoutCoalescingIsCaught(t *testing.T) {
 // the reason; an external proxy cannot be banned.
 func TestPurgeBanNotApplicableForExternal(t *testing.T) {
 	cfg := purgeConfig()
-	cfg.PurgeMode = engines.PurgeBan
+	purgeModeSetting.In(&cfg, engines.PurgeBan)
 	run := external(t, PurgeStampede, cfg, func(addr string) string { return "http://" + addr })
 	for _, d := range (purgeStampede{}).Tests() {
 		r := find(t, run, "external", PurgeStampede+"/"+d.id)
@@ -275,7 +275,9 @@ func TestPurgeEvidenceArithmetic(t *testing.T) {
 	ms := int64(time.Millisecond)
 	t0 := time.Unix(1000, 0)
 	start := t0.Add(time.Second)
-	ps := &purgeSession{cfg: Config{PurgeAfter: 3 * time.Second, Timeout: 10 * time.Second}, mode: engines.PurgeBan,
+	cfg := Config{Timeout: 10 * time.Second}
+	purgeAfterSetting.In(&cfg, 3*time.Second)
+	ps := &purgeSession{cfg: cfg, mode: engines.PurgeBan,
 		prefix: "/stream/", paths: []string{"/a", "/b", "/c"}, log: &purgeLog{shards: make([][]purgeRec, 1)}}
 	pd := &purgeDone{start: start, returned: start.Add(5 * time.Millisecond)}
 	for range ps.paths {
@@ -304,7 +306,7 @@ func TestPurgeEvidenceArithmetic(t *testing.T) {
 	for i := int64(0); i < 2700; i++ {
 		add(s+300*ms+i*ms, int(i%2), ms, s+2*ms)
 	}
-	end := start.Add(ps.cfg.PurgeAfter)
+	end := start.Add(purgeAfterSetting.Of(ps.cfg))
 	pe := ps.evidence(pd, before, after, &cpuSeries{}, end)
 	if ival(pe.FetchesBefore) != 0 || ival(pe.FetchesAfter) != 3 || ival(pe.MaxObjectFetches) != 2 {
 		t.Errorf("fetches before %d after %d most %d, want 0, 3, 2", ival(pe.FetchesBefore), ival(pe.FetchesAfter), ival(pe.MaxObjectFetches))
@@ -377,7 +379,9 @@ type synthReq func(k int64, obj int) purgeRec
 func newSynthPurge(t *testing.T, objects int) *synthPurge {
 	t.Helper()
 	s := specOf(PurgeStampede)
-	cfg := Config{PurgeBefore: time.Second, PurgeAfter: 3 * time.Second, Timeout: 10 * time.Second}
+	cfg := Config{Timeout: 10 * time.Second}
+	purgeBeforeSetting.In(&cfg, time.Second)
+	purgeAfterSetting.In(&cfg, 3*time.Second)
 	tgt := &Target{Engine: results.Engine{Name: "synthetic"}}
 	rc := &Recorder{Run: &results.Run{}}
 	ps := &purgeSession{spec: &s, cfg: cfg, tgt: tgt, rc: rc, mode: engines.PurgeObject, method: engines.PurgeMethod,
@@ -387,7 +391,7 @@ func newSynthPurge(t *testing.T, objects int) *synthPurge {
 	}
 	ps.newTests(rc)
 	sp := &synthPurge{ps: ps, t0: time.Unix(1000, 0).UnixNano()}
-	sp.start = sp.t0 + int64(cfg.PurgeBefore)
+	sp.start = sp.t0 + int64(purgeBeforeSetting.Of(cfg))
 	sp.pd = &purgeDone{start: time.Unix(0, sp.start), returned: time.Unix(0, sp.start+5*int64(time.Millisecond))}
 	sp.pd.atStart.Objects = map[string]origin.ObjectStats{}
 	sp.before.origin.Objects = map[string]origin.ObjectStats{}
@@ -440,7 +444,7 @@ func (sp *synthPurge) pass(after synthReq, fetchesEach int64, lr *loadgen.Result
 	ps := sp.ps
 	ps.log.reset()
 	ms := int64(time.Millisecond)
-	n := int64(ps.cfg.PurgeBefore+ps.cfg.PurgeAfter) / ms
+	n := int64(purgeBeforeSetting.Of(ps.cfg)+purgeAfterSetting.Of(ps.cfg)) / ms
 	var ok, failed int64
 	for i := int64(0); i < n; i++ {
 		at := sp.t0 + i*ms

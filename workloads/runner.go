@@ -254,7 +254,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 
 	var runErr error
 	for _, w := range spec.Workloads {
-		w = w.WithRate(cfg.Rate).WithPurge(cfg.PurgeMode).WithAudience(cfg)
+		w = w.WithRate(cfg.Rate).WithPurge(purgeModeSetting.Of(cfg)).WithAudience(cfg)
 		if ctx.Err() != nil {
 			break
 		}

@@ -39,7 +39,8 @@ func TestTopologies(t *testing.T) {
 	}
 	cfg := testConfig()
 	cfg.Warmups, cfg.Passes, cfg.PassDuration = 0, 2, 500*time.Millisecond
-	cfg.Rate, cfg.Clients = 200, 20
+	cfg.Rate = 200
+	clientsSetting.In(&cfg, 20)
 	run := execute(t, RunSpec{Engines: []string{"builtin"}, Workloads: mustSpecs(t, "hit-path,miss-storm"), Config: cfg,
 		Topologies: []string{engines.TopologyPlaintext, engines.TopologyTLS}, TLS: set})
 
@@ -131,7 +132,7 @@ func TestGeneratorCoreBusyInvalidates(t *testing.T) {
 	}()
 	cfg := testConfig()
 	cfg.Warmups, cfg.Passes, cfg.Rate = 0, 2, 100
-	cfg.Clients = 20
+	clientsSetting.In(&cfg, 20)
 	run := execute(t, RunSpec{Engines: []string{"builtin"}, Workloads: mustSpecs(t, HitPath+","+MissStorm), Config: cfg})
 	// A count at the origin does not depend on how fast the generator read.
 	co := find(t, run, "builtin", "miss-storm/coalescing")

@@ -25,14 +25,25 @@ import (
 func testConfig() Config {
 	c := Defaults()
 	c.Warmups, c.Passes, c.PassDuration = 1, 2, time.Second
-	c.Cycles, c.HealthyPhase, c.FailPhase = 2, 2*time.Second, 4*time.Second
-	c.Clients = 200
-	c.PurgeBefore, c.PurgeAfter = time.Second, 2*time.Second
-	c.BanPasses, c.BanFor = 1, 4*time.Second
-	c.Viewers, c.Ramp, c.Watch, c.AudiencePasses, c.StoreSizes = 60, time.Second, 3*time.Second, 1, []int64{}
+	cyclesSetting.In(&c, 2)
+	healthyPhaseSetting.In(&c, 2*time.Second)
+	failPhaseSetting.In(&c, 4*time.Second)
+	clientsSetting.In(&c, 200)
+	purgeBeforeSetting.In(&c, time.Second)
+	purgeAfterSetting.In(&c, 2*time.Second)
+	banPassesSetting.In(&c, 1)
+	banForSetting.In(&c, 4*time.Second)
+	viewersSetting.In(&c, 60)
+	rampSetting.In(&c, time.Second)
+	watchSetting.In(&c, 3*time.Second)
+	audiencePassesSetting.In(&c, 1)
+	storeSizesSetting.In(&c, []int64{})
 	c.Timeout = 10 * time.Second
 	// One short search: the capacity workload's own tests set what they need.
-	c.CapacitySearches, c.CapacityProbes, c.ProbeWarmup, c.ProbeDuration = 1, 12, 200*time.Millisecond, 500*time.Millisecond
+	capacitySearchesSetting.In(&c, 1)
+	capacityProbesSetting.In(&c, 12)
+	probeWarmupSetting.In(&c, 200*time.Millisecond)
+	probeDurationSetting.In(&c, 500*time.Millisecond)
 	return c
 }
 
@@ -165,7 +176,7 @@ func external(t *testing.T, workloads string, cfg Config, proxyFor func(originAd
 // A proxy that never caches never coalesces: one origin fetch per client.
 func TestExternalNeverCoalesces(t *testing.T) {
 	cfg := testConfig()
-	cfg.Clients = 50
+	clientsSetting.In(&cfg, 50)
 	run := external(t, MissStorm, cfg, func(a string) string {
 		return proxy(t, a, func(rp *httputil.ReverseProxy) http.Handler { return rp })
 	})

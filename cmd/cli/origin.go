@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -225,10 +224,7 @@ func (o OriginOptions) config() (origin.Config, error) {
 	return cfg, nil
 }
 
-func defaultLadder() string {
-	b := bitrates(origin.DefaultLadder)
-	return b.String()
-}
+func defaultLadder() string { return origin.FormatLadder(origin.DefaultLadder) }
 
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
@@ -246,42 +242,14 @@ func isLoopback(addr string) bool {
 // unit: 2048, 64KiB, 4MiB, 25MB.
 type byteSize int64
 
-var byteUnits = []struct {
-	suffix string
-	n      int64
-}{
-	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-	{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9},
-	{"B", 1},
-}
-
-func (b *byteSize) String() string {
-	v := int64(*b)
-	for _, u := range []struct {
-		suffix string
-		n      int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if v != 0 && v%u.n == 0 {
-			return strconv.FormatInt(v/u.n, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(v, 10)
-}
+func (b *byteSize) String() string { return origin.FormatBytes(int64(*b)) }
 
 func (b *byteSize) Set(s string) error {
-	num, mult := strings.TrimSpace(s), int64(1)
-	num = strings.TrimSuffix(num, "/s") // --transfer-rate 25MiB/s reads naturally
-	for _, u := range byteUnits {
-		if rest, ok := strings.CutSuffix(num, u.suffix); ok {
-			num, mult = strings.TrimSpace(rest), u.n
-			break
-		}
+	v, err := origin.ParseBytes(s)
+	if err != nil {
+		return err
 	}
-	v, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || v < 0 || v > (1<<62)/mult {
-		return fmt.Errorf("%q: want a number of bytes, optionally with a unit (KiB, MiB, GiB, kB, MB, GB)", s)
-	}
-	*b = byteSize(v * mult)
+	*b = byteSize(v)
 	return nil
 }
 
@@ -291,38 +259,12 @@ func (b *byteSize) Type() string { return "size" }
 // plain or with k (1e3) or M (1e6): 150k,300k,600k,1.2M.
 type bitrates []int64
 
-func (b *bitrates) String() string {
-	parts := make([]string, len(*b))
-	for i, v := range *b {
-		parts[i] = formatBitrate(v)
-	}
-	return strings.Join(parts, ",")
-}
-
-// formatBitrate writes v the way a person would type it, exactly: k or M
-// only when no digits are lost.
-func formatBitrate(v int64) string {
-	switch {
-	case v >= 1e6 && v%1e3 == 0:
-		s := strconv.FormatInt(v/1e6, 10)
-		if frac := v % 1e6 / 1e3; frac != 0 {
-			s += strings.TrimRight(fmt.Sprintf(".%03d", frac), "0")
-		}
-		return s + "M"
-	case v >= 1e3 && v%1e3 == 0:
-		return strconv.FormatInt(v/1e3, 10) + "k"
-	}
-	return strconv.FormatInt(v, 10)
-}
+func (b *bitrates) String() string { return origin.FormatLadder(*b) }
 
 func (b *bitrates) Set(s string) error {
-	var v []int64
-	for part := range strings.SplitSeq(s, ",") {
-		bps, ok := parseBitrate(strings.TrimSpace(part))
-		if !ok {
-			return fmt.Errorf("%q: want bitrates in bits per second separated by commas, each plain or with k or M, e.g. %s", s, defaultLadder())
-		}
-		v = append(v, bps)
+	v, err := origin.ParseLadder(s)
+	if err != nil {
+		return err
 	}
 	*b = v
 	return nil
@@ -330,81 +272,18 @@ func (b *bitrates) Set(s string) error {
 
 func (b *bitrates) Type() string { return "bitrates" }
 
-// parseBitrate reads 600000, 600k or 0.6M; a fraction must come to whole
-// bits per second.
-func parseBitrate(s string) (int64, bool) {
-	num, mult := s, int64(1)
-	if rest, ok := strings.CutSuffix(s, "k"); ok {
-		num, mult = rest, 1e3
-	} else if rest, ok := strings.CutSuffix(s, "M"); ok {
-		num, mult = rest, 1e6
-	}
-	whole, frac, dotted := strings.Cut(num, ".")
-	if !allDigits(whole) || dotted && !allDigits(frac) {
-		return 0, false
-	}
-	frac = strings.TrimRight(frac, "0")
-	scale := mult // divided by 10 per digit of frac: then the worth of its last
-	for range frac {
-		if scale /= 10; scale == 0 {
-			return 0, false // finer than a bit per second
-		}
-	}
-	w, err := strconv.ParseInt(whole, 10, 64)
-	if err != nil || w > (1<<62)/mult {
-		return 0, false
-	}
-	var f int64
-	if frac != "" {
-		if f, err = strconv.ParseInt(frac, 10, 64); err != nil {
-			return 0, false
-		}
-	}
-	return w*mult + f*scale, true
-}
-
-func allDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // byteSizes is a flag holding a comma list of sizes, as byteSize reads
 // each: 32MiB,128MiB.
 type byteSizes []int64
 
-func (b *byteSizes) String() string {
-	if *b != nil && len(*b) == 0 {
-		return "none"
-	}
-	parts := make([]string, len(*b))
-	for i, v := range *b {
-		bs := byteSize(v)
-		parts[i] = bs.String()
-	}
-	return strings.Join(parts, ",")
-}
+func (b *byteSizes) String() string { return origin.FormatByteList(*b) }
 
 func (b *byteSizes) Set(s string) error {
-	if strings.TrimSpace(s) == "none" {
-		*b = []int64{}
-		return nil
+	v, err := origin.ParseByteList(s)
+	if err != nil {
+		return err
 	}
-	var out []int64
-	for _, part := range strings.Split(s, ",") {
-		var v byteSize
-		if err := v.Set(strings.TrimSpace(part)); err != nil {
-			return err
-		}
-		out = append(out, int64(v))
-	}
-	*b = out
+	*b = v
 	return nil
 }
 

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -18,7 +18,6 @@ import (
 	"github.com/hlsbench/hlsbench/engines/certs"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
-	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads"
 )
@@ -27,11 +26,6 @@ import (
 type RunOptions struct {
 	Engine       string
 	Workload     string
-	Passes       int
-	HostRepeats  int
-	Warmups      int
-	PassDuration time.Duration
-	Rate         float64
 	Out          string
 	NoSave       bool
 	Quick        bool
@@ -39,9 +33,6 @@ type RunOptions struct {
 	Runtime      string
 	URL          string
 	OriginListen string
-	FailMode     string
-	PurgeMode    string // purge-stampede: auto, ban or purge
-	PurgeMethod  string // purge-stampede: the method of a per-object purge
 	Topology     string // comma list of plaintext, tls, proxyv2; or all
 	Terminator   string // proxyv2's: hitch or haproxy
 	Binary       string
@@ -52,9 +43,11 @@ type RunOptions struct {
 	AllowOOM     bool       // --allow-oom: a --memory below the store runs
 	Quiet        bool
 	Lock         string // wait, fail or none: see runstate.go
-	SLO          string // capacity's service levels: test=pQ:duration, comma list
 
-	Audience AudienceOptions
+	// Settings holds the workloads' settings as their flags set them
+	// (workloads.Settings: a flag each); those not given come from the
+	// profile.
+	Settings workloads.Config
 
 	set map[string]bool // flags given on the command line
 
@@ -72,34 +65,12 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Run the HLS workloads against a caching engine and save the results.
 
 hlsbench starts its synthetic HLS origin and the engine, then runs each workload:
-  hit-path     5000 rps on the 2 KB media playlist, warm cache: p50 and p99 TTFB
-  segment      4 MiB full GET and 64 KiB Range GET at 500 rps: p50 and p99 TTFB
-  miss-storm   200 clients at once on a cold segment: TTFB and coalescing,
-               origin fetches counted at the origin
-  origin-flap  200 rps while the origin fails in cycles: TTFB during failure and
-               the grace ratio, every answer proven fresh or stale from the
-               origin's stamps
-  purge-stampede  500 rps over a stream's 502 objects (Zipf), the whole stream
-               invalidated 2 s in (--purge-mode), 6 s more: refill amplification
-               at the origin, time to recover, stale answers after the purge,
-               refill TTFB, purge duration
-  repeated-bans  the same stream and load, one object invalidated a second for
-               20 s, the least popular first: the p99 TTFB drift of the objects
-               left alone (last quarter ÷ first), the engine's CPU drift, its
-               ban list (Varnish's MAIN.bans), ban duration, stale answers
-  live-audience  --viewers players (default 500) joining over --ramp: live
-               channels whose playlists advance every --target-duration and VOD
-               titles (Zipf), an ABR --ladder, a share switching rendition; hit
-               ratio and byte offload at the origin, origin requests per new live
-               segment, playlist and segment TTFB, stall risk, live-edge
-               staleness (the origin's stamps), engine memory per object, and a
-               miss-ratio curve over --store-sizes (the engine restarted for each)
-Each workload has 3 warm-up and 20 measured passes (5 s for rate workloads;
-repeated-bans 1 and 5 of 22 s; live-audience 1 and 3 of 40 s, then 1 and 1
-at each other store size);
+` + workloadList() + `
+Each workload runs --warmups warm-up and --passes measured passes (of
+--pass-duration for rate workloads) unless its own settings say otherwise;
 headline percentiles come from all measured samples merged.
 
---quick: ` + workloads.QuickText + `.
+--quick: ` + workloads.QuickText() + `.
 
 --engine builtin runs hlsbench's own cache; --engine external --url URL measures a
 proxy that is already running and fetches from --origin-listen (hlsbench starts
@@ -140,12 +111,7 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringVar(&o.OriginListen, "origin-listen", "", "with --engine external: the address its origin listens on, where the proxy fetches from (several: TAG=ADDR for each)")
 	f.StringVar(&o.Binary, "binary", "", "the one process engine's binary when it is not on PATH, e.g. /opt/vinyl/sbin/vinyld; or `ROW=PATH` pairs (comma list) for the rows of --engine they name: another hlsbench for a builtin variant (base=builtin,head=builtin --binary base=./hlsbench-base)")
 	f.StringVar(&o.Config, "config", "", "run a configuration of your own instead of the one hlsbench renders: `ENGINE=FILE` (varnish=my.vcl, vinyl=my.vcl, nginx=my.conf) or ROW=FILE for one row of --engine (a=varnish,b=varnish --config a=prod.vcl,b=new.vcl), a comma list; the engine checks it first (varnishd -C, nginx -t), the origin listens where it fetches from, plaintext only, and the results keep it with its SHA-256")
-	f.IntVar(&o.Passes, "passes", 20, "measured passes per test")
-	f.IntVar(&o.HostRepeats, "host-repeats", workloads.DefaultHostRepeats, "hit-path and segment: run a pass the host spoiled (steal, interrupts, other processes or CPU stalls past their thresholds) again, up to this many times (0: never; --quick: 1)")
-	f.IntVar(&o.Warmups, "warmups", 3, "unmeasured warm-up passes per test")
-	f.DurationVar(&o.PassDuration, "pass-duration", 5*time.Second, "length of one pass of a rate workload")
-	f.Float64Var(&o.Rate, "rate", 0, "override every rate workload's rate (0: hit-path 5000, segment 500, origin-flap 200)")
-	f.BoolVar(&o.Quick, "quick", false, "short profile: "+workloads.QuickText)
+	f.BoolVar(&o.Quick, "quick", false, "short profile: "+workloads.QuickText())
 	f.BoolVar(&o.JSON, "json", false, "print the saved run document (with file and run_id) on stdout")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines (tables, results and errors are still printed)")
 	f.StringVar(&o.Runtime, "runtime", "process", "where the engines, the builtin cache and the origin run: process (child processes pinned apart from the generator), docker (a container each, host networking) or inproc (builtin and origin inside hlsbench)")
@@ -154,128 +120,98 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.Var(&o.Memory, "memory", "with --runtime docker: each container's memory limit, e.g. 1GiB; auto (the default) is twice the run's largest cache store, 1GiB for the 512MiB store, as the reference gave malloc,256m 512 MB; none for no limit. A limit that cannot hold the store and 128MiB more is refused")
 	f.BoolVar(&o.AllowOOM, "allow-oom", false, "with --memory SIZE: run even when the limit cannot hold the cache store, to see what an engine does when its container is too small (a kill for memory fails the pass it happens in)")
 	f.Float64Var(&o.CPUs, "cpus", defaultContainerCPUs, "with --runtime docker: each container's CPU quota, as docker run --cpus (the reference's 4; at most this host's CPUs; 0: none), besides the cores hlsbench pins it to")
-	f.StringVar(&o.FailMode, "fail-mode", "5xx", "origin-flap failure: 5xx, refuse or drop")
-	f.StringVar(&o.PurgeMode, "purge-mode", workloads.PurgeModeAuto, "purge-stampede's invalidation: auto (each engine's own: a ban where it has one, else a request per object), ban (one call for the stream's prefix) or purge (a request per object)")
-	f.StringVar(&o.PurgeMethod, "purge-method", engines.PurgeMethod, "purge-stampede: the HTTP method of a per-object purge (--engine external is purged this way)")
 	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how hit-path and segment reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), proxyv2 (a TLS terminator in front speaking PROXY v2 to the engine), a comma list, or all")
 	f.StringVar(&o.Terminator, "terminator", engines.DefaultTerminator, "the TLS terminator of topology proxyv2: hitch (write-proxy-v2) or haproxy (send-proxy-v2)")
-	f.StringVar(&o.SLO, "slo", "", "capacity's service level per test, `TEST=QUANTILE:DURATION` items, comma separated: TEST hit-path, segment-full or segment-range, QUANTILE p50, p90, p99 or p999, DURATION with its unit; tests not named keep their defaults: "+workloads.DefaultSLOText)
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
 
-	audienceFlags(f, &o.Audience)
+	settingFlags(f, &o.Settings)
 }
 
-// AudienceOptions are live-audience's flags (workloads.Config).
-type AudienceOptions struct {
-	Viewers        int
-	Channels       int
-	Titles         int
-	Ladder         bitrates
-	TargetDuration time.Duration
-	AudienceZipf   float64
-	VODShare       float64
-	SwitchShare    float64
-	Ramp, Watch    time.Duration
-	AudiencePasses int
-	StoreSizes     byteSizes
+// settingFlags binds a flag to each of the workloads' settings, named as
+// the setting, in c (which starts at the defaults, for the help text).
+func settingFlags(f *pflag.FlagSet, c *workloads.Config) {
+	*c = workloads.Defaults()
+	for _, s := range workloads.Settings() {
+		f.Var(settingFlag{s, c}, s.Name(), s.Usage())
+	}
 }
 
-// audienceFlags binds live-audience's flags to o.
-func audienceFlags(f *pflag.FlagSet, o *AudienceOptions) {
-	d := workloads.Defaults()
-	o.Ladder = bitrates(slices.Clone(origin.DefaultLadder))
-	o.StoreSizes = byteSizes(slices.Clone(workloads.DefaultStoreSizes))
-	f.IntVar(&o.Viewers, "viewers", d.Viewers, "live-audience: players joining over --ramp, each with its own clock")
-	f.IntVar(&o.Channels, "channels", origin.DefaultChannels, "live-audience: live channels, chosen with Zipf popularity")
-	f.IntVar(&o.Titles, "titles", origin.DefaultTitles, "live-audience: VOD titles of 30 segments, chosen with Zipf popularity")
-	f.Var(&o.Ladder, "ladder", "live-audience: the ABR ladder, bits per second, ascending (a segment is bitrate × --target-duration / 8 bytes)")
-	f.DurationVar(&o.TargetDuration, "target-duration", origin.DefaultTargetDuration, "live-audience: every segment's duration; live playlists move on by one segment this often")
-	f.Float64Var(&o.AudienceZipf, "audience-zipf", d.AudienceZipf, "live-audience: the Zipf exponent of channel and title popularity (0: uniform)")
-	f.Float64Var(&o.VODShare, "vod-share", d.VODShare, "live-audience: the share of viewers on VOD, 0 to 1")
-	f.Float64Var(&o.SwitchShare, "switch-share", d.SwitchShare, "live-audience: the share of viewers switching rendition every 3 to 6 segments, 0 to 1")
-	f.DurationVar(&o.Ramp, "ramp", d.Ramp, "live-audience: viewers join at random over this long in each pass")
-	f.DurationVar(&o.Watch, "watch", d.Watch, "live-audience: then every viewer watches this long")
-	f.IntVar(&o.AudiencePasses, "audience-passes", d.AudiencePasses, "live-audience: measured passes after its warm-up")
-	f.Var(&o.StoreSizes, "store-sizes", "live-audience: the miss-ratio curve's store sizes besides the policy's 512MiB, each after an engine restart and a warm-up (comma list, or none)")
+// settingFlag is a workloads setting as a flag.
+type settingFlag struct {
+	s workloads.Setting
+	c *workloads.Config
 }
 
-// audienceNames are live-audience's flags.
-func audienceNames() []string {
-	var names []string
-	fs := pflag.NewFlagSet("audience", pflag.ContinueOnError)
-	audienceFlags(fs, &AudienceOptions{})
-	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	return names
+func (f settingFlag) String() string {
+	if f.c == nil {
+		return ""
+	}
+	return f.s.Text(*f.c)
 }
 
-// copyAudience sets o's audience flags to their values in fs, which binds
-// them to another AudienceOptions.
-func copyAudience(fs *pflag.FlagSet, o *AudienceOptions) error {
-	mine := pflag.NewFlagSet("audience", pflag.ContinueOnError)
-	audienceFlags(mine, o)
-	for _, name := range audienceNames() {
-		if f := fs.Lookup(name); f != nil {
-			if err := mine.Set(name, f.Value.String()); err != nil {
-				return fmt.Errorf("--%s: %w", name, err)
+func (f settingFlag) Type() string { return f.s.Type() }
+
+func (f settingFlag) Set(v string) error {
+	err := f.s.Set(f.c, v)
+	var fe *workloads.FieldError
+	if errors.As(err, &fe) {
+		return errors.New(fe.Msg) // pflag names the flag
+	}
+	return err
+}
+
+// readSettings sets c's settings to their flags' values in fs, for the
+// flags given there (set).
+func readSettings(fs *pflag.FlagSet, set map[string]bool, c *workloads.Config) error {
+	for _, s := range workloads.Settings() {
+		if f := fs.Lookup(s.Name()); f != nil && set[s.Name()] {
+			if err := s.Set(c, f.Value.String()); err != nil {
+				return protocolErr(err)
 			}
 		}
 	}
 	return nil
 }
 
-// audience applies live-audience's flags to cfg: given ones, and the rest
-// unless a profile (--quick) chose them.
-func (ro *RunOptions) audience(cfg *workloads.Config, profile bool) error {
-	o := &ro.Audience
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"audience-zipf", o.AudienceZipf}, {"vod-share", o.VODShare}, {"switch-share", o.SwitchShare}} {
-		if f.v < 0 {
-			return usagef("--%s %v: want 0 or more", f.name, f.v)
+// protocol is the run's settings: the profile's, with the flags given
+// over them.
+func (o *RunOptions) protocol() (workloads.Config, error) {
+	cfg := workloads.Defaults()
+	switch {
+	case o.Quick && o.nightly:
+		return cfg, usagef("--quick and --nightly are two profiles: give one")
+	case o.Quick:
+		cfg = workloads.Quick()
+	case o.nightly:
+		cfg = workloads.Nightly()
+	}
+	for _, s := range workloads.Settings() {
+		if o.set[s.Name()] {
+			s.Copy(&cfg, o.Settings)
 		}
 	}
-	if o.Ramp < 0 {
-		return usagef("--ramp %v: want 0 (every viewer at once) or more", o.Ramp)
+	if err := cfg.Validate(); err != nil {
+		return cfg, protocolErr(err)
 	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"channels", o.Channels}, {"titles", o.Titles}} {
-		if f.v < 1 {
-			return usagef("--%s %d: want 1 or more", f.name, f.v)
+	return cfg, nil
+}
+
+// workloadList is the workloads, a line or more each, for the help text.
+func workloadList() string {
+	specs, _ := workloads.Specs("all")
+	var b strings.Builder
+	for _, s := range specs {
+		line := "  " + s.Name + ": "
+		for _, word := range strings.Fields(s.Description) {
+			if len(line)+1+len(word) > 80 {
+				b.WriteString(strings.TrimRight(line, " ") + "\n")
+				line = "      "
+			}
+			line += word + " "
 		}
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
 	}
-	if o.TargetDuration <= 0 {
-		return usagef("--target-duration %v: want a positive duration, e.g. 2s", o.TargetDuration)
-	}
-	if len(o.Ladder) == 0 {
-		return usagef("--ladder: want at least one bitrate, e.g. %s", defaultLadder())
-	}
-	given := func(name string) bool { return ro.set[name] || !profile }
-	cfg.Viewers, cfg.Channels, cfg.Titles = o.Viewers, o.Channels, o.Titles
-	cfg.Ladder, cfg.TargetDuration = slices.Clone(o.Ladder), o.TargetDuration
-	cfg.AudienceZipf, cfg.VODShare, cfg.SwitchShare = o.AudienceZipf, o.VODShare, o.SwitchShare
-	// Zero is a setting here; in workloads.Config it takes the default.
-	for _, v := range []*float64{&cfg.AudienceZipf, &cfg.VODShare, &cfg.SwitchShare} {
-		if *v == 0 {
-			*v = -1
-		}
-	}
-	cfg.StoreSizes = slices.Clone([]int64(o.StoreSizes))
-	if given("ramp") {
-		cfg.Ramp = o.Ramp
-		if cfg.Ramp == 0 {
-			cfg.Ramp = -1 // all at once
-		}
-	}
-	if given("watch") {
-		cfg.Watch = o.Watch
-	}
-	if given("audience-passes") {
-		cfg.AudiencePasses = o.AudiencePasses
-	}
-	return nil
+	return b.String()
 }
 
 // runJSON is `hlsbench run --json`: the saved run document (see the
@@ -298,53 +234,9 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		return err
 	}
 	engineNames := rows(sels)
-	cfg := workloads.Defaults()
-	profile := o.Quick || o.nightly // a profile's pass counts unless given
-	switch {
-	case o.Quick && o.nightly:
-		return usagef("--quick and --nightly are two profiles: give one")
-	case o.Quick:
-		cfg = workloads.Quick()
-	case o.nightly:
-		cfg = workloads.Nightly()
-	}
-	if o.set["passes"] || !profile {
-		cfg.Passes = o.Passes
-	}
-	if o.set["warmups"] || !profile {
-		cfg.Warmups = o.Warmups
-	}
-	if o.set["pass-duration"] || !profile {
-		cfg.PassDuration = o.PassDuration
-	}
-	if o.Passes < 1 {
-		return usagef("--passes %d: want 1 or more", o.Passes)
-	}
-	if o.HostRepeats < 0 {
-		return usagef("--host-repeats %d: want 0 or more", o.HostRepeats)
-	}
-	if o.set["host-repeats"] || !profile {
-		cfg.HostRepeats = o.HostRepeats
-	}
-	if o.Warmups < 0 {
-		return usagef("--warmups %d: want 0 or more", o.Warmups)
-	}
-	if cfg.Warmups == 0 {
-		cfg.Warmups = -1 // explicit zero
-	}
-	cfg.Rate = o.Rate
-	if cfg.FailMode, err = origin.ParseMode(o.FailMode); err != nil || cfg.FailMode == origin.Healthy {
-		return usagef("--fail-mode %q: want 5xx, refuse or drop", o.FailMode)
-	}
-	cfg.PurgeMode, cfg.PurgeMethod = o.PurgeMode, o.PurgeMethod
-	if err := o.audience(&cfg, profile); err != nil {
+	cfg, err := o.protocol()
+	if err != nil {
 		return err
-	}
-	if cfg.SLO, err = workloads.ParseSLO(o.SLO); err != nil {
-		return protocolErr(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return protocolErr(err)
 	}
 	topologies, err := parseTopologies(o.Topology)
 	if err != nil {
@@ -426,30 +318,15 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		return fmt.Errorf("find the hlsbench binary for child processes: %w", err)
 	}
 
-	settings := map[string]any{"engines": engineNames, "workloads": o.Workload, "passes": cfg.Passes,
-		"warmups": max(cfg.Warmups, 0), "pass_duration": cfg.PassDuration.String(), "rate_override": cfg.Rate,
-		"quick": o.Quick, "nightly": o.nightly, "host_repeats": cfg.HostRepeats, "runtime": o.Runtime, "fail_mode": cfg.FailMode.String(),
-		"origin_flap":        map[string]any{"cycles": cfg.Cycles, "healthy_phase": cfg.HealthyPhase.String(), "fail_phase": cfg.FailPhase.String()},
-		"miss_storm_clients": cfg.Clients, "timeout": cfg.Timeout.String(),
-		"purge_stampede": map[string]any{"mode": cfg.PurgeMode, "method": cfg.PurgeMethod,
-			"before": cfg.PurgeBefore.String(), "after": cfg.PurgeAfter.String()},
-		"repeated_bans": map[string]any{"passes": cfg.BanPasses, "for": cfg.BanFor.String(), "every": workloads.BanEvery.String()},
-		"live_audience": map[string]any{"viewers": cfg.Viewers, "channels": o.Audience.Channels, "titles": o.Audience.Titles,
-			"ladder_bps": []int64(o.Audience.Ladder), "target_duration": o.Audience.TargetDuration.String(), "zipf": o.Audience.AudienceZipf,
-			"vod_share": o.Audience.VODShare, "switch_share": o.Audience.SwitchShare, "ramp": max(cfg.Ramp, 0).String(), "watch": cfg.Watch.String(),
-			"passes": cfg.AudiencePasses, "store_sizes": []int64(o.Audience.StoreSizes)}}
+	settings := cfg.Record()
+	maps.Copy(settings, map[string]any{"engines": engineNames, "workloads": o.Workload,
+		"quick": o.Quick, "nightly": o.nightly, "runtime": o.Runtime})
 	pols := map[string]any{}
 	for _, s := range specs {
 		pols[s.Name] = map[string]any{"rate": s.Rate, "connections": s.Connections, "policy": s.Policy}
 	}
 	settings["workload_settings"] = pols
 	settings["lock"] = o.Lock
-	slo := map[string]string{}
-	for test, l := range cfg.SLO {
-		slo[test] = l.String()
-	}
-	settings["capacity"] = map[string]any{"slo": slo, "searches": cfg.CapacitySearches, "max_probes": cfg.CapacityProbes,
-		"probe_warmup": cfg.ProbeWarmup.String(), "probe_duration": cfg.ProbeDuration.String()}
 	settings["topologies"] = topologies
 	if term != nil {
 		settings["terminator"] = term.Name()
@@ -647,10 +524,7 @@ func protocolErr(err error) error {
 	if !errors.As(err, &fe) {
 		return err
 	}
-	switch fe.Field {
-	case "workload", "passes", "pass-duration", "rate", "warmups", "purge-mode", "purge-method",
-		"viewers", "channels", "titles", "ladder", "target-duration", "audience-zipf", "vod-share", "switch-share",
-		"ramp", "watch", "audience-passes", "store-sizes", "slo":
+	if _, ok := workloads.LookupSetting(fe.Field); ok || fe.Field == "workload" {
 		return usagef("--%s %s", fe.Field, fe.Msg)
 	}
 	return usagef("%s %s (set by the profile; see --quick)", fe.Field, fe.Msg)

@@ -395,7 +395,9 @@ func TestContainerLimits(t *testing.T) {
 		}
 	}
 	// live-audience's curve at 1GiB needs more than the default's 1GiB.
-	cfg.StoreSizes = []int64{1 << 30}
+	if s, _ := workloads.LookupSetting("store-sizes"); s.Set(&cfg, "1GiB") != nil {
+		t.Fatal("store-sizes 1GiB refused")
+	}
 	if l, err := containerLimits(docker("", 4), specs, cfg); err != nil || l.Memory != 2<<30 {
 		t.Errorf("auto with a 1GiB store: %+v, %v; want 2GiB", l, err)
 	}

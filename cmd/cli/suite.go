@@ -47,8 +47,8 @@ dropped), with the settings the suite started with.
 
 Without --engine: builtin and every process engine installed here
 (varnish, vinyl, nginx). Profiles: the reference protocol by default (3
-warm-ups + 20 passes), --quick (` + workloads.QuickText + `), --nightly
-(` + workloads.NightlyText + `).
+warm-ups + 20 passes), --quick (` + workloads.QuickText() + `), --nightly
+(` + workloads.NightlyText() + `).
 
 Exit codes as run: 0 every result valid; 3 finished with some result invalid
 or without a value; 1 failure; 2 bad input; 130 interrupted.`,
@@ -66,7 +66,7 @@ or without a value; 1 failure; 2 bad input; 130 interrupted.`,
 	f.StringVar(&o.Engine, "engine", "", "engines, a comma list (default: builtin and every process engine installed)")
 	f.StringVar(&o.Out, "out", "", "the suite directory (required unless --resume)")
 	f.StringVar(&o.Resume, "resume", "", "a suite directory to finish: runs only the cells its manifest does not list as complete")
-	f.BoolVar(&o.Nightly, "nightly", false, "regression profile: "+workloads.NightlyText)
+	f.BoolVar(&o.Nightly, "nightly", false, "regression profile: "+workloads.NightlyText())
 	protocolFlags(f, &o.RunOptions)
 	return c
 }
@@ -101,7 +101,8 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 		saved.set = map[string]bool{}
 		cmd.Flags().Visit(func(f *pflag.Flag) { saved.set[f.Name] = true })
 		readSuiteFlags(cmd.Flags(), &saved)
-		if err := copyAudience(cmd.Flags(), &saved.Audience); err != nil {
+		saved.Settings = workloads.Defaults()
+		if err := readSettings(cmd.Flags(), saved.set, &saved.Settings); err != nil {
 			return usagef("--resume %s: %s: %v", o.Resume, results.ManifestName, err)
 		}
 		ro = saved.RunOptions
@@ -134,15 +135,9 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 // a throwaway command's options).
 func readSuiteFlags(fs *pflag.FlagSet, o *SuiteOptions) {
 	str := func(n string) string { v, _ := fs.GetString(n); return v }
-	o.Engine, o.Workload, o.Runtime, o.FailMode = str("engine"), str("workload"), str("runtime"), str("fail-mode")
+	o.Engine, o.Workload, o.Runtime = str("engine"), str("workload"), str("runtime")
 	o.Topology, o.Terminator = str("topology"), str("terminator")
-	o.PurgeMode, o.PurgeMethod = str("purge-mode"), str("purge-method")
-	o.SLO = str("slo")
 	o.URL, o.OriginListen, o.Binary, o.Config = str("url"), str("origin-listen"), str("binary"), str("config")
-	o.Passes, _ = fs.GetInt("passes")
-	o.Warmups, _ = fs.GetInt("warmups")
-	o.PassDuration, _ = fs.GetDuration("pass-duration")
-	o.Rate, _ = fs.GetFloat64("rate")
 	o.Quick, _ = fs.GetBool("quick")
 	o.Nightly, _ = fs.GetBool("nightly")
 	o.Images, _ = fs.GetStringArray("image")
@@ -162,31 +157,17 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 		}
 	}
 	add("workload", o.Workload)
-	add("passes", fmt.Sprint(o.Passes))
-	add("warmups", fmt.Sprint(o.Warmups))
-	add("pass-duration", o.PassDuration.String())
-	add("rate", fmt.Sprint(o.Rate))
 	add("runtime", o.Runtime)
-	add("fail-mode", o.FailMode)
-	add("purge-mode", o.PurgeMode)
-	add("purge-method", o.PurgeMethod)
 	add("topology", o.Topology)
 	add("terminator", o.Terminator)
 	add("memory", o.Memory.String())
 	add("cpus", cpusText(o.CPUs))
-	add("slo", o.SLO)
 	add("url", o.URL)
 	add("origin-listen", o.OriginListen)
 	add("binary", o.Binary)
 	add("config", absPairs(o.Config))
-	// The audience's values as their flags write them: flags bound to a
-	// copy of o's (binding sets the defaults, so the copy comes after).
-	fs := pflag.NewFlagSet("audience", pflag.ContinueOnError)
-	var audience AudienceOptions
-	audienceFlags(fs, &audience)
-	audience = o.Audience
-	for _, name := range audienceNames() {
-		add(name, fs.Lookup(name).Value.String())
+	for _, st := range workloads.Settings() {
+		add(st.Name(), st.Text(o.Settings))
 	}
 	for _, im := range o.Images {
 		args = append(args, "--image", im)

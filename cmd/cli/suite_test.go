@@ -6,14 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/workloads"
 )
 
 // A suite writes a manifest of its cells; --resume runs only the cells it
@@ -98,7 +97,8 @@ func TestSuiteAudienceArgs(t *testing.T) {
 	o := SuiteOptions{}
 	set := map[string]bool{}
 	cmd.Flags().Visit(func(f *pflag.Flag) { set[f.Name] = true })
-	if err := copyAudience(cmd.Flags(), &o.Audience); err != nil {
+	o.Settings = workloads.Defaults()
+	if err := readSettings(cmd.Flags(), set, &o.Settings); err != nil {
 		t.Fatal(err)
 	}
 	args := suiteArgs(set, &o, "builtin")
@@ -106,12 +106,16 @@ func TestSuiteAudienceArgs(t *testing.T) {
 	if err := back.ParseFlags(args); err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}
-	var again AudienceOptions
-	if err := copyAudience(back.Flags(), &again); err != nil {
+	backSet := map[string]bool{}
+	back.Flags().Visit(func(f *pflag.Flag) { backSet[f.Name] = true })
+	again := workloads.Defaults()
+	if err := readSettings(back.Flags(), backSet, &again); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(again, o.Audience) || again.Viewers != 70 || len(again.Ladder) != 2 || again.Ladder[1] != 1_500_000 ||
-		len(again.StoreSizes) != 1 || again.StoreSizes[0] != 64<<20 || again.VODShare != 0 || again.Ramp != 3*time.Second {
-		t.Errorf("args %v read back as %+v, want %+v", args, again, o.Audience)
+	for name, want := range map[string]string{"viewers": "70", "ladder": "100k,1.5M", "store-sizes": "64MiB", "vod-share": "0", "ramp": "3s"} {
+		s, _ := workloads.LookupSetting(name)
+		if got := s.Text(again); got != want {
+			t.Errorf("args %v: --%s read back as %q, want %q", args, name, got, want)
+		}
 	}
 }
