@@ -1,8 +1,14 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
-	"time"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
 )
 
 // Evidence is what a pass's figures rest on besides the generator's
@@ -14,17 +20,108 @@ type Evidence struct {
 	Generator *GeneratorFigures `json:"generator,omitempty"`
 	// Claims are the proxy's own X-Cache/Age claims, for comparison with
 	// the evidence (never used as evidence).
-	Claims   *CacheClaims      `json:"cache_claims,omitempty"`
-	Burst    *BurstEvidence    `json:"burst,omitempty"`
-	Flap     *FlapEvidence     `json:"flap,omitempty"`
-	Purge    *PurgeEvidence    `json:"purge,omitempty"`
-	Bans     *BanEvidence      `json:"bans,omitempty"`
-	Audience *AudienceEvidence `json:"audience,omitempty"`
-	Capacity *CapacityEvidence `json:"capacity,omitempty"`
-	OtherCPU *OtherCPU         `json:"other_cpu,omitempty"`
-	Cost     *Cost             `json:"cost,omitempty"`
-	Stalls   *Stalls           `json:"stalls,omitempty"`
+	Claims   *CacheClaims `json:"cache_claims,omitempty"`
+	OtherCPU *OtherCPU    `json:"other_cpu,omitempty"`
+	Cost     *Cost        `json:"cost,omitempty"`
+	Stalls   *Stalls      `json:"stalls,omitempty"`
+
+	// Parts are what each workload proves its figures with, by the key
+	// its file declares ("burst", "flap"), beside the common parts in the
+	// JSON object. A part set in this process is the workload's own type;
+	// one read from a file is its JSON until Part decodes it.
+	Parts map[string]any `json:"-"`
 }
+
+// SetPart sets a workload's part of the evidence.
+func (e *Evidence) SetPart(key string, v any) {
+	if e.Parts == nil {
+		e.Parts = map[string]any{}
+	}
+	e.Parts[key] = v
+}
+
+// Part is a workload's part of e under key, as a *T: nil when e has none,
+// or when what it has is not a T.
+func Part[T any](e *Evidence, key string) *T {
+	if e == nil {
+		return nil
+	}
+	switch v := e.Parts[key].(type) {
+	case *T:
+		return v
+	case json.RawMessage:
+		t := new(T)
+		if json.Unmarshal(v, t) != nil {
+			return nil
+		}
+		return t
+	}
+	return nil
+}
+
+// evidenceCommon is Evidence without its methods, for its JSON.
+type evidenceCommon Evidence
+
+// MarshalJSON writes the common parts, then each workload's under its key.
+func (e Evidence) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(evidenceCommon(e))
+	if err != nil || len(e.Parts) == 0 {
+		return b, err
+	}
+	keys := slices.Sorted(maps.Keys(e.Parts))
+	var buf bytes.Buffer
+	buf.Write(b[:len(b)-1])
+	for i, k := range keys {
+		if _, common := evidenceKeys()[k]; common {
+			return nil, fmt.Errorf("evidence part %q: the name of a common part", k)
+		}
+		v, err := json.Marshal(e.Parts[k])
+		if err != nil {
+			return nil, fmt.Errorf("evidence part %q: %w", k, err)
+		}
+		if i > 0 || len(b) > 2 {
+			buf.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads the common parts, and keeps every other key as a
+// workload's part.
+func (e *Evidence) UnmarshalJSON(b []byte) error {
+	var c evidenceCommon
+	if err := json.Unmarshal(b, &c); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	*e = Evidence(c)
+	for k, v := range all {
+		if _, common := evidenceKeys()[k]; !common {
+			e.SetPart(k, v)
+		}
+	}
+	return nil
+}
+
+// evidenceKeys are the JSON names of Evidence's common parts.
+var evidenceKeys = sync.OnceValue(func() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeFor[evidenceCommon]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+})
 
 // Stalls is what the stall sampler saw during a pass: a thread pinned to
 // each measured CPU (SCHED_FIFO when allowed, so no normal task of ours or
@@ -153,282 +250,6 @@ type CacheClaims struct {
 	Unknown int64 `json:"unknown"`
 }
 
-// PurgeEvidence is a purge-stampede pass: the invalidation, what the
-// origin fetched after it, what the viewers got, and how latency behaved
-// before, during and after the refill.
-type PurgeEvidence struct {
-	// Mode is how the stream was invalidated: "ban" (one call for a URL
-	// prefix: Prefix) or "purge" (one request per object, Method).
-	Mode    string `json:"mode"`
-	Method  string `json:"method,omitempty"`
-	Prefix  string `json:"prefix,omitempty"`
-	Objects int    `json:"objects"`
-	// Start is when the purge call was made; Returned when it returned (a
-	// ban accepted, or every per-object request answered).
-	Start      time.Time `json:"start"`
-	Returned   time.Time `json:"returned"`
-	DurationMs float64   `json:"duration_ms"`
-	// Purged, NotCached and Failed count per-object answers: 200, 404 (the
-	// engine did not hold it) and anything else (FailSamples say what).
-	Purged      int64    `json:"purged,omitempty"`
-	NotCached   int64    `json:"not_cached,omitempty"`
-	Failed      int64    `json:"failed,omitempty"`
-	FailSamples []string `json:"fail_samples,omitempty"`
-	// FetchesBefore counts the origin's fetches of the stream's objects
-	// from the pass's start to the purge (0 when the cache held them all);
-	// FetchesAfter from the purge's start to the pass's end, the most of
-	// one object in MaxObjectFetches (null when the origin's counters could
-	// not be read); DistinctAfter the objects with a good answer to a
-	// request sent after their invalidation returned. Amplification is
-	// FetchesAfter ÷ DistinctAfter; fewer fetches than objects prove the
-	// purge left copies behind.
-	FetchesBefore    *int64 `json:"fetches_before"`
-	FetchesAfter     *int64 `json:"fetches_after"`
-	DistinctAfter    int64  `json:"distinct_after"`
-	MaxObjectFetches *int64 `json:"max_object_fetches"`
-	// AnsweredAfter counts good answers to requests sent after their
-	// object's invalidation returned; StaleAfterPurge those of them whose
-	// copy the origin made before it was sent (its X-Origin-Generated
-	// stamp); Unproven those without a stamp.
-	AnsweredAfter   int64 `json:"answered_after"`
-	StaleAfterPurge int64 `json:"stale_after_purge"`
-	Unproven        int64 `json:"unproven,omitempty"`
-	// ReferenceP99Ms is the TTFB p99 before the purge. RecoveredMs is how
-	// long after the purge's start the TTFB p99 of the next second of
-	// requests came back within 10 % of it, counting the requests for
-	// objects already asked for since the purge (a first request after a
-	// purge goes to the origin on any engine: FirstAfter counts them), at
-	// 100 ms steps; null when it did not in the pass. RecoveryJudgedMs is
-	// how far it was looked for: every step before it has a whole second
-	// of the pass after it (null when none has), so a pass that did not
-	// recover took at least that long.
-	ReferenceP99Ms   *float64 `json:"reference_p99_ms"`
-	RecoveredMs      *float64 `json:"recovered_ms"`
-	RecoveryJudgedMs *float64 `json:"recovery_judged_ms"`
-	FirstAfter       int64    `json:"first_after"`
-	// Before, Refill and After are the requests sent before the purge, in
-	// the refill window (RefillWindowMs from the purge's start, the same on
-	// every engine), and after it. A refill request that timed out counts
-	// in the refill's TTFB at the timeout (RefillTimeouts); other failures
-	// have none.
-	Before         PhaseTTFB `json:"before"`
-	Refill         PhaseTTFB `json:"refill"`
-	After          PhaseTTFB `json:"after"`
-	RefillWindowMs float64   `json:"refill_window_ms"`
-	RefillTimeouts int64     `json:"refill_timeouts,omitempty"`
-	// Windows are the 100 ms windows from the purge's start on (in the
-	// recovery test's passes only).
-	Windows []PurgeWindow `json:"windows,omitempty"`
-	// EngineCPUBefore and EngineCPURefill are the engine's CPU, in cores,
-	// before the purge and during the refill (null where the engine runs
-	// in hlsbench's own process or the refill was shorter than a sample).
-	EngineCPUBefore *float64 `json:"engine_cpu_before"`
-	EngineCPURefill *float64 `json:"engine_cpu_refill"`
-}
-
-// PhaseTTFB is the TTFB of the requests sent in one phase of a pass.
-// ErrorsByKind are its failed requests by kind, where the workload counts
-// them (repeated-bans' quarters, which count a timeout at the timeout).
-type PhaseTTFB struct {
-	Requests     int64            `json:"requests"`
-	Errors       int64            `json:"errors"`
-	ErrorsByKind map[string]int64 `json:"errors_by_kind,omitempty"`
-	P50Ms        *float64         `json:"p50_ms"`
-	P99Ms        *float64         `json:"p99_ms"`
-}
-
-// PurgeWindow is one window after a purge: its start (ms after the
-// purge's), requests sent in it, the first requests for an object since
-// the purge among them, failed ones, origin copies made before the purge
-// among its answers (from the stamps), and the TTFB p99 of its requests
-// (NextP99Ms: of the requests of the second from its start that were not
-// the first for their object, which recovery is judged on; null where the
-// pass ends sooner).
-type PurgeWindow struct {
-	AtMs      float64  `json:"at_ms"`
-	Requests  int64    `json:"requests"`
-	First     int64    `json:"first"`
-	Errors    int64    `json:"errors"`
-	Stale     int64    `json:"stale,omitempty"`
-	P99Ms     *float64 `json:"p99_ms"`
-	NextP99Ms *float64 `json:"next_p99_ms"`
-}
-
-// BanEvidence is a repeated-bans pass: an invalidation of one object
-// every Every from the first, the coldest objects first, and what the
-// requests for the objects it left alone saw as the calls piled up.
-type BanEvidence struct {
-	// Mode is "ban" (one ban of an object's URL per call) or "purge" (one
-	// request per call, Method).
-	Mode   string   `json:"mode"`
-	Method string   `json:"method,omitempty"`
-	Every  Duration `json:"every"`
-	// Calls counts the invalidations made, Failed those that failed
-	// (FailSamples say how); DurationP50Ms and DurationMaxMs are how long
-	// they took to return.
-	Calls         int      `json:"calls"`
-	Failed        int      `json:"failed,omitempty"`
-	FailSamples   []string `json:"fail_samples,omitempty"`
-	DurationP50Ms *float64 `json:"duration_p50_ms"`
-	DurationMaxMs *float64 `json:"duration_max_ms"`
-	// First and Last are the requests sent in the pass's first and last
-	// quarter for objects not invalidated in the pass (the first quarter
-	// starts before any call); the drift is Last's p99 ÷ First's. A
-	// timeout counts in their TTFB at the timeout, another failure has
-	// none; either makes the latency tests of the pass invalid.
-	First PhaseTTFB `json:"first_quarter"`
-	Last  PhaseTTFB `json:"last_quarter"`
-	// EngineCPUFirst and EngineCPULast are the engine's CPU, in cores, in
-	// those quarters (null where it runs in hlsbench's own process).
-	EngineCPUFirst *float64 `json:"engine_cpu_first"`
-	EngineCPULast  *float64 `json:"engine_cpu_last"`
-	// BanList is the engine's ban list (Varnish's MAIN.bans) read after
-	// the last call; null for an engine that keeps none, or when the last
-	// call or the read after it failed (never an earlier call's list).
-	BanList *int64 `json:"ban_list"`
-	// AnsweredAfter and StaleAfterPurge are as in PurgeEvidence, for the
-	// invalidated objects: good answers to requests sent after their call
-	// returned, and those whose copy the origin made before it was sent.
-	AnsweredAfter   int64 `json:"answered_after"`
-	StaleAfterPurge int64 `json:"stale_after_purge"`
-	Unproven        int64 `json:"unproven,omitempty"`
-	// Windows are the pass's seconds.
-	Windows []BanWindow `json:"windows"`
-}
-
-// BanWindow is one second of a repeated-bans pass: its start (ms from the
-// pass's), the requests sent in it for objects not invalidated in the
-// pass, failed ones, their TTFB p99 (a timeout at the timeout, another
-// failure left out), the calls made so far, the ban list
-// read after the window's call, and the engine's CPU in cores.
-type BanWindow struct {
-	AtMs      float64  `json:"at_ms"`
-	Requests  int64    `json:"requests"`
-	Errors    int64    `json:"errors"`
-	P99Ms     *float64 `json:"p99_ms"`
-	Calls     int      `json:"calls"`
-	BanList   *int64   `json:"ban_list,omitempty"`
-	EngineCPU *float64 `json:"engine_cpu"`
-}
-
-// AudienceEvidence is what a live-audience pass's viewers did and got,
-// and what the origin served them.
-type AudienceEvidence struct {
-	// StoreBytes is the engine's store in the pass (the policy's, or a
-	// miss-ratio curve's size).
-	StoreBytes int64 `json:"store_bytes"`
-	// Viewers joined, live and on VOD, and how many switched rendition
-	// at least once.
-	Viewers  int   `json:"viewers"`
-	Live     int   `json:"live"`
-	VOD      int   `json:"vod"`
-	Switches int64 `json:"switches"`
-	// Unplanned counts segments playlists listed that viewers skipped: more
-	// than 5 minutes older than the pass, past what its plan covers.
-	Unplanned int64 `json:"unplanned,omitempty"`
-	Requests  int64 `json:"requests"`
-	Answered  int64 `json:"answered"`
-	Playlists int64 `json:"playlists"`
-	Segments  int64 `json:"segments"`
-	// Failed counts the requests without a good answer (no answer, a
-	// status other than 200, a short or wrong body): FailedPlaylists and
-	// FailedSegments of them by class, FailedLivePlaylists the live media
-	// playlists among the playlists. Each is a miss served from nowhere.
-	Failed              int64 `json:"failed"`
-	FailedPlaylists     int64 `json:"failed_playlists"`
-	FailedSegments      int64 `json:"failed_segments"`
-	FailedLivePlaylists int64 `json:"failed_live_playlists"`
-	// OriginFetches and OriginBytes are the origin's object answers and
-	// their body bytes over the pass; BodyBytes what the viewers received,
-	// error pages included, GoodBodyBytes the good answers' bodies alone,
-	// and UndeliveredBytes the sizes of the segments whose requests failed.
-	OriginFetches    *int64 `json:"origin_fetches"`
-	OriginBytes      *int64 `json:"origin_bytes"`
-	BodyBytes        int64  `json:"body_bytes"`
-	GoodBodyBytes    int64  `json:"good_body_bytes"`
-	UndeliveredBytes int64  `json:"undelivered_bytes"`
-	// HitRatio and ByteOffload are percentages: 1 − (origin fetches +
-	// failed requests) ÷ requests, and 1 − (origin bytes + undelivered
-	// bytes) ÷ (good body bytes + undelivered bytes).
-	HitRatio    *float64 `json:"hit_ratio_pct"`
-	ByteOffload *float64 `json:"byte_offload_pct"`
-	// EdgeSegments are the live segments published during the pass that a
-	// viewer asked for, EdgeFetches the origin's fetches of them,
-	// EdgeMostFetches the most of one, and EdgeFailed the failed requests
-	// of them: origin requests per new segment is (EdgeFetches +
-	// EdgeFailed) ÷ EdgeSegments.
-	EdgeSegments    int64  `json:"edge_segments"`
-	EdgeFetches     *int64 `json:"edge_fetches"`
-	EdgeMostFetches *int64 `json:"edge_most_fetches"`
-	EdgeFailed      int64  `json:"edge_failed"`
-	// Playlist and segment TTFB, and segment download time, from the
-	// player's intended send time.
-	PlaylistP50Ms *float64 `json:"playlist_ttfb_p50_ms"`
-	PlaylistP99Ms *float64 `json:"playlist_ttfb_p99_ms"`
-	SegmentP50Ms  *float64 `json:"segment_ttfb_p50_ms"`
-	SegmentP99Ms  *float64 `json:"segment_ttfb_p99_ms"`
-	DownloadP50Ms *float64 `json:"segment_download_p50_ms"`
-	DownloadP99Ms *float64 `json:"segment_download_p99_ms"`
-	// Stalls are segment downloads slower than the segment's duration, or
-	// failed, of Segments.
-	Stalls int64 `json:"stalls"`
-	// LivePlaylists are the good live media playlist answers (the failed
-	// ones are FailedLivePlaylists); Unproven
-	// those without the origin's edge stamp; StalenessP50S and P99S how far
-	// behind the origin's live edge they were when they arrived, and
-	// StaleMaxS the most.
-	LivePlaylists int64    `json:"live_playlists"`
-	Unproven      int64    `json:"unproven,omitempty"`
-	StalenessP50S *float64 `json:"staleness_p50_s"`
-	StalenessP99S *float64 `json:"staleness_p99_s"`
-	StalenessMaxS *float64 `json:"staleness_max_s"`
-	// Memory is the engine's memory (its processes' proportional set
-	// sizes, so pages they share count once) and its cache files, Objects
-	// the distinct objects the origin served it since it started, and
-	// PayloadBytes their bodies: bytes per object is Memory − MemoryAtStart
-	// over Objects.
-	MemoryAtStart *int64 `json:"memory_at_start_bytes,omitempty"`
-	Memory        *int64 `json:"memory_bytes,omitempty"`
-	Objects       int64  `json:"objects"`
-	PayloadBytes  int64  `json:"payload_bytes"`
-}
-
-// BurstEvidence is a miss-storm burst's object and the origin's fetches of
-// it: coalescing is Clients ÷ ObjectFetches.
-type BurstEvidence struct {
-	Object        string `json:"object"`
-	ObjectFetches int64  `json:"object_fetches"`
-	Clients       int    `json:"clients"`
-}
-
-// FlapEvidence is an origin-flap cycle: every answer classed fresh, stale,
-// error or unproven from the origin's stamp, per phase; the window is the
-// failing phase after the object's TTL expired.
-type FlapEvidence struct {
-	Healthy PhaseCounts `json:"healthy"`
-	Failing PhaseCounts `json:"failing"`
-	Window  PhaseCounts `json:"expired_window"`
-	// FailStart is when the origin started failing, by its own report;
-	// ModeChangeAnswered is when its control API answered the change, up
-	// to 2 s later in refuse and drop modes (absent if it never did).
-	FailStart          time.Time  `json:"fail_start"`
-	ModeChangeAnswered *time.Time `json:"mode_change_answered,omitempty"`
-	TTLExpiredAt       time.Time  `json:"ttl_expired_at"`
-	FailMode           string     `json:"fail_mode"`
-	// ClaimDisagreements count answers whose X-Cache claim contradicts the
-	// origin's stamp (a stale answer called HIT, say).
-	ClaimDisagreements int64    `json:"claim_disagreements"`
-	GraceRatio         *float64 `json:"grace_ratio"`
-}
-
-// PhaseCounts class a phase's answers.
-type PhaseCounts struct {
-	Fresh    int64 `json:"fresh"`
-	Stale    int64 `json:"stale"`
-	Errors   int64 `json:"errors"`
-	Unproven int64 `json:"unproven"` // answered without the origin's stamp
-}
-
 // OtherCPU is what processes other than ours took of the measured CPUs
 // during a pass: Share of their capacity (0.5 on two CPUs is one core),
 // Seconds in core-seconds, steal included.
@@ -520,24 +341,27 @@ func evidenceFromExtra(ex map[string]any) *Evidence {
 	if get("cache_claims", &claims) {
 		e.Claims = &claims
 	}
-	if _, ok := ex["object"]; ok {
-		b := &BurstEvidence{}
-		get("object", &b.Object)
-		get("object_fetches", &b.ObjectFetches)
-		get("clients", &b.Clients)
-		e.Burst = b
-	}
-	if _, ok := ex["expired_window"]; ok {
-		f := &FlapEvidence{}
-		get("healthy", &f.Healthy)
-		get("failing", &f.Failing)
-		get("expired_window", &f.Window)
-		get("fail_start", &f.FailStart)
-		get("ttl_expired_at", &f.TTLExpiredAt)
-		get("fail_mode", &f.FailMode)
-		get("claim_disagreements", &f.ClaimDisagreements)
-		get("grace_ratio", &f.GraceRatio)
-		e.Flap = f
+	// The parts of the workloads that wrote "extra" (schema 1 and 2)
+	// kept its keys.
+	for _, part := range []struct {
+		key, marker string
+		keys        []string
+	}{
+		{"burst", "object", []string{"object", "object_fetches", "clients"}},
+		{"flap", "expired_window", []string{"healthy", "failing", "expired_window", "fail_start", "ttl_expired_at", "fail_mode", "claim_disagreements", "grace_ratio"}},
+	} {
+		if _, ok := ex[part.marker]; !ok {
+			continue
+		}
+		m := map[string]any{}
+		for _, k := range part.keys {
+			if v, ok := ex[k]; ok {
+				m[k] = v
+			}
+		}
+		if b, err := json.Marshal(m); err == nil {
+			e.SetPart(part.key, json.RawMessage(b))
+		}
 	}
 	var oc OtherCPU
 	if get("other_cpu", &oc) {
@@ -545,65 +369,3 @@ func evidenceFromExtra(ex map[string]any) *Evidence {
 	}
 	return &e
 }
-
-// CapacityEvidence is one capacity search: every probe in the order it
-// ran, and what the search concluded from them.
-type CapacityEvidence struct {
-	// SLO is the service level the probes were held to ("p99:10ms").
-	SLO string `json:"slo"`
-	// CapacityRPS is the highest offered rate that passed (null when none
-	// did: NoValue says what failed at the lowest probe); MiBPerSecond
-	// the body it carried at that rate.
-	CapacityRPS  *float64 `json:"capacity_rps"`
-	MiBPerSecond *float64 `json:"mib_per_s,omitempty"`
-	NoValue      string   `json:"no_value,omitempty"`
-	// LowerBound, when set, says the capacity is at least CapacityRPS and
-	// why the search could not tell more ("the generator ran out at 24000
-	// rps"); Stopped is the whole reason.
-	LowerBound string `json:"lower_bound,omitempty"`
-	Stopped    string `json:"stopped"`
-	// LowestFailRPS is the lowest rate the engine failed (null when it
-	// failed none): the capacity lies between CapacityRPS and it.
-	LowestFailRPS *float64        `json:"lowest_fail_rps"`
-	Probes        []CapacityProbe `json:"probes"`
-}
-
-// CapacityProbe is one probe of a capacity search: a pass at one offered
-// rate, after a warm-up at that rate.
-type CapacityProbe struct {
-	OfferedRPS  float64 `json:"offered_rps"`
-	CarriedRPS  float64 `json:"carried_rps"`
-	Connections int     `json:"connections"`
-	// QuantileMs is the SLO's quantile of TTFB (null without a success).
-	QuantileMs   *float64         `json:"quantile_ms"`
-	Requests     int64            `json:"requests"`
-	Errors       int64            `json:"errors"`
-	ErrorsByKind map[string]int64 `json:"errors_by_kind,omitempty"`
-	PoolLimited  bool             `json:"pool_limited"`
-	MiBPerSecond float64          `json:"mib_per_s"`
-	// OtherCPUShare is the share of the measured CPUs other processes
-	// took during the probe (null when not measured, and for an external
-	// proxy, whose own CPU is among them): a failure beside a large one
-	// may be the host's.
-	OtherCPUShare *float64 `json:"other_cpu_share,omitempty"`
-	// Host, when set, says what of the host may have failed the probe:
-	// the hypervisor's steal past 5 % of a measured CPU, or every measured
-	// CPU stalled at once for 10 ms or more (with when). A failure beside
-	// it is probed once more and the repeat decides.
-	Host string `json:"host,omitempty"`
-	// Generator is "valid", or why the generator itself failed the probe
-	// (its own lateness, its CPU): then the probe says nothing of the
-	// engine.
-	Generator string `json:"generator"`
-	// Verdict is CapacityPass, CapacityFail (the engine's) or
-	// CapacityGenerator; Reason says what failed, in a sentence.
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason,omitempty"`
-}
-
-// The verdicts of a capacity probe.
-const (
-	CapacityPass      = "pass"
-	CapacityFail      = "fail"
-	CapacityGenerator = "generator"
-)

@@ -406,7 +406,7 @@ func (as *audienceSession) Step(ctx context.Context, i int) error {
 	p.ev.Generator = generatorFigures(r, 50, 99)
 	fig := as.figures(u, seeds, r, before, after)
 	fig.ev.StoreBytes = as.sizes[ph]
-	p.ev.Audience = fig.ev
+	p.ev.SetPart(audiencePart, fig.ev)
 	if ph == 0 {
 		as.record(p, r, fig)
 	}
@@ -419,7 +419,7 @@ func (as *audienceSession) Step(ctx context.Context, i int) error {
 // passFigures are a pass's figures, and the histograms its latency tests
 // merge.
 type passFigures struct {
-	ev                       *results.AudienceEvidence
+	ev                       *AudienceEvidence
 	playlist, segment, stale *hdr.Histogram
 	// lateness, per latency figure: why the generator's lateness moved it.
 	playlistLate, segmentLate, downloadLate, staleLate []string
@@ -428,7 +428,7 @@ type passFigures struct {
 
 func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.Result, before, after snapshot) *passFigures {
 	td := as.a.live.TargetDuration
-	f := &passFigures{ev: &results.AudienceEvidence{Viewers: len(seeds), BodyBytes: r.BodyBytes},
+	f := &passFigures{ev: &AudienceEvidence{Viewers: len(seeds), BodyBytes: r.BodyBytes},
 		playlist: loadgen.NewHistogram(), segment: loadgen.NewHistogram(), stale: loadgen.NewHistogram()}
 	for _, v := range seeds {
 		if v.live {
@@ -740,11 +740,11 @@ func (as *audienceSession) curvePass(i int) bool {
 
 // hitMisses are a pass's misses: the origin's object answers, and the
 // failed requests, each a miss served from nowhere.
-func hitMisses(ev *results.AudienceEvidence) int64 { return deref(ev.OriginFetches) + ev.Failed }
+func hitMisses(ev *AudienceEvidence) int64 { return deref(ev.OriginFetches) + ev.Failed }
 
 // missRatio is (origin object answers + failed requests) ÷ requests, in
 // percent; nil without the origin's counters or a request.
-func missRatio(ev *results.AudienceEvidence) *float64 {
+func missRatio(ev *AudienceEvidence) *float64 {
 	if ev.OriginFetches == nil || ev.Requests == 0 {
 		return nil
 	}
@@ -755,7 +755,7 @@ func missRatio(ev *results.AudienceEvidence) *float64 {
 // failed segments' sizes (bytes a viewer did not get are not offloaded),
 // of the good answers' body bytes and those sizes. An error page's body is
 // no delivered byte.
-func offloadSums(ev *results.AudienceEvidence) (n, of int64) {
+func offloadSums(ev *AudienceEvidence) (n, of int64) {
 	return deref(ev.OriginBytes) + ev.UndeliveredBytes, ev.GoodBodyBytes + ev.UndeliveredBytes
 }
 
@@ -768,7 +768,7 @@ const audienceFailureTolerance = 0
 
 // failedCounts is why a pass's hit ratio, byte offload, origin requests per
 // segment and miss ratio are invalid: its failed requests, counted.
-func failedCounts(ev *results.AudienceEvidence, r *loadgen.Result) []string {
+func failedCounts(ev *AudienceEvidence, r *loadgen.Result) []string {
 	if ev.Failed <= audienceFailureTolerance {
 		return nil
 	}
@@ -813,4 +813,89 @@ func LargestStore(specs []Spec, cfg Config) int64 {
 		}
 	}
 	return n
+}
+
+// audiencePart is the key of AudienceEvidence in a pass's evidence.
+const audiencePart = "audience"
+
+// AudienceEvidence is what a live-audience pass's viewers did and got,
+// and what the origin served them.
+type AudienceEvidence struct {
+	// StoreBytes is the engine's store in the pass (the policy's, or a
+	// miss-ratio curve's size).
+	StoreBytes int64 `json:"store_bytes"`
+	// Viewers joined, live and on VOD, and how many switched rendition
+	// at least once.
+	Viewers  int   `json:"viewers"`
+	Live     int   `json:"live"`
+	VOD      int   `json:"vod"`
+	Switches int64 `json:"switches"`
+	// Unplanned counts segments playlists listed that viewers skipped: more
+	// than 5 minutes older than the pass, past what its plan covers.
+	Unplanned int64 `json:"unplanned,omitempty"`
+	Requests  int64 `json:"requests"`
+	Answered  int64 `json:"answered"`
+	Playlists int64 `json:"playlists"`
+	Segments  int64 `json:"segments"`
+	// Failed counts the requests without a good answer (no answer, a
+	// status other than 200, a short or wrong body): FailedPlaylists and
+	// FailedSegments of them by class, FailedLivePlaylists the live media
+	// playlists among the playlists. Each is a miss served from nowhere.
+	Failed              int64 `json:"failed"`
+	FailedPlaylists     int64 `json:"failed_playlists"`
+	FailedSegments      int64 `json:"failed_segments"`
+	FailedLivePlaylists int64 `json:"failed_live_playlists"`
+	// OriginFetches and OriginBytes are the origin's object answers and
+	// their body bytes over the pass; BodyBytes what the viewers received,
+	// error pages included, GoodBodyBytes the good answers' bodies alone,
+	// and UndeliveredBytes the sizes of the segments whose requests failed.
+	OriginFetches    *int64 `json:"origin_fetches"`
+	OriginBytes      *int64 `json:"origin_bytes"`
+	BodyBytes        int64  `json:"body_bytes"`
+	GoodBodyBytes    int64  `json:"good_body_bytes"`
+	UndeliveredBytes int64  `json:"undelivered_bytes"`
+	// HitRatio and ByteOffload are percentages: 1 − (origin fetches +
+	// failed requests) ÷ requests, and 1 − (origin bytes + undelivered
+	// bytes) ÷ (good body bytes + undelivered bytes).
+	HitRatio    *float64 `json:"hit_ratio_pct"`
+	ByteOffload *float64 `json:"byte_offload_pct"`
+	// EdgeSegments are the live segments published during the pass that a
+	// viewer asked for, EdgeFetches the origin's fetches of them,
+	// EdgeMostFetches the most of one, and EdgeFailed the failed requests
+	// of them: origin requests per new segment is (EdgeFetches +
+	// EdgeFailed) ÷ EdgeSegments.
+	EdgeSegments    int64  `json:"edge_segments"`
+	EdgeFetches     *int64 `json:"edge_fetches"`
+	EdgeMostFetches *int64 `json:"edge_most_fetches"`
+	EdgeFailed      int64  `json:"edge_failed"`
+	// Playlist and segment TTFB, and segment download time, from the
+	// player's intended send time.
+	PlaylistP50Ms *float64 `json:"playlist_ttfb_p50_ms"`
+	PlaylistP99Ms *float64 `json:"playlist_ttfb_p99_ms"`
+	SegmentP50Ms  *float64 `json:"segment_ttfb_p50_ms"`
+	SegmentP99Ms  *float64 `json:"segment_ttfb_p99_ms"`
+	DownloadP50Ms *float64 `json:"segment_download_p50_ms"`
+	DownloadP99Ms *float64 `json:"segment_download_p99_ms"`
+	// Stalls are segment downloads slower than the segment's duration, or
+	// failed, of Segments.
+	Stalls int64 `json:"stalls"`
+	// LivePlaylists are the good live media playlist answers (the failed
+	// ones are FailedLivePlaylists); Unproven
+	// those without the origin's edge stamp; StalenessP50S and P99S how far
+	// behind the origin's live edge they were when they arrived, and
+	// StaleMaxS the most.
+	LivePlaylists int64    `json:"live_playlists"`
+	Unproven      int64    `json:"unproven,omitempty"`
+	StalenessP50S *float64 `json:"staleness_p50_s"`
+	StalenessP99S *float64 `json:"staleness_p99_s"`
+	StalenessMaxS *float64 `json:"staleness_max_s"`
+	// Memory is the engine's memory (its processes' proportional set
+	// sizes, so pages they share count once) and its cache files, Objects
+	// the distinct objects the origin served it since it started, and
+	// PayloadBytes their bodies: bytes per object is Memory − MemoryAtStart
+	// over Objects.
+	MemoryAtStart *int64 `json:"memory_at_start_bytes,omitempty"`
+	Memory        *int64 `json:"memory_bytes,omitempty"`
+	Objects       int64  `json:"objects"`
+	PayloadBytes  int64  `json:"payload_bytes"`
 }

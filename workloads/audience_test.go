@@ -32,8 +32,8 @@ func audienceConfig() Config {
 	return c
 }
 
-func audienceFigures(t *testing.T, r *results.Result) []*results.AudienceEvidence {
-	return passEvidence(t, r, "audience", func(e *results.Evidence) *results.AudienceEvidence { return e.Audience })
+func audienceFigures(t *testing.T, r *results.Result) []*AudienceEvidence {
+	return passEvidence(t, r, "audience", func(e *results.Evidence) *AudienceEvidence { return results.Part[AudienceEvidence](e, audiencePart) })
 }
 
 func TestLiveAudienceBuiltin(t *testing.T) {
@@ -301,7 +301,7 @@ func synthPass(t *testing.T, as *audienceSession, failing bool) *passFigures {
 	before.origin.Objects = map[string]origin.ObjectStats{}
 	after.origin = origin.Stats{Fetches: fetches + 1, Bytes: bytes + size, Objects: objects}
 	f := as.figures(u, nil, lr, before, after)
-	pi := &passInfo{index: 1, lr: lr, started: start, ev: &results.Evidence{Audience: f.ev}}
+	pi := &passInfo{index: 1, lr: lr, started: start, ev: &results.Evidence{Parts: map[string]any{audiencePart: f.ev}}}
 	as.record(pi, lr, f)
 	as.recordCurve(0, pi, f)
 	return f
@@ -330,7 +330,7 @@ func TestAudienceFailuresAreMisses(t *testing.T) {
 	if f.ev.GoodBodyBytes != 62*clean.a.live.SegmentSize(0)+10*300 {
 		t.Errorf("good body bytes %d: want the 200 answers' only", f.ev.GoodBodyBytes)
 	}
-	perSeg := func(ev *results.AudienceEvidence) float64 {
+	perSeg := func(ev *AudienceEvidence) float64 {
 		return float64(ival(ev.EdgeFetches)+ev.EdgeFailed) / float64(ev.EdgeSegments)
 	}
 	if ev := f.ev; ev.EdgeSegments != 2 || ev.EdgeFailed != 5 || perSeg(ev) < perSeg(c.ev) {
@@ -417,7 +417,7 @@ func TestLiveAudienceFailingProxyIsCaught(t *testing.T) {
 	if fev.FailedSegments < fev.Segments/4 || fev.Failed < fev.FailedSegments {
 		t.Fatalf("%d of %d segment requests failed (%d in all): want about a third", fev.FailedSegments, fev.Segments, fev.Failed)
 	}
-	perSeg := func(ev *results.AudienceEvidence) float64 {
+	perSeg := func(ev *AudienceEvidence) float64 {
 		return float64(ival(ev.EdgeFetches)+ev.EdgeFailed) / float64(ev.EdgeSegments)
 	}
 	// The pass's own figures: no better with failures.

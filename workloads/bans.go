@@ -219,7 +219,7 @@ func (bs *banSession) Step(ctx context.Context, i int) error {
 	}
 	p.ev.Generator = generatorFigures(r, 99)
 	be := bs.banEvidence(made, &cpu, started, total) // the calls' schedule: the load starts with it
-	p.ev.Bans = be
+	p.ev.SetPart(bansPart, be)
 	switch {
 	case be.Calls == 0:
 		p.reasons = append(p.reasons, "no invalidation was made in the pass")
@@ -291,8 +291,8 @@ func (bs *banSession) calls(ctx context.Context, start time.Time, total time.Dur
 
 // banEvidence reads a pass's records against its calls; the load was
 // scheduled from start for total.
-func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Time, total time.Duration) *results.BanEvidence {
-	be := &results.BanEvidence{Mode: bs.mode, Every: results.Duration(BanEvery), Calls: len(made), Windows: []results.BanWindow{}}
+func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Time, total time.Duration) *BanEvidence {
+	be := &BanEvidence{Mode: bs.mode, Every: results.Duration(BanEvery), Calls: len(made), Windows: []BanWindow{}}
 	if bs.mode != engines.PurgeBan {
 		be.Method = bs.method
 	}
@@ -331,7 +331,7 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 	wins := make([]*hdr.Histogram, nwin)
 	for k := range wins {
 		wins[k] = loadgen.NewHistogram()
-		be.Windows = append(be.Windows, results.BanWindow{AtMs: float64(time.Duration(k)*BanEvery) / 1e6})
+		be.Windows = append(be.Windows, BanWindow{AtMs: float64(time.Duration(k)*BanEvery) / 1e6})
 	}
 	for _, shard := range bs.log.shards {
 		for i := range shard {
@@ -350,7 +350,7 @@ func (bs *banSession) banEvidence(made []banCall, cpu *cpuSeries, start time.Tim
 			}
 			w := &be.Windows[min(int(at/int64(BanEvery)), nwin-1)]
 			w.Requests++
-			var ph *results.PhaseTTFB
+			var ph *PhaseTTFB
 			var qc *lateClass
 			switch {
 			case at < quarter:
@@ -435,7 +435,7 @@ func banListAtEnd(made []banCall) (*int64, string) {
 
 // quarterFailed is why a quarter's TTFB figures are invalid when any of
 // its requests failed: purge-stampede's refill rule, no failure tolerated.
-func quarterFailed(which string, ph *results.PhaseTTFB) []string {
+func quarterFailed(which string, ph *PhaseTTFB) []string {
 	if ph.Errors == 0 {
 		return nil
 	}
@@ -443,7 +443,7 @@ func quarterFailed(which string, ph *results.PhaseTTFB) []string {
 		ph.Errors, ph.Requests, which, kinds(ph.ErrorsByKind))}
 }
 
-func (bs *banSession) record(p *passInfo, be *results.BanEvidence, made []banCall) {
+func (bs *banSession) record(p *passInfo, be *BanEvidence, made []banCall) {
 	// The latency figures are judged on the quarters they publish: their
 	// failures, and the generator's lateness there (not over the pass).
 	busy := p.latencyReasons()
@@ -549,4 +549,64 @@ func (bs *banSession) record(p *passInfo, be *results.BanEvidence, made []banCal
 	if bs.stale.Value != nil {
 		bs.stale.Stale = ptr(bs.staleSum.num)
 	}
+}
+
+// bansPart is the key of BanEvidence in a pass's evidence.
+const bansPart = "bans"
+
+// BanEvidence is a repeated-bans pass: an invalidation of one object
+// every Every from the first, the coldest objects first, and what the
+// requests for the objects it left alone saw as the calls piled up.
+type BanEvidence struct {
+	// Mode is "ban" (one ban of an object's URL per call) or "purge" (one
+	// request per call, Method).
+	Mode   string           `json:"mode"`
+	Method string           `json:"method,omitempty"`
+	Every  results.Duration `json:"every"`
+	// Calls counts the invalidations made, Failed those that failed
+	// (FailSamples say how); DurationP50Ms and DurationMaxMs are how long
+	// they took to return.
+	Calls         int      `json:"calls"`
+	Failed        int      `json:"failed,omitempty"`
+	FailSamples   []string `json:"fail_samples,omitempty"`
+	DurationP50Ms *float64 `json:"duration_p50_ms"`
+	DurationMaxMs *float64 `json:"duration_max_ms"`
+	// First and Last are the requests sent in the pass's first and last
+	// quarter for objects not invalidated in the pass (the first quarter
+	// starts before any call); the drift is Last's p99 ÷ First's. A
+	// timeout counts in their TTFB at the timeout, another failure has
+	// none; either makes the latency tests of the pass invalid.
+	First PhaseTTFB `json:"first_quarter"`
+	Last  PhaseTTFB `json:"last_quarter"`
+	// EngineCPUFirst and EngineCPULast are the engine's CPU, in cores, in
+	// those quarters (null where it runs in hlsbench's own process).
+	EngineCPUFirst *float64 `json:"engine_cpu_first"`
+	EngineCPULast  *float64 `json:"engine_cpu_last"`
+	// BanList is the engine's ban list (Varnish's MAIN.bans) read after
+	// the last call; null for an engine that keeps none, or when the last
+	// call or the read after it failed (never an earlier call's list).
+	BanList *int64 `json:"ban_list"`
+	// AnsweredAfter and StaleAfterPurge are as in PurgeEvidence, for the
+	// invalidated objects: good answers to requests sent after their call
+	// returned, and those whose copy the origin made before it was sent.
+	AnsweredAfter   int64 `json:"answered_after"`
+	StaleAfterPurge int64 `json:"stale_after_purge"`
+	Unproven        int64 `json:"unproven,omitempty"`
+	// Windows are the pass's seconds.
+	Windows []BanWindow `json:"windows"`
+}
+
+// BanWindow is one second of a repeated-bans pass: its start (ms from the
+// pass's), the requests sent in it for objects not invalidated in the
+// pass, failed ones, their TTFB p99 (a timeout at the timeout, another
+// failure left out), the calls made so far, the ban list
+// read after the window's call, and the engine's CPU in cores.
+type BanWindow struct {
+	AtMs      float64  `json:"at_ms"`
+	Requests  int64    `json:"requests"`
+	Errors    int64    `json:"errors"`
+	P99Ms     *float64 `json:"p99_ms"`
+	Calls     int      `json:"calls"`
+	BanList   *int64   `json:"ban_list,omitempty"`
+	EngineCPU *float64 `json:"engine_cpu"`
 }

@@ -20,9 +20,9 @@ func bansConfig() Config {
 }
 
 // banFigures are a result's measured passes' ban evidence.
-func banFigures(t *testing.T, r *results.Result) []*results.BanEvidence {
+func banFigures(t *testing.T, r *results.Result) []*BanEvidence {
 	t.Helper()
-	return passEvidence(t, r, "ban", func(e *results.Evidence) *results.BanEvidence { return e.Bans })
+	return passEvidence(t, r, "ban", func(e *results.Evidence) *BanEvidence { return results.Part[BanEvidence](e, bansPart) })
 }
 
 // The built-in cache bans one object a second; it keeps no ban list, and
@@ -231,7 +231,7 @@ func TestBanQuartersCountFailures(t *testing.T) {
 	// Every 50th request of the last quarter (20 of 1000) is slow: one
 	// engine answers it in 5 s, the other times out.
 	slow := func(at int64) bool { return at >= 3000*ms && (at/ms)%50 == 0 }
-	run := func(timeout bool) (drift, p99 results.Pass, be *results.BanEvidence, bs *banSession) {
+	run := func(timeout bool) (drift, p99 results.Pass, be *BanEvidence, bs *banSession) {
 		bs = banRecording()
 		banQuarters(bs, t0, func(at int64, rec *purgeRec) {
 			if !slow(at) {
@@ -344,7 +344,7 @@ func TestBanLatenessPerQuarter(t *testing.T) {
 // valid passes: per 1000 answers whose staleness could be proven, not a
 // sum that grows with the passes.
 func TestBanStalePer1000(t *testing.T) {
-	cell := func(passes []results.BanEvidence, invalid int) *results.Result {
+	cell := func(passes []BanEvidence, invalid int) *results.Result {
 		bs := banRecording()
 		for i := range passes {
 			var why []string
@@ -357,9 +357,9 @@ func TestBanStalePer1000(t *testing.T) {
 		return bs.stale
 	}
 	// Three valid passes, 1 stale of 100 each: 10 per 1000.
-	a := cell([]results.BanEvidence{{AnsweredAfter: 100, StaleAfterPurge: 1}, {AnsweredAfter: 100, StaleAfterPurge: 1}, {AnsweredAfter: 100, StaleAfterPurge: 1}}, 0)
+	a := cell([]BanEvidence{{AnsweredAfter: 100, StaleAfterPurge: 1}, {AnsweredAfter: 100, StaleAfterPurge: 1}, {AnsweredAfter: 100, StaleAfterPurge: 1}}, 0)
 	// One valid pass of three, 2 stale of 100: 20.
-	b := cell([]results.BanEvidence{{AnsweredAfter: 100, StaleAfterPurge: 9}, {AnsweredAfter: 100, StaleAfterPurge: 9}, {AnsweredAfter: 100, StaleAfterPurge: 2}}, 2)
+	b := cell([]BanEvidence{{AnsweredAfter: 100, StaleAfterPurge: 9}, {AnsweredAfter: 100, StaleAfterPurge: 9}, {AnsweredAfter: 100, StaleAfterPurge: 2}}, 2)
 	t.Logf("a %v %s (stale %v), b %v %s (stale %v)", val(a.Value), a.Unit, val64(a.Stale), val(b.Value), b.Unit, val64(b.Stale))
 	if val(a.Value) != 10 || val64(a.Stale) != 3 || a.Unit != "per 1000 answers" || a.ValidPasses != 3 {
 		t.Errorf("3 passes of 1 stale in 100: %v %s, %v stale over %d valid passes: want 10 per 1000 answers, 3 stale over 3", val(a.Value), a.Unit, val64(a.Stale), a.ValidPasses)
@@ -375,7 +375,7 @@ func TestBanStalePer1000(t *testing.T) {
 	}
 	// Answers without the origin's stamp prove nothing: the pass's own
 	// figure is over the 100 of 200 that carried one (and it is invalid).
-	c := cell([]results.BanEvidence{{AnsweredAfter: 200, Unproven: 100, StaleAfterPurge: 2}}, 0)
+	c := cell([]BanEvidence{{AnsweredAfter: 200, Unproven: 100, StaleAfterPurge: 2}}, 0)
 	if p := passOf(t, c, 1); val(p.Value) != 20 || p.Valid {
 		t.Errorf("2 stale of 200 answers, 100 unproven: %v (valid %v), want 20, invalid", val(p.Value), p.Valid)
 	}

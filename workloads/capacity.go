@@ -321,7 +321,7 @@ func (s *capSession) Step(ctx context.Context, step int) error {
 	b := searchBounds{start: t.def.start, max: t.def.max, maxProbes: capacityProbesSetting.Of(s.cfg)}
 	var costs []*results.Evidence
 	started := time.Now()
-	out, err := search(ctx, b, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
+	out, err := search(ctx, b, func(ctx context.Context, rate float64) (CapacityProbe, error) {
 		pr, ev, err := s.probe(ctx, t, i, rate)
 		costs = append(costs, ev)
 		return pr, err
@@ -339,7 +339,7 @@ func (s *capSession) Step(ctx context.Context, step int) error {
 			p.ev.Cost, p.ev.OtherCPU, p.ev.Origin = ev.Cost, ev.OtherCPU, ev.Origin
 		}
 	}
-	p.ev.Capacity = ce
+	p.ev.SetPart(capacityPart, ce)
 	rp := addPass(t.r, p, value, out.noValue)
 	// The pass's requests are those of the probe its value rests on (the
 	// lowest when none passed); every probe's are in the evidence.
@@ -366,7 +366,7 @@ func (t *capTest) summarise() {
 			continue
 		}
 		vals = append(vals, *p.Value)
-		if c := p.Evidence.Capacity; c != nil {
+		if c := results.Part[CapacityEvidence](p.Evidence, capacityPart); c != nil {
 			if c.MiBPerSecond != nil {
 				mib = append(mib, *c.MiBPerSecond)
 			}
@@ -415,7 +415,7 @@ func (s *capSession) conns(rate float64, slo SLO) int {
 // probe runs one probe: a generator with enough connections, a warm-up at
 // rate, then the measured pass, observed as any pass is (cost, other
 // processes, the generator's CPU).
-func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate float64) (results.CapacityProbe, *results.Evidence, error) {
+func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate float64) (CapacityProbe, *results.Evidence, error) {
 	cfg := s.cfg
 	cfg.Timeout = probeTimeout(t.slo, s.cfg)
 	ev := newEvidenceSet(s.tgt.Seed)
@@ -430,16 +430,16 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 	s.rc.Progress.step(fmt.Sprintf("%s search %d at %s rps ", t.def.id, search+1, rps(rate)), probeWarmupSetting.Of(cfg)+probeDuration(rate, probeDurationSetting.Of(cfg)))
 	g, err := newGenerator(ctx, s.tgt, &cfg, conns, ev, nil)
 	if err != nil {
-		return results.CapacityProbe{}, nil, err
+		return CapacityProbe{}, nil, err
 	}
 	defer g.Close()
 	if probeWarmupSetting.Of(cfg) > 0 {
 		r, err := g.Run(ctx, pass)
 		if err != nil {
-			return results.CapacityProbe{}, nil, err
+			return CapacityProbe{}, nil, err
 		}
 		if r.Interrupted {
-			return results.CapacityProbe{}, nil, ctx.Err()
+			return CapacityProbe{}, nil, ctx.Err()
 		}
 	}
 	pass.Duration = probeDuration(rate, probeDurationSetting.Of(cfg))
@@ -449,10 +449,10 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 	r, err := g.Run(ctx, pass)
 	w.stop()
 	if err != nil {
-		return results.CapacityProbe{}, nil, err
+		return CapacityProbe{}, nil, err
 	}
 	if r.Interrupted {
-		return results.CapacityProbe{}, nil, ctx.Err()
+		return CapacityProbe{}, nil, ctx.Err()
 	}
 	p := &passInfo{index: search + 1, lr: r, started: started}
 	p.samplerCPU, p.samplerWall = w.stalls.CPUSeconds, w.wall
@@ -463,14 +463,14 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 	if s.tgt.Engine.EngineName() != engines.ExternalName {
 		pr.Host = capHost(p.ev, w.stalls, started)
 	}
-	if pr.Verdict == results.CapacityFail && pr.Host != "" {
+	if pr.Verdict == CapacityFail && pr.Host != "" {
 		pr.Reason += "; the host: " + pr.Host
 	}
 	// An external proxy's own CPU is among the other processes: their
 	// share says nothing of the host there.
 	if oc := p.ev.OtherCPU; oc != nil && s.tgt.Engine.EngineName() != engines.ExternalName {
 		pr.OtherCPUShare = ptr(round3(oc.Share))
-		if pr.Verdict == results.CapacityFail && oc.Share > BusyShare {
+		if pr.Verdict == CapacityFail && oc.Share > BusyShare {
 			pr.Reason += fmt.Sprintf("; other processes took %.0f %% of the measured CPUs (%s) during the probe, which may be why", 100*oc.Share, oc.CPUs)
 		}
 	}
@@ -480,8 +480,8 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 // judgeProbe is a probe's verdict. The generator is judged first: when it
 // was late or busy the pass says nothing of the engine, whatever else it
 // shows. Then the engine's criteria, each with what was measured.
-func judgeProbe(r *loadgen.Result, busy string, slo SLO) results.CapacityProbe {
-	pr := results.CapacityProbe{OfferedRPS: r.Target, CarriedRPS: math.Round(r.CarriedRPS*10) / 10, Requests: r.Requests,
+func judgeProbe(r *loadgen.Result, busy string, slo SLO) CapacityProbe {
+	pr := CapacityProbe{OfferedRPS: r.Target, CarriedRPS: math.Round(r.CarriedRPS*10) / 10, Requests: r.Requests,
 		Errors: r.Errors, PoolLimited: r.PoolLimited || r.Dropped > 0, QuantileMs: msq(r.TTFB, slo.Quantile), Generator: "valid"}
 	if len(r.ErrorsByKind) > 0 {
 		pr.ErrorsByKind = r.ErrorsByKind
@@ -499,13 +499,13 @@ func judgeProbe(r *loadgen.Result, busy string, slo SLO) results.CapacityProbe {
 		gen = append(gen, busy)
 	}
 	late := lateness(r, slo.Quantile)
-	fail := func(format string, args ...any) results.CapacityProbe {
-		pr.Verdict, pr.Reason = results.CapacityFail, fmt.Sprintf(format, args...)
+	fail := func(format string, args ...any) CapacityProbe {
+		pr.Verdict, pr.Reason = CapacityFail, fmt.Sprintf(format, args...)
 		return pr
 	}
-	toGenerator := func(why []string) results.CapacityProbe {
+	toGenerator := func(why []string) CapacityProbe {
 		pr.Generator = strings.Join(why, "; ")
-		pr.Verdict, pr.Reason = results.CapacityGenerator, "the generator failed the probe: "+pr.Generator
+		pr.Verdict, pr.Reason = CapacityGenerator, "the generator failed the probe: "+pr.Generator
 		return pr
 	}
 	switch {
@@ -540,7 +540,7 @@ func judgeProbe(r *loadgen.Result, busy string, slo SLO) results.CapacityProbe {
 	default:
 		return toGenerator(late)
 	}
-	pr.Verdict = results.CapacityPass
+	pr.Verdict = CapacityPass
 	return pr
 }
 
@@ -554,7 +554,7 @@ type searchBounds struct {
 // searchOutcome is what a search found: its probes in order, the index of
 // the one at capacity (-1: none passed), and why it stopped.
 type searchOutcome struct {
-	probes     []results.CapacityProbe
+	probes     []CapacityProbe
 	best       int
 	lowestFail *float64
 	lowerBound string // short, shown after the value
@@ -562,8 +562,8 @@ type searchOutcome struct {
 	noValue    string
 }
 
-func (o *searchOutcome) evidence(slo SLO) *results.CapacityEvidence {
-	ce := &results.CapacityEvidence{SLO: slo.String(), LowerBound: o.lowerBound, Stopped: o.stopped, NoValue: o.noValue,
+func (o *searchOutcome) evidence(slo SLO) *CapacityEvidence {
+	ce := &CapacityEvidence{SLO: slo.String(), LowerBound: o.lowerBound, Stopped: o.stopped, NoValue: o.noValue,
 		LowestFailRPS: o.lowestFail, Probes: o.probes}
 	if o.best >= 0 {
 		ce.CapacityRPS = ptr(o.probes[o.best].OfferedRPS)
@@ -584,13 +584,13 @@ func (o *searchOutcome) evidence(slo SLO) *results.CapacityEvidence {
 // capHostShare of the measured CPUs, or beside the host (capHost: the
 // hypervisor's steal, a pause of every CPU), is probed once more, and the
 // repeat decides.
-func search(ctx context.Context, b searchBounds, probe func(context.Context, float64) (results.CapacityProbe, error)) (*searchOutcome, error) {
+func search(ctx context.Context, b searchBounds, probe func(context.Context, float64) (CapacityProbe, error)) (*searchOutcome, error) {
 	o := &searchOutcome{best: -1}
 	// Highest passed, lowest the engine failed, lowest the generator
 	// failed; 0: none yet.
 	lo, hi, gen := 0.0, 0.0, 0.0
 	run := func(rate float64) (string, error) {
-		var pr results.CapacityProbe
+		var pr CapacityProbe
 		retries := capRetries
 		if gen > 0 {
 			// Under a rate the generator is known to fail, its failure
@@ -607,22 +607,22 @@ func search(ctx context.Context, b searchBounds, probe func(context.Context, flo
 			pr.OfferedRPS = rate
 			o.probes = append(o.probes, pr)
 			switch {
-			case pr.Verdict == results.CapacityGenerator && genTries < retries:
+			case pr.Verdict == CapacityGenerator && genTries < retries:
 				genTries++
 				continue
-			case pr.Verdict == results.CapacityFail && !hostTried && (pr.Host != "" || pr.OtherCPUShare != nil && *pr.OtherCPUShare > capHostShare):
+			case pr.Verdict == CapacityFail && !hostTried && (pr.Host != "" || pr.OtherCPUShare != nil && *pr.OtherCPUShare > capHostShare):
 				hostTried = true
 				continue
 			}
 			break
 		}
 		switch pr.Verdict {
-		case results.CapacityPass:
+		case CapacityPass:
 			lo, o.best = rate, len(o.probes)-1
-		case results.CapacityFail:
+		case CapacityFail:
 			hi = rate
 			o.lowestFail = ptr(rate)
-		case results.CapacityGenerator:
+		case CapacityGenerator:
 			gen = rate
 		}
 		return pr.Verdict, nil
@@ -696,7 +696,7 @@ func bisect(lo, hi float64) float64 {
 func (o *searchOutcome) stopGenerator(lo, at float64) {
 	var why string
 	for i := len(o.probes) - 1; i >= 0; i-- {
-		if pr := o.probes[i]; pr.Verdict == results.CapacityGenerator && pr.OfferedRPS == at {
+		if pr := o.probes[i]; pr.Verdict == CapacityGenerator && pr.OfferedRPS == at {
 			why = pr.Generator
 			break
 		}
@@ -792,3 +792,68 @@ func machinePause(stalls []cpuload.Stall, cpus []int) (time.Duration, time.Time)
 	}
 	return longest, at
 }
+
+// capacityPart is the key of CapacityEvidence in a pass's evidence.
+const capacityPart = "capacity"
+
+// CapacityEvidence is one capacity search: every probe in the order it
+// ran, and what the search concluded from them.
+type CapacityEvidence struct {
+	// SLO is the service level the probes were held to ("p99:10ms").
+	SLO string `json:"slo"`
+	// CapacityRPS is the highest offered rate that passed (null when none
+	// did: NoValue says what failed at the lowest probe); MiBPerSecond
+	// the body it carried at that rate.
+	CapacityRPS  *float64 `json:"capacity_rps"`
+	MiBPerSecond *float64 `json:"mib_per_s,omitempty"`
+	NoValue      string   `json:"no_value,omitempty"`
+	// LowerBound, when set, says the capacity is at least CapacityRPS and
+	// why the search could not tell more ("the generator ran out at 24000
+	// rps"); Stopped is the whole reason.
+	LowerBound string `json:"lower_bound,omitempty"`
+	Stopped    string `json:"stopped"`
+	// LowestFailRPS is the lowest rate the engine failed (null when it
+	// failed none): the capacity lies between CapacityRPS and it.
+	LowestFailRPS *float64        `json:"lowest_fail_rps"`
+	Probes        []CapacityProbe `json:"probes"`
+}
+
+// CapacityProbe is one probe of a capacity search: a pass at one offered
+// rate, after a warm-up at that rate.
+type CapacityProbe struct {
+	OfferedRPS  float64 `json:"offered_rps"`
+	CarriedRPS  float64 `json:"carried_rps"`
+	Connections int     `json:"connections"`
+	// QuantileMs is the SLO's quantile of TTFB (null without a success).
+	QuantileMs   *float64         `json:"quantile_ms"`
+	Requests     int64            `json:"requests"`
+	Errors       int64            `json:"errors"`
+	ErrorsByKind map[string]int64 `json:"errors_by_kind,omitempty"`
+	PoolLimited  bool             `json:"pool_limited"`
+	MiBPerSecond float64          `json:"mib_per_s"`
+	// OtherCPUShare is the share of the measured CPUs other processes
+	// took during the probe (null when not measured, and for an external
+	// proxy, whose own CPU is among them): a failure beside a large one
+	// may be the host's.
+	OtherCPUShare *float64 `json:"other_cpu_share,omitempty"`
+	// Host, when set, says what of the host may have failed the probe:
+	// the hypervisor's steal past 5 % of a measured CPU, or every measured
+	// CPU stalled at once for 10 ms or more (with when). A failure beside
+	// it is probed once more and the repeat decides.
+	Host string `json:"host,omitempty"`
+	// Generator is "valid", or why the generator itself failed the probe
+	// (its own lateness, its CPU): then the probe says nothing of the
+	// engine.
+	Generator string `json:"generator"`
+	// Verdict is CapacityPass, CapacityFail (the engine's) or
+	// CapacityGenerator; Reason says what failed, in a sentence.
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// The verdicts of a capacity probe.
+const (
+	CapacityPass      = "pass"
+	CapacityFail      = "fail"
+	CapacityGenerator = "generator"
+)

@@ -18,16 +18,16 @@ import (
 
 // engineAt is a synthetic probe: the engine passes every rate up to limit
 // and fails above; the generator runs out from genOut on (0: never).
-func engineAt(limit, genOut float64, rates *[]float64) func(context.Context, float64) (results.CapacityProbe, error) {
-	return func(_ context.Context, rate float64) (results.CapacityProbe, error) {
+func engineAt(limit, genOut float64, rates *[]float64) func(context.Context, float64) (CapacityProbe, error) {
+	return func(_ context.Context, rate float64) (CapacityProbe, error) {
 		*rates = append(*rates, rate)
 		switch {
 		case genOut > 0 && rate >= genOut:
-			return results.CapacityProbe{Verdict: results.CapacityGenerator, Generator: "the generator used 97% of its 1 core while sending"}, nil
+			return CapacityProbe{Verdict: CapacityGenerator, Generator: "the generator used 97% of its 1 core while sending"}, nil
 		case rate > limit:
-			return results.CapacityProbe{Verdict: results.CapacityFail, Reason: "TTFB p99 40 ms over the SLO's 10ms"}, nil
+			return CapacityProbe{Verdict: CapacityFail, Reason: "TTFB p99 40 ms over the SLO's 10ms"}, nil
 		}
-		return results.CapacityProbe{Verdict: results.CapacityPass}, nil
+		return CapacityProbe{Verdict: CapacityPass}, nil
 	}
 }
 
@@ -107,10 +107,10 @@ func TestCapacitySearchGeneratorRanOut(t *testing.T) {
 	// time; the engine's own failures above 1000 still decide.
 	rates = nil
 	engine := engineAt(1000, 0, &rates)
-	o, _ = search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
+	o, _ = search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (CapacityProbe, error) {
 		if rate == 1200 {
 			rates = append(rates, rate)
-			return results.CapacityProbe{Verdict: results.CapacityGenerator, Generator: "late"}, nil
+			return CapacityProbe{Verdict: CapacityGenerator, Generator: "late"}, nil
 		}
 		return engine(ctx, rate)
 	})
@@ -145,8 +145,8 @@ func TestCapacitySearchNothingPassed(t *testing.T) {
 
 func TestCapacitySearchError(t *testing.T) {
 	boom := errors.New("interrupted")
-	_, err := search(context.Background(), searchBounds{start: 1, max: 10, maxProbes: 5}, func(context.Context, float64) (results.CapacityProbe, error) {
-		return results.CapacityProbe{}, boom
+	_, err := search(context.Background(), searchBounds{start: 1, max: 10, maxProbes: 5}, func(context.Context, float64) (CapacityProbe, error) {
+		return CapacityProbe{}, boom
 	})
 	if !errors.Is(err, boom) {
 		t.Fatalf("err %v", err)
@@ -224,10 +224,10 @@ func TestCapacityRateLimitedProxy(t *testing.T) {
 		return &slotLimiter{every: time.Second / 800, h: c}
 	}))
 	r := find(t, run, "external", Capacity+"/"+CapHitPath)
-	if len(r.Passes) != 1 || r.Passes[0].Evidence == nil || r.Passes[0].Evidence.Capacity == nil {
+	if len(r.Passes) != 1 || r.Passes[0].Evidence == nil || results.Part[CapacityEvidence](r.Passes[0].Evidence, capacityPart) == nil {
 		t.Fatalf("passes %+v: want one search with its evidence", r.Passes)
 	}
-	ce := r.Passes[0].Evidence.Capacity
+	ce := results.Part[CapacityEvidence](r.Passes[0].Evidence, capacityPart)
 	for _, p := range ce.Probes {
 		t.Logf("probe %.0f rps: carried %.1f, p99 %v ms, errors %d, pool limited %v, generator %s: %s %s",
 			p.OfferedRPS, p.CarriedRPS, val(p.QuantileMs), p.Errors, p.PoolLimited, p.Generator, p.Verdict, p.Reason)
@@ -256,11 +256,11 @@ func TestCapacityRateLimitedProxy(t *testing.T) {
 func TestCapacitySearchRetriesGenerator(t *testing.T) {
 	var rates []float64
 	engine, spoiled := engineAt(800, 0, &rates), false
-	o, _ := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
+	o, _ := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (CapacityProbe, error) {
 		if rate == 400 && !spoiled {
 			spoiled = true
 			rates = append(rates, rate)
-			return results.CapacityProbe{Verdict: results.CapacityGenerator, Generator: "late"}, nil
+			return CapacityProbe{Verdict: CapacityGenerator, Generator: "late"}, nil
 		}
 		return engine(ctx, rate)
 	})
@@ -307,17 +307,17 @@ func TestJudgeProbe(t *testing.T) {
 		busy, verdict string
 		reason        string
 	}{
-		{"within", probe(2*time.Millisecond, 2*time.Millisecond, nil), "", results.CapacityPass, ""},
-		{"late but within", probe(8*time.Millisecond, 2*time.Millisecond, nil), "", results.CapacityPass, ""},
-		{"over without lateness", probe(30*time.Millisecond, 20*time.Millisecond, nil), "", results.CapacityFail, "over the SLO"},
-		{"over by lateness", probe(30*time.Millisecond, 2*time.Millisecond, nil), "", results.CapacityGenerator, "lateness"},
-		{"busy", probe(2*time.Millisecond, 2*time.Millisecond, nil), "the generator used 97% of its 1 core", results.CapacityGenerator, "97%"},
+		{"within", probe(2*time.Millisecond, 2*time.Millisecond, nil), "", CapacityPass, ""},
+		{"late but within", probe(8*time.Millisecond, 2*time.Millisecond, nil), "", CapacityPass, ""},
+		{"over without lateness", probe(30*time.Millisecond, 20*time.Millisecond, nil), "", CapacityFail, "over the SLO"},
+		{"over by lateness", probe(30*time.Millisecond, 2*time.Millisecond, nil), "", CapacityGenerator, "lateness"},
+		{"busy", probe(2*time.Millisecond, 2*time.Millisecond, nil), "the generator used 97% of its 1 core", CapacityGenerator, "97%"},
 		{"errors", probe(2*time.Millisecond, 2*time.Millisecond, func(r *loadgen.Result) {
 			r.Errors, r.OK, r.ErrorsByKind = 3, 997, map[string]int64{"timeout": 3}
-		}), "", results.CapacityFail, "3 of 1000 requests failed (timeout 3)"},
+		}), "", CapacityFail, "3 of 1000 requests failed (timeout 3)"},
 		{"pool", probe(2*time.Millisecond, 2*time.Millisecond, func(r *loadgen.Result) { r.PoolLimited, r.Queued, r.Connections = true, 40, 16 }),
-			"", results.CapacityFail, "waited for a free connection"},
-		{"carried", probe(2*time.Millisecond, 2*time.Millisecond, func(r *loadgen.Result) { r.CarriedRPS = 980 }), "", results.CapacityFail, "carried 980.0 of 1000"},
+			"", CapacityFail, "waited for a free connection"},
+		{"carried", probe(2*time.Millisecond, 2*time.Millisecond, func(r *loadgen.Result) { r.CarriedRPS = 980 }), "", CapacityFail, "carried 980.0 of 1000"},
 	} {
 		pr := judgeProbe(tc.r, tc.busy, slo)
 		if pr.Verdict != tc.verdict || !strings.Contains(pr.Reason, tc.reason) {
@@ -347,11 +347,11 @@ func TestCapacitySearchRetriesBusyHost(t *testing.T) {
 	var rates []float64
 	engine, spoiled := engineAt(800, 0, &rates), 0
 	busy := func(share float64) *float64 { return &share }
-	o, _ := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
+	o, _ := search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (CapacityProbe, error) {
 		if rate == 200 && spoiled == 0 {
 			spoiled++
 			rates = append(rates, rate)
-			return results.CapacityProbe{Verdict: results.CapacityFail, Reason: "TTFB p99 47 ms", OtherCPUShare: busy(0.4)}, nil
+			return CapacityProbe{Verdict: CapacityFail, Reason: "TTFB p99 47 ms", OtherCPUShare: busy(0.4)}, nil
 		}
 		pr, err := engine(ctx, rate)
 		pr.OtherCPUShare = busy(0.1)
@@ -373,10 +373,10 @@ func TestCapacitySearchRetriesBusyHost(t *testing.T) {
 	// A failure beside a stall of the host is probed once more too; a
 	// second failure there decides.
 	rates = nil
-	o, _ = search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (results.CapacityProbe, error) {
+	o, _ = search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(ctx context.Context, rate float64) (CapacityProbe, error) {
 		pr, err := engine(ctx, rate)
 		if rate == 400 {
-			pr = results.CapacityProbe{Verdict: results.CapacityFail, Reason: "requests waited for a free connection",
+			pr = CapacityProbe{Verdict: CapacityFail, Reason: "requests waited for a free connection",
 				Host: "1 stalls took 41.0 ms of the 1.0 s pass: CPU 1 41.0 ms at 0.52 s"}
 		}
 		return pr, err

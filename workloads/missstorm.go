@@ -99,7 +99,7 @@ func (m *missStormSession) Step(ctx context.Context, i int) error {
 	if fetches == 0 {
 		p.reasons = append(p.reasons, "no origin fetch for the burst's object: it was not cold, coalescing cannot be measured")
 	}
-	p.ev.Burst = &results.BurstEvidence{Object: path, ObjectFetches: fetches, Clients: clients}
+	p.ev.SetPart(burstPart, &BurstEvidence{Object: path, ObjectFetches: fetches, Clients: clients})
 	p.ev.Claims = claims(r)
 	p.ev.Generator = generatorFigures(r, 50, 99)
 	m.p50.add(p, r.TTFB, lateness(r, 50)...)
@@ -119,4 +119,15 @@ func (m *missStormSession) Step(ctx context.Context, i int) error {
 		m.co.Recount()
 	}
 	return m.rc.Save()
+}
+
+// burstPart is the key of BurstEvidence in a pass's evidence.
+const burstPart = "burst"
+
+// BurstEvidence is a miss-storm burst's object and the origin's fetches of
+// it: coalescing is Clients ÷ ObjectFetches.
+type BurstEvidence struct {
+	Object        string `json:"object"`
+	ObjectFetches int64  `json:"object_fetches"`
+	Clients       int    `json:"clients"`
 }

@@ -216,7 +216,7 @@ func (o *flapSession) fail(ctx context.Context) flip {
 func (o *flapSession) judge(p *passInfo, f flip) {
 	ttl := o.spec.Policy.ManifestTTL
 	expiry := time.Unix(0, f.lastGen).Add(ttl)
-	fe := &results.FlapEvidence{FailStart: f.at.UTC(), TTLExpiredAt: expiry.UTC(), FailMode: failModeSetting.Of(o.cfg).String()}
+	fe := &FlapEvidence{FailStart: f.at.UTC(), TTLExpiredAt: expiry.UTC(), FailMode: failModeSetting.Of(o.cfg).String()}
 	if !f.answered.IsZero() {
 		fe.ModeChangeAnswered = ptr(f.answered.UTC())
 	}
@@ -261,7 +261,8 @@ func (o *flapSession) judge(p *passInfo, f flip) {
 			}
 		}
 	}
-	p.ev.Claims, p.ev.Flap = claimed, fe
+	p.ev.Claims = claimed
+	p.ev.SetPart(flapPart, fe)
 	p.ev.Generator = generatorFigures(p.lr, 50)
 
 	// TTFB while failing: a value only with good answers behind it.
@@ -343,7 +344,7 @@ func (l *flapLog) reset() {
 	}
 }
 
-func count(pc *results.PhaseCounts, class string) {
+func count(pc *PhaseCounts, class string) {
 	switch class {
 	case "fresh":
 		pc.Fresh++
@@ -391,4 +392,35 @@ func sum(m map[string]int64) int64 {
 		n += v
 	}
 	return n
+}
+
+// flapPart is the key of FlapEvidence in a pass's evidence.
+const flapPart = "flap"
+
+// FlapEvidence is an origin-flap cycle: every answer classed fresh, stale,
+// error or unproven from the origin's stamp, per phase; the window is the
+// failing phase after the object's TTL expired.
+type FlapEvidence struct {
+	Healthy PhaseCounts `json:"healthy"`
+	Failing PhaseCounts `json:"failing"`
+	Window  PhaseCounts `json:"expired_window"`
+	// FailStart is when the origin started failing, by its own report;
+	// ModeChangeAnswered is when its control API answered the change, up
+	// to 2 s later in refuse and drop modes (absent if it never did).
+	FailStart          time.Time  `json:"fail_start"`
+	ModeChangeAnswered *time.Time `json:"mode_change_answered,omitempty"`
+	TTLExpiredAt       time.Time  `json:"ttl_expired_at"`
+	FailMode           string     `json:"fail_mode"`
+	// ClaimDisagreements count answers whose X-Cache claim contradicts the
+	// origin's stamp (a stale answer called HIT, say).
+	ClaimDisagreements int64    `json:"claim_disagreements"`
+	GraceRatio         *float64 `json:"grace_ratio"`
+}
+
+// PhaseCounts class a phase's answers.
+type PhaseCounts struct {
+	Fresh    int64 `json:"fresh"`
+	Stale    int64 `json:"stale"`
+	Errors   int64 `json:"errors"`
+	Unproven int64 `json:"unproven"` // answered without the origin's stamp
 }

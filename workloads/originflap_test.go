@@ -162,7 +162,7 @@ func TestFlapFailStartIsTheOrigins(t *testing.T) {
 	o.log.shards[0] = recs
 	p := flapPass()
 	o.judge(p, f)
-	fe := p.ev.Flap
+	fe := results.Part[FlapEvidence](p.ev, flapPart)
 	if fe.Healthy.Errors != 0 || fe.Failing.Errors != 20 || fe.Healthy.Fresh != 100 {
 		t.Errorf("healthy %+v, failing %+v: want the 20 refused requests in the failing phase", fe.Healthy, fe.Failing)
 	}

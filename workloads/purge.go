@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"sort"
 	"strconv"
@@ -317,10 +318,10 @@ func (ps *purgeSession) Step(ctx context.Context, i int) error {
 			pd.failed, len(ps.paths), strings.Join(pd.samples, "; ")))
 	}
 	p.ev.Generator = generatorFigures(r, 50, 99)
-	var pe *results.PurgeEvidence
+	var pe *PurgeEvidence
 	if !pd.start.IsZero() {
 		pe = ps.evidence(&pd, before, after, &cpu, r.Start.Add(r.Duration))
-		p.ev.Purge = pe
+		p.ev.SetPart(purgePart, pe)
 		if pe.FetchesBefore != nil && *pe.FetchesBefore > 0 {
 			p.reasons = append(p.reasons, fmt.Sprintf(
 				"the origin fetched the stream's objects %d times before the purge: the cache did not hold the whole stream", *pe.FetchesBefore))
@@ -517,9 +518,9 @@ func (ps *purgeSession) endPass(ctx context.Context, i int, r *loadgen.Result, r
 
 // evidence reads a pass's records against its purge; the load was
 // scheduled until end.
-func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpuSeries, end time.Time) *results.PurgeEvidence {
-	pe := &results.PurgeEvidence{Mode: ps.mode, Objects: len(ps.paths), Start: pd.start.UTC(), Returned: pd.returned.UTC(),
-		Purged: pd.purged, NotCached: pd.absent, Failed: pd.failed, FailSamples: pd.samples, Windows: []results.PurgeWindow{}}
+func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpuSeries, end time.Time) *PurgeEvidence {
+	pe := &PurgeEvidence{Mode: ps.mode, Objects: len(ps.paths), Start: pd.start.UTC(), Returned: pd.returned.UTC(),
+		Purged: pd.purged, NotCached: pd.absent, Failed: pd.failed, FailSamples: pd.samples, Windows: []PurgeWindow{}}
 	if ps.mode == engines.PurgeBan {
 		pe.Prefix = ps.prefix
 	} else {
@@ -662,7 +663,7 @@ func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpu
 				decided = append(decided, namedClass{fmt.Sprintf("TTFB of repeat requests in the second from %s after the purge", time.Duration(k)*purgeWindow), c})
 			}
 		}
-		pe.Windows = append(pe.Windows, results.PurgeWindow{AtMs: float64(time.Duration(k)*purgeWindow) / 1e6,
+		pe.Windows = append(pe.Windows, PurgeWindow{AtMs: float64(time.Duration(k)*purgeWindow) / 1e6,
 			Requests: w.n, First: w.first, Errors: w.errs, Stale: w.staleN, P99Ms: msq(w.all, 99), NextP99Ms: next})
 		if recovered < 0 && pe.ReferenceP99Ms != nil && next != nil && *next <= recoverLimit(*pe.ReferenceP99Ms) {
 			recovered = k
@@ -688,7 +689,7 @@ func recoverLimit(refMs float64) float64 {
 
 // phase counts rec in ph, and records its TTFB in h (when not nil) if it
 // was good.
-func phase(ph *results.PhaseTTFB, h *hdr.Histogram, rec *purgeRec, good bool) {
+func phase(ph *PhaseTTFB, h *hdr.Histogram, rec *purgeRec, good bool) {
 	ph.Requests++
 	if !good {
 		ph.Errors++
@@ -719,7 +720,7 @@ func firstLate(classes []namedClass, w *hostWatch, ev *results.Evidence) []strin
 }
 
 // record adds a pass to every test; pe is nil when no purge was made.
-func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.PurgeEvidence, pd *purgeDone) {
+func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *PurgeEvidence, pd *purgeDone) {
 	// The windows are recovery's evidence: the other tests' passes keep
 	// the rest, so the file does not hold them six times.
 	full := p
@@ -727,7 +728,8 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 		lean := *p
 		ev, pc := *p.ev, *pe
 		pc.Windows = nil
-		ev.Purge = &pc
+		ev.Parts = maps.Clone(ev.Parts) // shared with p's
+		ev.SetPart(purgePart, &pc)
 		lean.ev = &ev
 		p = &lean
 	}
@@ -901,7 +903,7 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *results.Purge
 // fewer origin fetches after the purge than such objects (or, without the
 // origin's counters, no answer after it but stale ones) prove the engine
 // kept copies it was told to drop.
-func missed(pe *results.PurgeEvidence) string {
+func missed(pe *PurgeEvidence) string {
 	proven := pe.AnsweredAfter - pe.Unproven
 	stale := ""
 	if proven > 0 {
@@ -1070,4 +1072,108 @@ func (c *cpuSeries) cores(from, to time.Time) *float64 {
 		return nil
 	}
 	return ptr(round3((c.cpu[last] - c.cpu[first]) / d))
+}
+
+// purgePart is the key of PurgeEvidence in a pass's evidence.
+const purgePart = "purge"
+
+// PurgeEvidence is a purge-stampede pass: the invalidation, what the
+// origin fetched after it, what the viewers got, and how latency behaved
+// before, during and after the refill.
+type PurgeEvidence struct {
+	// Mode is how the stream was invalidated: "ban" (one call for a URL
+	// prefix: Prefix) or "purge" (one request per object, Method).
+	Mode    string `json:"mode"`
+	Method  string `json:"method,omitempty"`
+	Prefix  string `json:"prefix,omitempty"`
+	Objects int    `json:"objects"`
+	// Start is when the purge call was made; Returned when it returned (a
+	// ban accepted, or every per-object request answered).
+	Start      time.Time `json:"start"`
+	Returned   time.Time `json:"returned"`
+	DurationMs float64   `json:"duration_ms"`
+	// Purged, NotCached and Failed count per-object answers: 200, 404 (the
+	// engine did not hold it) and anything else (FailSamples say what).
+	Purged      int64    `json:"purged,omitempty"`
+	NotCached   int64    `json:"not_cached,omitempty"`
+	Failed      int64    `json:"failed,omitempty"`
+	FailSamples []string `json:"fail_samples,omitempty"`
+	// FetchesBefore counts the origin's fetches of the stream's objects
+	// from the pass's start to the purge (0 when the cache held them all);
+	// FetchesAfter from the purge's start to the pass's end, the most of
+	// one object in MaxObjectFetches (null when the origin's counters could
+	// not be read); DistinctAfter the objects with a good answer to a
+	// request sent after their invalidation returned. Amplification is
+	// FetchesAfter ÷ DistinctAfter; fewer fetches than objects prove the
+	// purge left copies behind.
+	FetchesBefore    *int64 `json:"fetches_before"`
+	FetchesAfter     *int64 `json:"fetches_after"`
+	DistinctAfter    int64  `json:"distinct_after"`
+	MaxObjectFetches *int64 `json:"max_object_fetches"`
+	// AnsweredAfter counts good answers to requests sent after their
+	// object's invalidation returned; StaleAfterPurge those of them whose
+	// copy the origin made before it was sent (its X-Origin-Generated
+	// stamp); Unproven those without a stamp.
+	AnsweredAfter   int64 `json:"answered_after"`
+	StaleAfterPurge int64 `json:"stale_after_purge"`
+	Unproven        int64 `json:"unproven,omitempty"`
+	// ReferenceP99Ms is the TTFB p99 before the purge. RecoveredMs is how
+	// long after the purge's start the TTFB p99 of the next second of
+	// requests came back within 10 % of it, counting the requests for
+	// objects already asked for since the purge (a first request after a
+	// purge goes to the origin on any engine: FirstAfter counts them), at
+	// 100 ms steps; null when it did not in the pass. RecoveryJudgedMs is
+	// how far it was looked for: every step before it has a whole second
+	// of the pass after it (null when none has), so a pass that did not
+	// recover took at least that long.
+	ReferenceP99Ms   *float64 `json:"reference_p99_ms"`
+	RecoveredMs      *float64 `json:"recovered_ms"`
+	RecoveryJudgedMs *float64 `json:"recovery_judged_ms"`
+	FirstAfter       int64    `json:"first_after"`
+	// Before, Refill and After are the requests sent before the purge, in
+	// the refill window (RefillWindowMs from the purge's start, the same on
+	// every engine), and after it. A refill request that timed out counts
+	// in the refill's TTFB at the timeout (RefillTimeouts); other failures
+	// have none.
+	Before         PhaseTTFB `json:"before"`
+	Refill         PhaseTTFB `json:"refill"`
+	After          PhaseTTFB `json:"after"`
+	RefillWindowMs float64   `json:"refill_window_ms"`
+	RefillTimeouts int64     `json:"refill_timeouts,omitempty"`
+	// Windows are the 100 ms windows from the purge's start on (in the
+	// recovery test's passes only).
+	Windows []PurgeWindow `json:"windows,omitempty"`
+	// EngineCPUBefore and EngineCPURefill are the engine's CPU, in cores,
+	// before the purge and during the refill (null where the engine runs
+	// in hlsbench's own process or the refill was shorter than a sample).
+	EngineCPUBefore *float64 `json:"engine_cpu_before"`
+	EngineCPURefill *float64 `json:"engine_cpu_refill"`
+}
+
+// PhaseTTFB is the TTFB of the requests sent in one phase of a pass.
+// ErrorsByKind are its failed requests by kind, where the workload counts
+// them (repeated-bans' quarters, which count a timeout at the timeout).
+type PhaseTTFB struct {
+	Requests     int64            `json:"requests"`
+	Errors       int64            `json:"errors"`
+	ErrorsByKind map[string]int64 `json:"errors_by_kind,omitempty"`
+	P50Ms        *float64         `json:"p50_ms"`
+	P99Ms        *float64         `json:"p99_ms"`
+}
+
+// PurgeWindow is one window after a purge: its start (ms after the
+// purge's), requests sent in it, the first requests for an object since
+// the purge among them, failed ones, origin copies made before the purge
+// among its answers (from the stamps), and the TTFB p99 of its requests
+// (NextP99Ms: of the requests of the second from its start that were not
+// the first for their object, which recovery is judged on; null where the
+// pass ends sooner).
+type PurgeWindow struct {
+	AtMs      float64  `json:"at_ms"`
+	Requests  int64    `json:"requests"`
+	First     int64    `json:"first"`
+	Errors    int64    `json:"errors"`
+	Stale     int64    `json:"stale,omitempty"`
+	P99Ms     *float64 `json:"p99_ms"`
+	NextP99Ms *float64 `json:"next_p99_ms"`
 }

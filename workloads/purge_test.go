@@ -44,9 +44,9 @@ func passEvidence[T any](t *testing.T, r *results.Result, what string, get func(
 }
 
 // purgeFigures are a result's measured passes' purge evidence.
-func purgeFigures(t *testing.T, r *results.Result) []*results.PurgeEvidence {
+func purgeFigures(t *testing.T, r *results.Result) []*PurgeEvidence {
 	t.Helper()
-	return passEvidence(t, r, "purge", func(e *results.Evidence) *results.PurgeEvidence { return e.Purge })
+	return passEvidence(t, r, "purge", func(e *results.Evidence) *PurgeEvidence { return results.Part[PurgeEvidence](e, purgePart) })
 }
 
 // The built-in cache bans the whole stream in one call and refills it with
@@ -440,7 +440,7 @@ func (sp *synthPurge) neverRecovers(k int64, obj int) purgeRec {
 // after it each is after(k, obj); the origin fetched each object
 // fetchesEach times after the purge. lr is the generator's result (nil: a
 // clean one); invalid makes the pass invalid for every test.
-func (sp *synthPurge) pass(after synthReq, fetchesEach int64, lr *loadgen.Result, invalid ...string) *results.PurgeEvidence {
+func (sp *synthPurge) pass(after synthReq, fetchesEach int64, lr *loadgen.Result, invalid ...string) *PurgeEvidence {
 	ps := sp.ps
 	ps.log.reset()
 	ms := int64(time.Millisecond)

@@ -131,10 +131,10 @@ func writeAudienceFailures(w io.Writer, rs []*results.Result) {
 		var n, of, pl, ofPl, seg, ofSeg int64
 		found := false
 		for _, p := range r.Passes {
-			if p.Warmup || p.Evidence == nil || p.Evidence.Audience == nil {
+			if p.Warmup || p.Evidence == nil || results.Part[AudienceEvidence](p.Evidence, audiencePart) == nil {
 				continue
 			}
-			a := p.Evidence.Audience
+			a := results.Part[AudienceEvidence](p.Evidence, audiencePart)
 			found = true
 			n, of, pl, ofPl, seg, ofSeg = n+a.Failed, of+a.Requests, pl+a.FailedPlaylists, ofPl+a.Playlists, seg+a.FailedSegments, ofSeg+a.Segments
 		}

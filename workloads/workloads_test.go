@@ -126,7 +126,7 @@ func TestBuiltinAllWorkloads(t *testing.T) {
 	co := find(t, run, "builtin", "miss-storm/coalescing")
 	for _, p := range co.Passes {
 		if p.Value == nil || *p.Value != 200 {
-			t.Errorf("miss-storm pass %d: coalescing %v, want 200x (%v)", p.Index, val(p.Value), p.Evidence.Burst)
+			t.Errorf("miss-storm pass %d: coalescing %v, want 200x (%v)", p.Index, val(p.Value), results.Part[BurstEvidence](p.Evidence, burstPart))
 		}
 	}
 	if val(co.Value) != 200 {
@@ -139,7 +139,7 @@ func TestBuiltinAllWorkloads(t *testing.T) {
 		t.Errorf("grace ratio %v%%, want ≥ 99%% (%s)", val(gr.GraceRatio), gr.NoValue)
 	}
 	for _, p := range gr.Passes {
-		w := p.Evidence.Flap.Window
+		w := results.Part[FlapEvidence](p.Evidence, flapPart).Window
 		if w.Stale == 0 {
 			t.Errorf("cycle %d: no stale answer while the origin failed: %+v", p.Index, w)
 		}
