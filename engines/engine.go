@@ -83,6 +83,25 @@ type NotApplicableError struct{ Reason string }
 
 func (e *NotApplicableError) Error() string { return "not applicable: " + e.Reason }
 
+// RuntimeError is an engine asked to run in a runtime it cannot run in
+// (only the built-in cache and null are served inside hlsbench), with the
+// runtimes it can.
+type RuntimeError struct {
+	Engine, Runtime string
+	Want            []string
+}
+
+func (e *RuntimeError) Error() string {
+	return fmt.Sprintf("%s cannot run in runtime %s: want %s", e.Engine, e.Runtime, strings.Join(e.Want, " or "))
+}
+
+// NoImageError is an engine or terminator to run in a container without an
+// image to run it from. It names the engine, not the command that builds
+// its image: that is the caller's to say.
+type NoImageError struct{ Engine string }
+
+func (e *NoImageError) Error() string { return e.Engine + " in docker: no image" }
+
 // Files are rendered configuration files, by name relative to WorkDir.
 type Files map[string][]byte
 
@@ -305,7 +324,7 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	if inproc {
 		// Served inside hlsbench: no binary.
 		if _, ok := e.(InprocServer); !ok {
-			return nil, fmt.Errorf("%s cannot run in-process: want --runtime process or docker", e.Name())
+			return nil, &RuntimeError{Engine: e.Name(), Runtime: lch.Name(), Want: []string{RuntimeProcess, RuntimeDocker}}
 		}
 	} else if inContainer {
 		// Found on the image's PATH.
@@ -313,7 +332,7 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 			bin = e.Binary()
 		}
 		if s.Image == "" {
-			return nil, fmt.Errorf("%s in docker: no image", e.Name())
+			return nil, &NoImageError{Engine: e.Name()}
 		}
 	} else if bin, err = FindBinary(e, s.Binary); err != nil {
 		return nil, err
@@ -536,7 +555,7 @@ func (l *localInstance) startTerminator(ctx context.Context, s LocalSpec, lch la
 	}
 	_, inContainer := lch.(launch.Docker)
 	if inContainer && s.TermImage == "" {
-		return fmt.Errorf("%s in docker: no image (hlsbench images build --engine %s)", t.Name(), t.Name())
+		return &NoImageError{Engine: t.Name()}
 	}
 	bin := s.TermBinary
 	switch {

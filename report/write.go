@@ -15,6 +15,24 @@ import (
 // WriteDir may replace it.
 const Marker = ".hlsbench-report"
 
+// ErrNotDir and ErrNotReport are why WriteDir refuses a directory (in a
+// DirError): what is there is not one, or it holds files of someone else's.
+var (
+	ErrNotDir    = errors.New("a file, not a directory: give a new directory")
+	ErrNotReport = errors.New("holds files and is not a report hlsbench wrote (no " + Marker + "): give a new or empty directory")
+)
+
+// DirError is the directory WriteDir was given, and why it cannot be
+// written or replaced. It names the directory, not how a caller came by it
+// (the command line says --out).
+type DirError struct {
+	Dir string
+	Err error
+}
+
+func (e *DirError) Error() string { return fmt.Sprintf("output directory %s: %v", e.Dir, e.Err) }
+func (e *DirError) Unwrap() error { return e.Err }
+
 // Files lists what WriteDir writes, relative to the directory: the page,
 // its Markdown and CSV, each test's and curve's chart as PNG and SVG, and the result
 // files (and a suite's manifest) under runs/.
@@ -48,11 +66,11 @@ func WriteDir(dir string, rep *Report) (err error) {
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return &DirError{Dir: dir, Err: err}
 	}
 	stage, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-*")
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return &DirError{Dir: dir, Err: err}
 	}
 	defer func() {
 		if err != nil {
@@ -122,14 +140,14 @@ func WriteDir(dir string, rep *Report) (err error) {
 	if _, err := os.Stat(dir); err == nil {
 		old = stage + ".old"
 		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("--out %s: %w", dir, err)
+			return &DirError{Dir: dir, Err: err}
 		}
 	}
 	if err := os.Rename(stage, dir); err != nil {
 		if old != "" {
 			os.Rename(old, dir)
 		}
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return &DirError{Dir: dir, Err: err}
 	}
 	if old != "" {
 		os.RemoveAll(old)
@@ -144,19 +162,19 @@ func replaceable(dir string) error {
 	case errors.Is(err, os.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return &DirError{Dir: dir, Err: err}
 	case !st.IsDir():
-		return fmt.Errorf("--out %s: a file, not a directory: give a new directory", dir)
+		return &DirError{Dir: dir, Err: ErrNotDir}
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return &DirError{Dir: dir, Err: err}
 	}
 	if len(ents) == 0 {
 		return nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, Marker)); err != nil {
-		return fmt.Errorf("--out %s holds files and is not a report hlsbench wrote (no %s): give a new or empty directory", dir, Marker)
+		return &DirError{Dir: dir, Err: ErrNotReport}
 	}
 	return nil
 }
