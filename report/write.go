@@ -77,6 +77,14 @@ func WriteDir(dir string, rep *Report) (err error) {
 			os.RemoveAll(stage)
 		}
 	}()
+	if err := writeFiles(stage, rep); err != nil {
+		return err
+	}
+	return swap(stage, dir)
+}
+
+// writeFiles writes every file of Files into stage.
+func writeFiles(stage string, rep *Report) error {
 	if err := os.Chmod(stage, 0o755); err != nil {
 		return err
 	}
@@ -95,17 +103,19 @@ func WriteDir(dir string, rep *Report) (err error) {
 	raw := func(b []byte) func(io.Writer) error {
 		return func(w io.Writer) error { _, err := w.Write(b); return err }
 	}
-	if err := put(Marker, raw([]byte("This directory is written by `hlsbench report` and replaced whole when it runs again.\n"))); err != nil {
-		return err
+	files := []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{Marker, raw([]byte("This directory is written by `hlsbench report` and replaced whole when it runs again.\n"))},
+		{"index.html", func(w io.Writer) error { return WriteHTML(w, rep) }},
+		{"report.md", func(w io.Writer) error { return WriteMarkdown(w, rep) }},
+		{"figures.csv", func(w io.Writer) error { return WriteCSV(w, rep) }},
 	}
-	if err := put("index.html", func(w io.Writer) error { return WriteHTML(w, rep) }); err != nil {
-		return err
-	}
-	if err := put("report.md", func(w io.Writer) error { return WriteMarkdown(w, rep) }); err != nil {
-		return err
-	}
-	if err := put("figures.csv", func(w io.Writer) error { return WriteCSV(w, rep) }); err != nil {
-		return err
+	for _, f := range files {
+		if err := put(f.name, f.write); err != nil {
+			return err
+		}
 	}
 	for _, w := range rep.Workloads {
 		for _, t := range w.Tests {
@@ -131,11 +141,14 @@ func WriteDir(dir string, rep *Report) (err error) {
 		}
 	}
 	if rep.manifest {
-		if err := put("runs/"+results.ManifestName, raw(rep.manifestRaw)); err != nil {
-			return err
-		}
+		return put("runs/"+results.ManifestName, raw(rep.manifestRaw))
 	}
-	// Swap: the old report moves aside, the new one takes its name.
+	return nil
+}
+
+// swap puts the rendered stage in dir's place: the old report moves aside,
+// the new one takes its name, and the old one is put back if it cannot.
+func swap(stage, dir string) error {
 	old := ""
 	if _, err := os.Stat(dir); err == nil {
 		old = stage + ".old"
