@@ -83,6 +83,25 @@ type NotApplicableError struct{ Reason string }
 
 func (e *NotApplicableError) Error() string { return "not applicable: " + e.Reason }
 
+// RuntimeError is an engine asked to run in a runtime it cannot run in
+// (only the built-in cache and null are served inside hlsbench), with the
+// runtimes it can.
+type RuntimeError struct {
+	Engine, Runtime string
+	Want            []string
+}
+
+func (e *RuntimeError) Error() string {
+	return fmt.Sprintf("%s cannot run in runtime %s: want %s", e.Engine, e.Runtime, strings.Join(e.Want, " or "))
+}
+
+// NoImageError is an engine or terminator to run in a container without an
+// image to run it from. It names the engine, not the command that builds
+// its image: that is the caller's to say.
+type NoImageError struct{ Engine string }
+
+func (e *NoImageError) Error() string { return e.Engine + " in docker: no image" }
+
 // Files are rendered configuration files, by name relative to WorkDir.
 type Files map[string][]byte
 
@@ -293,7 +312,8 @@ func SplitRef(ref string) (name, version string) {
 
 // StartLocal renders an engine's files into a private directory, starts its
 // binary, waits until it answers HTTP, and records its version. Whatever it
-// started is stopped and removed again when a later step fails.
+// started is stopped and removed again when a later step fails, and what
+// that teardown could not undo is joined to the step's error.
 func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err error) {
 	lch := s.Launcher
 	if lch == nil {
@@ -301,188 +321,55 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	}
 	docker, inContainer := lch.(launch.Docker)
 	_, inproc := lch.(launch.Inproc)
-	bin := s.Binary
-	if inproc {
-		// Served inside hlsbench: no binary.
-		if _, ok := e.(InprocServer); !ok {
-			return nil, fmt.Errorf("%s cannot run in-process: want --runtime process or docker", e.Name())
-		}
-	} else if inContainer {
-		// Found on the image's PATH.
-		if bin == "" {
-			bin = e.Binary()
-		}
-		if s.Image == "" {
-			return nil, fmt.Errorf("%s in docker: no image", e.Name())
-		}
-	} else if bin, err = FindBinary(e, s.Binary); err != nil {
+	bin, err := binaryFor(e, s, lch)
+	if err != nil {
 		return nil, err
 	}
 	origin := strings.TrimPrefix(s.OriginURL, "http://")
-	if s.Own != nil {
-		if _, ok := e.(OwnConfigurable); !ok || inproc {
-			return nil, fmt.Errorf("%s takes no configuration file", e.Name())
-		}
-		if s.Topology != "" && s.Topology != TopologyPlaintext {
-			return nil, &NotApplicableError{Reason: OwnTopology}
-		}
-		if origin != s.Own.Origin {
-			return nil, fmt.Errorf("%s: the origin is at %s but %s fetches from %s", e.Name(), origin, s.Own.Path, s.Own.Origin)
-		}
-	}
-	listen := ""
-	if s.Own != nil && s.Own.Listen != "" {
-		listen = s.Own.Listen
-	} else if listen, err = FreePort(); err != nil {
+	if err := checkOwn(e, s, origin, inproc); err != nil {
 		return nil, err
 	}
-	// Made through the run in ctx, which records them before they exist:
-	// a killed run's directories are removed by the next.
-	run := runstate.From(ctx)
+	listen, err := listenAddr(s.Own)
+	if err != nil {
+		return nil, err
+	}
+	li := &localInstance{e: e, bin: bin, run: runstate.From(ctx)}
+	// Registered before anything is made: each step leaves in li what it
+	// made, and Stop undoes what is there.
+	defer func() {
+		if err != nil {
+			if serr := li.Stop(context.WithoutCancel(ctx)); serr != nil {
+				err = errors.Join(err, serr)
+			}
+		}
+	}()
 	group := ""
 	if !inContainer && !inproc {
 		group = dropGroup(e, bin, s.Own)
 	}
-	work, workDir, err := scratchDir(run, os.TempDir(), e.Name(), inContainer, group)
-	if err != nil {
+	if err := li.makeScratch(inContainer, group); err != nil {
 		return nil, err
 	}
-	cache, cacheDir, err := scratchDir(run, ramDir(), e.Name()+"-cache", inContainer, group)
-	if err != nil {
-		run.RemoveAll(workDir)
-		return nil, err
-	}
-	li := &localInstance{e: e, bin: bin, work: work, cache: cache, run: run, dirs: []string{workDir, cacheDir}}
-	defer func() {
-		if err != nil {
-			li.Stop(context.WithoutCancel(ctx))
-		}
-	}()
-	cpus := len(s.CPUs)
-	if cpus == 0 {
-		cpus = 1
-	}
-	li.cfg = Config{Policy: s.Policy, Listen: listen, Origin: origin, WorkDir: work, CacheDir: cache, CPUs: cpus,
+	li.cfg = Config{Policy: s.Policy, Listen: listen, Origin: origin, WorkDir: li.work, CacheDir: li.cache, CPUs: max(len(s.CPUs), 1),
 		Topology: TopologyPlaintext, Own: s.Own}
 	li.url = "http://" + listen
-	switch s.Topology {
-	case TopologyTLS:
-		if li.cfg.TLSListen, err = FreePort(); err != nil {
-			return nil, err
-		}
-		if s.TLS == nil {
-			return nil, fmt.Errorf("%s: topology tls without certificates", e.Name())
-		}
-		dir := filepath.Join(work, "tls")
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			return nil, err
-		}
-		if li.cfg.Certs, err = s.TLS.Write(dir); err != nil {
-			return nil, err
-		}
-		li.cfg.Topology = TopologyTLS
-		li.url = "https://" + li.cfg.TLSListen
-	case TopologyProxyV2:
-		if s.TLS == nil {
-			return nil, fmt.Errorf("%s: topology proxyv2 without certificates", e.Name())
-		}
-		if li.cfg.ProxyListen, err = FreePort(); err != nil {
-			return nil, err
-		}
-		li.cfg.Topology = TopologyProxyV2
-	case "", TopologyPlaintext:
-	default:
-		return nil, fmt.Errorf("%s: topology %q: want one of %v", e.Name(), s.Topology, Topologies)
-	}
-	if s.Policy.Purge != "" {
-		// Resolved where the engine will run, before it renders: its
-		// configuration depends on the mode.
-		run := LocalExec(work)
-		if !inproc {
-			run = func(ctx context.Context, argv ...string) (launch.Output, error) {
-				return lch.Run(ctx, launch.Spec{Name: e.Name(), Command: argv, Dir: work, Image: s.Image, Binds: []string{cache}})
-			}
-		}
-		if li.cfg.Policy.Purge, err = resolvePurge(ctx, e, run, bin, s.Policy.Purge); err != nil {
-			return nil, err
-		}
-	}
-	var files Files
-	if s.Own != nil {
-		// Run as given: never rewritten.
-		files = Files{e.(OwnConfigurable).OwnConfigFile(): s.Own.Content}
-	} else if files, err = e.Render(li.cfg); err != nil {
-		return nil, fmt.Errorf("render %s: %w", e.Name(), err)
-	}
-	// Written before the engine checks them (varnishd -C, nginx -t).
-	if err := launch.WriteFiles(work, files); err != nil {
-		return nil, fmt.Errorf("render %s: %w", e.Name(), err)
+	if err := li.setTopology(s); err != nil {
+		return nil, err
 	}
 	// Commands before the engine starts run where it will run.
-	before := func(ctx context.Context, argv ...string) (launch.Output, error) {
-		return lch.Run(ctx, launch.Spec{Name: e.Name(), Command: argv, Dir: work, Image: s.Image, Binds: []string{cache}})
+	before := li.runner(lch, s.Image)
+	if inproc {
+		before = LocalExec(li.work)
 	}
-	if li.cfg.Topology == TopologyTLS {
-		ts, ok := e.(TLSServer)
-		if !ok {
-			return nil, &NotApplicableError{Reason: e.Name() + " has no TLS listener"}
-		}
-		if inproc {
-			before = LocalExec(work)
-		}
-		if err := ts.TLSSupport(ctx, before, bin); err != nil {
-			return nil, err
-		}
+	if err := li.writeConfig(ctx, s, before); err != nil {
+		return nil, err
 	}
-	if li.cfg.Topology == TopologyProxyV2 {
-		ps, ok := e.(ProxyListener)
-		if !ok {
-			return nil, &NotApplicableError{Reason: e.Name() + " takes no PROXY protocol"}
-		}
-		if inproc {
-			before = LocalExec(work)
-		}
-		if err := ps.ProxySupport(ctx, before, bin); err != nil {
-			return nil, err
-		}
-	}
-	if c, ok := e.(Checker); ok && !inproc {
-		if err := c.Check(ctx, before, li.cfg, bin); err != nil {
-			if s.Own != nil {
-				return nil, fmt.Errorf("%s rejected %s: %w", e.Name(), s.Own.Path, err)
-			}
-			return nil, fmt.Errorf("%s rejected its configuration: %w", e.Name(), err)
-		}
-	}
-	version := "unknown"
-	if v, ok := e.(Versioner); ok && !inproc {
-		// Asked even when the version is given: it proves the binary runs.
-		if version, err = v.Version(ctx, before, bin); err != nil {
-			return nil, fmt.Errorf("%s version: %w", e.Name(), err)
-		}
-	}
-	if s.Version != "" {
-		version = s.Version
-	}
-	ls := e.Launch(li.cfg, bin)
-	spec := launch.Spec{Name: e.Name(), Command: append([]string{ls.Binary}, ls.Args...),
-		Env: ls.Env, Dir: work, Image: s.Image, Binds: []string{cache}, CPUs: s.CPUs, PinFlag: ls.PinFlag,
-		ReadyURL: "http://" + listen + "/_hlsbench/ready", StopTimeout: ls.StopTimeout}
-	if in, ok := e.(InprocServer); ok {
-		spec.Serve = in.Serve(li.cfg)
-	}
-	li.inst, err = lch.Start(ctx, spec)
+	version, err := li.preflight(ctx, s, before, inproc)
 	if err != nil {
 		return nil, err
 	}
-	name := s.Name
-	if name == "" {
-		name = e.Name()
-	}
-	li.info = results.Engine{Name: name, Kind: s.Kind, Version: version, Binary: s.GivenBinary, Commit: s.Commit, SourceSHA256: s.SourceSHA256,
-		Runtime: lch.Name(), Topology: li.cfg.Topology, Pinning: map[string]string{"engine": CPUList(s.CPUs)}, Config: s.Own.Record()}
-	if d, ok := e.(Differ); ok {
-		li.info.Differences = d.Differences()
+	if err := li.start(ctx, s, lch, version); err != nil {
+		return nil, err
 	}
 	if li.cfg.Topology == TopologyProxyV2 {
 		if err := li.startTerminator(ctx, s, lch); err != nil {
@@ -502,6 +389,209 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		return &processEngine{li, pg}, nil
 	}
 	return li, nil
+}
+
+// binaryFor is the engine's binary where lch runs it: none in-process,
+// where only an InprocServer runs; in a container, the one on its image's
+// PATH; else the one found here.
+func binaryFor(e Engine, s LocalSpec, lch launch.Launcher) (string, error) {
+	switch lch.(type) {
+	case launch.Inproc:
+		if _, ok := e.(InprocServer); !ok {
+			return "", &RuntimeError{Engine: e.Name(), Runtime: lch.Name(), Want: []string{RuntimeProcess, RuntimeDocker}}
+		}
+		return s.Binary, nil
+	case launch.Docker:
+		if s.Image == "" {
+			return "", &NoImageError{Engine: e.Name()}
+		}
+		if s.Binary == "" {
+			return e.Binary(), nil
+		}
+		return s.Binary, nil
+	}
+	return FindBinary(e, s.Binary)
+}
+
+// checkOwn refuses a configuration of the user's own that e cannot run as
+// s asks: an engine that takes none (or any in-process), a topology but
+// plaintext, or an origin other than the one the file fetches from.
+func checkOwn(e Engine, s LocalSpec, origin string, inproc bool) error {
+	if s.Own == nil {
+		return nil
+	}
+	if _, ok := e.(OwnConfigurable); !ok || inproc {
+		return fmt.Errorf("%s takes no configuration file", e.Name())
+	}
+	if s.Topology != "" && s.Topology != TopologyPlaintext {
+		return &NotApplicableError{Reason: OwnTopology}
+	}
+	if origin != s.Own.Origin {
+		return fmt.Errorf("%s: the origin is at %s but %s fetches from %s", e.Name(), origin, s.Own.Path, s.Own.Origin)
+	}
+	return nil
+}
+
+// listenAddr is where the engine listens for plain HTTP: where a
+// configuration of the user's own says, else a free port.
+func listenAddr(own *UserConfig) (string, error) {
+	if own != nil && own.Listen != "" {
+		return own.Listen, nil
+	}
+	return FreePort()
+}
+
+// makeScratch makes the engine's work and cache directories through the
+// run, which records them before they exist: a killed run's are removed by
+// the next. Each is in l.dirs, Stop's to remove, as soon as it is made.
+func (l *localInstance) makeScratch(inContainer bool, group string) error {
+	work, workDir, err := scratchDir(l.run, os.TempDir(), l.e.Name(), inContainer, group)
+	if err != nil {
+		return err
+	}
+	l.work, l.dirs = work, append(l.dirs, workDir)
+	cache, cacheDir, err := scratchDir(l.run, ramDir(), l.e.Name()+"-cache", inContainer, group)
+	if err != nil {
+		return err
+	}
+	l.cache, l.dirs = cache, append(l.dirs, cacheDir)
+	return nil
+}
+
+// setTopology gives the engine the listeners and certificates s.Topology
+// takes, and makes the instance's URL the one clients use.
+func (l *localInstance) setTopology(s LocalSpec) (err error) {
+	switch s.Topology {
+	case TopologyTLS:
+		if l.cfg.TLSListen, err = FreePort(); err != nil {
+			return err
+		}
+		if s.TLS == nil {
+			return fmt.Errorf("%s: topology tls without certificates", l.e.Name())
+		}
+		dir := filepath.Join(l.work, "tls")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return err
+		}
+		if l.cfg.Certs, err = s.TLS.Write(dir); err != nil {
+			return err
+		}
+		l.cfg.Topology = TopologyTLS
+		l.url = "https://" + l.cfg.TLSListen
+	case TopologyProxyV2:
+		if s.TLS == nil {
+			return fmt.Errorf("%s: topology proxyv2 without certificates", l.e.Name())
+		}
+		if l.cfg.ProxyListen, err = FreePort(); err != nil {
+			return err
+		}
+		l.cfg.Topology = TopologyProxyV2
+	case "", TopologyPlaintext:
+	default:
+		return fmt.Errorf("%s: topology %q: want one of %v", l.e.Name(), s.Topology, Topologies)
+	}
+	return nil
+}
+
+// runner runs a command where lch will run the engine, in its work
+// directory and with its cache.
+func (l *localInstance) runner(lch launch.Launcher, image string) Exec {
+	return func(ctx context.Context, argv ...string) (launch.Output, error) {
+		return lch.Run(ctx, launch.Spec{Name: l.e.Name(), Command: argv, Dir: l.work, Image: image, Binds: []string{l.cache}})
+	}
+}
+
+// writeConfig writes the engine's configuration into its work directory:
+// the user's own as given, or the one it renders, after the policy's purge
+// mode is resolved with run, since the rendering depends on the mode.
+func (l *localInstance) writeConfig(ctx context.Context, s LocalSpec, run Exec) (err error) {
+	if s.Policy.Purge != "" {
+		if l.cfg.Policy.Purge, err = resolvePurge(ctx, l.e, run, l.bin, s.Policy.Purge); err != nil {
+			return err
+		}
+	}
+	var files Files
+	if s.Own != nil {
+		// Run as given: never rewritten.
+		files = Files{l.e.(OwnConfigurable).OwnConfigFile(): s.Own.Content}
+	} else if files, err = l.e.Render(l.cfg); err != nil {
+		return fmt.Errorf("render %s: %w", l.e.Name(), err)
+	}
+	// Written before the engine checks them (varnishd -C, nginx -t).
+	if err := launch.WriteFiles(l.work, files); err != nil {
+		return fmt.Errorf("render %s: %w", l.e.Name(), err)
+	}
+	return nil
+}
+
+// preflight asks the engine, with run, whether it serves its topology,
+// checks its configuration and asks its version, which proves the binary
+// runs: the last two not in-process, where hlsbench serves it. The version
+// is s.Version when given.
+func (l *localInstance) preflight(ctx context.Context, s LocalSpec, run Exec, inproc bool) (version string, err error) {
+	switch l.cfg.Topology {
+	case TopologyTLS:
+		ts, ok := l.e.(TLSServer)
+		if !ok {
+			return "", &NotApplicableError{Reason: l.e.Name() + " has no TLS listener"}
+		}
+		if err := ts.TLSSupport(ctx, run, l.bin); err != nil {
+			return "", err
+		}
+	case TopologyProxyV2:
+		ps, ok := l.e.(ProxyListener)
+		if !ok {
+			return "", &NotApplicableError{Reason: l.e.Name() + " takes no PROXY protocol"}
+		}
+		if err := ps.ProxySupport(ctx, run, l.bin); err != nil {
+			return "", err
+		}
+	}
+	if c, ok := l.e.(Checker); ok && !inproc {
+		if err := c.Check(ctx, run, l.cfg, l.bin); err != nil {
+			if s.Own != nil {
+				return "", fmt.Errorf("%s rejected %s: %w", l.e.Name(), s.Own.Path, err)
+			}
+			return "", fmt.Errorf("%s rejected its configuration: %w", l.e.Name(), err)
+		}
+	}
+	version = "unknown"
+	if v, ok := l.e.(Versioner); ok && !inproc {
+		// Asked even when the version is given: it proves the binary runs.
+		if version, err = v.Version(ctx, run, l.bin); err != nil {
+			return "", fmt.Errorf("%s version: %w", l.e.Name(), err)
+		}
+	}
+	if s.Version != "" {
+		version = s.Version
+	}
+	return version, nil
+}
+
+// start launches the engine through lch and records what its results say
+// of it.
+func (l *localInstance) start(ctx context.Context, s LocalSpec, lch launch.Launcher, version string) (err error) {
+	ls := l.e.Launch(l.cfg, l.bin)
+	spec := launch.Spec{Name: l.e.Name(), Command: append([]string{ls.Binary}, ls.Args...),
+		Env: ls.Env, Dir: l.work, Image: s.Image, Binds: []string{l.cache}, CPUs: s.CPUs, PinFlag: ls.PinFlag,
+		ReadyURL: "http://" + l.cfg.Listen + "/_hlsbench/ready", StopTimeout: ls.StopTimeout}
+	if in, ok := l.e.(InprocServer); ok {
+		spec.Serve = in.Serve(l.cfg)
+	}
+	// Kept before its error is checked: Stop ends whatever Start left.
+	if l.inst, err = lch.Start(ctx, spec); err != nil {
+		return err
+	}
+	name := s.Name
+	if name == "" {
+		name = l.e.Name()
+	}
+	l.info = results.Engine{Name: name, Kind: s.Kind, Version: version, Binary: s.GivenBinary, Commit: s.Commit, SourceSHA256: s.SourceSHA256,
+		Runtime: lch.Name(), Topology: l.cfg.Topology, Pinning: map[string]string{"engine": CPUList(s.CPUs)}, Config: s.Own.Record()}
+	if d, ok := l.e.(Differ); ok {
+		l.info.Differences = d.Differences()
+	}
+	return nil
 }
 
 type localInstance struct {
@@ -536,7 +626,7 @@ func (l *localInstance) startTerminator(ctx context.Context, s LocalSpec, lch la
 	}
 	_, inContainer := lch.(launch.Docker)
 	if inContainer && s.TermImage == "" {
-		return fmt.Errorf("%s in docker: no image (hlsbench images build --engine %s)", t.Name(), t.Name())
+		return &NoImageError{Engine: t.Name()}
 	}
 	bin := s.TermBinary
 	switch {

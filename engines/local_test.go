@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/origin"
 )
@@ -64,5 +65,24 @@ func TestStartLocalRecordsInRun(t *testing.T) {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: %v", d, err)
 		}
+	}
+}
+
+// An engine StartLocal cannot run where it is asked says so in a typed
+// error, naming the engine and what it takes, before anything starts.
+func TestStartLocalRefusesBeforeStart(t *testing.T) {
+	ctx := context.Background()
+	_, err := StartLocal(ctx, Varnish{}, LocalSpec{Policy: DefaultPolicy(), OriginURL: "http://127.0.0.1:1", Launcher: launch.Inproc{}})
+	var re *RuntimeError
+	if !errors.As(err, &re) || re.Engine != "varnish" || re.Runtime != RuntimeInproc || strings.Join(re.Want, ",") != "process,docker" {
+		t.Errorf("varnish in-process: %v (%+v); want a RuntimeError naming inproc and process or docker", err, re)
+	}
+	if err != nil && strings.Contains(err.Error(), "--") {
+		t.Errorf("%q names a flag", err)
+	}
+	_, err = StartLocal(ctx, Varnish{}, LocalSpec{Policy: DefaultPolicy(), OriginURL: "http://127.0.0.1:1", Launcher: launch.Docker{}})
+	var ne *NoImageError
+	if !errors.As(err, &ne) || ne.Engine != "varnish" {
+		t.Errorf("varnish in docker without an image: %v; want a NoImageError naming varnish", err)
 	}
 }

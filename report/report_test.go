@@ -546,8 +546,12 @@ func TestWriteDirRefusesOtherFiles(t *testing.T) {
 	}
 	before := readTree(t, dir)
 	err := WriteDir(dir, rep)
-	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), Marker) {
-		t.Fatalf("WriteDir into a directory of other files: %v; want an error naming it and %s", err, Marker)
+	var de *DirError
+	if !errors.As(err, &de) || de.Dir != dir || !errors.Is(err, ErrNotReport) {
+		t.Fatalf("WriteDir into a directory of other files: %v; want a DirError for %s, ErrNotReport", err, dir)
+	}
+	if want := "output directory " + dir + ": "; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), Marker) {
+		t.Errorf("error %q: want it to start %q and name %s", err, want, Marker)
 	}
 	after := readTree(t, dir)
 	if len(after) != len(before) {
@@ -565,8 +569,8 @@ func TestWriteDirRefusesOtherFiles(t *testing.T) {
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteDir(file, rep); err == nil || !strings.Contains(err.Error(), "not a directory") {
-		t.Errorf("WriteDir onto a file: %v", err)
+	if err := WriteDir(file, rep); !errors.As(err, &de) || de.Dir != file || !errors.Is(err, ErrNotDir) {
+		t.Errorf("WriteDir onto a file: %v; want a DirError for %s, ErrNotDir", err, file)
 	}
 }
 

@@ -15,6 +15,24 @@ import (
 // WriteDir may replace it.
 const Marker = ".hlsbench-report"
 
+// ErrNotDir and ErrNotReport are why WriteDir refuses a directory (in a
+// DirError): what is there is not one, or it holds files of someone else's.
+var (
+	ErrNotDir    = errors.New("a file, not a directory: give a new directory")
+	ErrNotReport = errors.New("holds files and is not a report hlsbench wrote (no " + Marker + "): give a new or empty directory")
+)
+
+// DirError is the directory WriteDir was given, and why it cannot be
+// written or replaced. It names the directory, not how a caller came by it
+// (the command line says --out).
+type DirError struct {
+	Dir string
+	Err error
+}
+
+func (e *DirError) Error() string { return fmt.Sprintf("output directory %s: %v", e.Dir, e.Err) }
+func (e *DirError) Unwrap() error { return e.Err }
+
 // Files lists what WriteDir writes, relative to the directory: the page,
 // its Markdown and CSV, each test's and curve's chart as PNG and SVG, and the result
 // files (and a suite's manifest) under runs/.
@@ -48,17 +66,25 @@ func WriteDir(dir string, rep *Report) (err error) {
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return &DirError{Dir: dir, Err: err}
 	}
 	stage, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-*")
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return &DirError{Dir: dir, Err: err}
 	}
 	defer func() {
 		if err != nil {
 			os.RemoveAll(stage)
 		}
 	}()
+	if err := writeFiles(stage, rep); err != nil {
+		return err
+	}
+	return swap(stage, dir)
+}
+
+// writeFiles writes every file of Files into stage.
+func writeFiles(stage string, rep *Report) error {
 	if err := os.Chmod(stage, 0o755); err != nil {
 		return err
 	}
@@ -77,17 +103,19 @@ func WriteDir(dir string, rep *Report) (err error) {
 	raw := func(b []byte) func(io.Writer) error {
 		return func(w io.Writer) error { _, err := w.Write(b); return err }
 	}
-	if err := put(Marker, raw([]byte("This directory is written by `hlsbench report` and replaced whole when it runs again.\n"))); err != nil {
-		return err
+	files := []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{Marker, raw([]byte("This directory is written by `hlsbench report` and replaced whole when it runs again.\n"))},
+		{"index.html", func(w io.Writer) error { return WriteHTML(w, rep) }},
+		{"report.md", func(w io.Writer) error { return WriteMarkdown(w, rep) }},
+		{"figures.csv", func(w io.Writer) error { return WriteCSV(w, rep) }},
 	}
-	if err := put("index.html", func(w io.Writer) error { return WriteHTML(w, rep) }); err != nil {
-		return err
-	}
-	if err := put("report.md", func(w io.Writer) error { return WriteMarkdown(w, rep) }); err != nil {
-		return err
-	}
-	if err := put("figures.csv", func(w io.Writer) error { return WriteCSV(w, rep) }); err != nil {
-		return err
+	for _, f := range files {
+		if err := put(f.name, f.write); err != nil {
+			return err
+		}
 	}
 	for _, w := range rep.Workloads {
 		for _, t := range w.Tests {
@@ -113,23 +141,26 @@ func WriteDir(dir string, rep *Report) (err error) {
 		}
 	}
 	if rep.manifest {
-		if err := put("runs/"+results.ManifestName, raw(rep.manifestRaw)); err != nil {
-			return err
-		}
+		return put("runs/"+results.ManifestName, raw(rep.manifestRaw))
 	}
-	// Swap: the old report moves aside, the new one takes its name.
+	return nil
+}
+
+// swap puts the rendered stage in dir's place: the old report moves aside,
+// the new one takes its name, and the old one is put back if it cannot.
+func swap(stage, dir string) error {
 	old := ""
 	if _, err := os.Stat(dir); err == nil {
 		old = stage + ".old"
 		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("--out %s: %w", dir, err)
+			return &DirError{Dir: dir, Err: err}
 		}
 	}
 	if err := os.Rename(stage, dir); err != nil {
 		if old != "" {
 			os.Rename(old, dir)
 		}
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return &DirError{Dir: dir, Err: err}
 	}
 	if old != "" {
 		os.RemoveAll(old)
@@ -144,19 +175,19 @@ func replaceable(dir string) error {
 	case errors.Is(err, os.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return &DirError{Dir: dir, Err: err}
 	case !st.IsDir():
-		return fmt.Errorf("--out %s: a file, not a directory: give a new directory", dir)
+		return &DirError{Dir: dir, Err: ErrNotDir}
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return &DirError{Dir: dir, Err: err}
 	}
 	if len(ents) == 0 {
 		return nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, Marker)); err != nil {
-		return fmt.Errorf("--out %s holds files and is not a report hlsbench wrote (no %s): give a new or empty directory", dir, Marker)
+		return &DirError{Dir: dir, Err: ErrNotReport}
 	}
 	return nil
 }

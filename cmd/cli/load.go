@@ -107,47 +107,19 @@ type loadReport struct {
 
 // RunLoad is `hlsbench load`.
 func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error {
-	arrival, err := loadgen.ParseArrival(o.Arrival)
-	if err != nil {
-		return usagef("--arrival: %v", err)
-	}
-	if o.Connections < 1 {
-		return usagef("--connections %d: want 1 or more", o.Connections)
-	}
-	if o.Timeout <= 0 {
-		return usagef("--timeout %v: want a positive duration", o.Timeout)
-	}
-	if o.Repeat < 1 {
-		return usagef("--repeat %d: want 1 or more", o.Repeat)
-	}
-	if o.Repeat > 1 && o.Burst == 0 {
-		return usagef("--repeat needs --burst")
-	}
-	if o.Burst > 0 && o.Connections < o.Burst {
-		if o.Connections != loadgen.DefaultConnections {
-			return usagef("--burst %d needs as many connections; --connections is %d", o.Burst, o.Connections)
-		}
-		o.Connections = o.Burst
-	}
-	var hdrs [][2]string
-	for _, h := range o.Headers {
-		kv, err := loadgen.ParseHeader(h)
-		if err != nil {
-			return usagef("--header: %v", err)
-		}
-		hdrs = append(hdrs, kv)
-	}
-	nonce := newNonce()
-	base, paths, err := expandURL(o.URL, o.Repeat, nonce)
+	arrival, hdrs, err := checkLoad(&o)
 	if err != nil {
 		return err
 	}
-
-	for _, path := range paths[:1] {
-		p := loadgen.Pass{Path: path, Rate: o.Rate, Duration: o.Duration, Requests: o.Requests, Burst: o.Burst}
-		if err := p.Validate(o.Connections); err != nil {
-			return flagErr(err)
-		}
+	base, paths, err := expandURL(o.URL, o.Repeat, newNonce())
+	if err != nil {
+		return err
+	}
+	// Checked before the generator opens its connections: the passes
+	// differ only in their paths.
+	first := loadgen.Pass{Path: paths[0], Rate: o.Rate, Duration: o.Duration, Requests: o.Requests, Burst: o.Burst}
+	if err := first.Validate(o.Connections); err != nil {
+		return flagErr(err)
 	}
 
 	var logFile *os.File
@@ -168,14 +140,75 @@ func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error
 		return flagErr(err)
 	}
 	defer g.Close()
+	results, err := runBursts(ctx, stdout, g, o, arrival, paths)
+	if err != nil {
+		return err
+	}
+	if err := g.Close(); err != nil {
+		return err
+	}
+	res := loadgen.Merge(results)
+	if err := writeLoad(stdout, o, results, res); err != nil {
+		return err
+	}
+	if logFile != nil {
+		if err := keepHDRLog(logFile, o.HDRLog); err != nil {
+			return err
+		}
+	}
+	if res.Interrupted {
+		return errInterrupted
+	}
+	if !res.Valid {
+		return fmt.Errorf("%w: %s", errInvalid, strings.Join(res.InvalidReasons, "; "))
+	}
+	return nil
+}
 
+// checkLoad checks o's flags, returns the arrival and headers they give,
+// and gives a burst as many connections when --connections was left alone.
+func checkLoad(o *LoadOptions) (loadgen.Arrival, [][2]string, error) {
+	arrival, err := loadgen.ParseArrival(o.Arrival)
+	if err != nil {
+		return arrival, nil, usagef("--arrival: %v", err)
+	}
+	switch {
+	case o.Connections < 1:
+		return arrival, nil, usagef("--connections %d: want 1 or more", o.Connections)
+	case o.Timeout <= 0:
+		return arrival, nil, usagef("--timeout %v: want a positive duration", o.Timeout)
+	case o.Repeat < 1:
+		return arrival, nil, usagef("--repeat %d: want 1 or more", o.Repeat)
+	case o.Repeat > 1 && o.Burst == 0:
+		return arrival, nil, usagef("--repeat needs --burst")
+	}
+	if o.Burst > 0 && o.Connections < o.Burst {
+		if o.Connections != loadgen.DefaultConnections {
+			return arrival, nil, usagef("--burst %d needs as many connections; --connections is %d", o.Burst, o.Connections)
+		}
+		o.Connections = o.Burst
+	}
+	var hdrs [][2]string
+	for _, h := range o.Headers {
+		kv, err := loadgen.ParseHeader(h)
+		if err != nil {
+			return arrival, nil, usagef("--header: %v", err)
+		}
+		hdrs = append(hdrs, kv)
+	}
+	return arrival, hdrs, nil
+}
+
+// runBursts runs one pass per path (a repeated burst's repetitions), until
+// one is interrupted, and prints a line for each repetition.
+func runBursts(ctx context.Context, stdout io.Writer, g *loadgen.Generator, o LoadOptions, arrival loadgen.Arrival, paths []string) ([]*loadgen.Result, error) {
 	var results []*loadgen.Result
 	for i, path := range paths {
 		p := loadgen.Pass{Path: path, Rate: o.Rate, Arrival: arrival, Duration: o.Duration,
 			Requests: o.Requests, Burst: o.Burst, Seed: o.Seed}
 		r, err := g.Run(ctx, p)
 		if err != nil {
-			return flagErr(err)
+			return nil, flagErr(err)
 		}
 		results = append(results, r)
 		if !o.JSON && len(paths) > 1 {
@@ -187,43 +220,37 @@ func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error
 			break
 		}
 	}
-	if err := g.Close(); err != nil {
-		return err
-	}
-	res := loadgen.Merge(results)
-	if o.JSON {
-		rep := loadReport{Summary: res.Summary(), URL: o.URL}
-		if len(results) > 1 {
-			for _, r := range results {
-				rep.Repetitions = append(rep.Repetitions, r.Summary())
-			}
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else {
-		if len(paths) > 1 {
+	return results, nil
+}
+
+// writeLoad prints the merged result res, as text or (--json) as a
+// loadReport with each repetition's.
+func writeLoad(stdout io.Writer, o LoadOptions, results []*loadgen.Result, res *loadgen.Result) error {
+	if !o.JSON {
+		// A repeated burst says so even when it was interrupted after one.
+		if o.Repeat > 1 {
 			fmt.Fprintf(stdout, "\nAll %d bursts:\n", len(results))
 		}
-		if err := res.WriteText(stdout); err != nil {
-			return err
+		return res.WriteText(stdout)
+	}
+	rep := loadReport{Summary: res.Summary(), URL: o.URL}
+	if len(results) > 1 {
+		for _, r := range results {
+			rep.Repetitions = append(rep.Repetitions, r.Summary())
 		}
 	}
-	if logFile != nil {
-		if err := logFile.Close(); err != nil {
-			return fmt.Errorf("--hdr-log: %w", err)
-		}
-		if err := os.Rename(logFile.Name(), o.HDRLog); err != nil {
-			return fmt.Errorf("--hdr-log: %w", err)
-		}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// keepHDRLog gives the complete interval log its name.
+func keepHDRLog(f *os.File, name string) error {
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--hdr-log: %w", err)
 	}
-	if res.Interrupted {
-		return errInterrupted
-	}
-	if !res.Valid {
-		return fmt.Errorf("%w: %s", errInvalid, strings.Join(res.InvalidReasons, "; "))
+	if err := os.Rename(f.Name(), name); err != nil {
+		return fmt.Errorf("--hdr-log: %w", err)
 	}
 	return nil
 }

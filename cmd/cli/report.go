@@ -95,7 +95,7 @@ func RunReport(ctx context.Context, stdout, stderr io.Writer, o ReportOptions) e
 		return usageError{err}
 	}
 	if err := report.WriteDir(o.Out, rep); err != nil {
-		return usageError{err}
+		return usageError{outDirError(err)}
 	}
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(stderr, "hlsbench: report: %s\n", w)

@@ -84,8 +84,8 @@ func TestReportRefusesOtherDir(t *testing.T) {
 	if code != ExitUsage {
 		t.Errorf("exit %d, want %d: %s", code, ExitUsage, stderr)
 	}
-	if !strings.Contains(stderr, out) || !strings.Contains(stderr, ".hlsbench-report") {
-		t.Errorf("stderr %q does not name %s and the marker", stderr, out)
+	if !strings.Contains(stderr, "--out "+out+": ") || !strings.Contains(stderr, ".hlsbench-report") {
+		t.Errorf("stderr %q does not name --out %s and the marker", stderr, out)
 	}
 	if stdout != "" {
 		t.Errorf("stdout %q", stdout)

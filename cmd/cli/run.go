@@ -417,6 +417,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		}
 	}
 	run, rc, err := workloads.Execute(ctx, rs, tables)
+	err = startError(err)
 	if run == nil {
 		return err
 	}
