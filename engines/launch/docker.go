@@ -26,6 +26,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/hlsbench/hlsbench/engines/internal/procfs"
+	"github.com/hlsbench/hlsbench/engines/internal/procgroup"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
@@ -173,7 +174,7 @@ func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &containerInstance{d: d, id: id, name: s.Name, image: s.Image, dirs: mounted(s), tail: NewTail(16 << 10),
+	c := &containerInstance{d: d, id: id, name: s.Name, image: s.Image, dirs: mounted(s), tail: procgroup.NewTail(16 << 10),
 		done: make(chan struct{}), stopTimeout: s.StopTimeout}
 	c.out = newLineLog(c.tail)
 	defer func() {
@@ -507,7 +508,7 @@ type containerInstance struct {
 	image       string
 	dirs        []string // the host directories it mounts
 	stopTimeout time.Duration
-	tail        *Tail
+	tail        *procgroup.Tail
 	ready       string
 	pgid        int // on the host; 0 when unknown
 	unobserve   func()
@@ -699,7 +700,7 @@ func (c *containerInstance) Exec(ctx context.Context, argv ...string) (Output, e
 	}
 	defer att.Close()
 	var out bytes.Buffer
-	errb := NewTail(64 << 10)
+	errb := procgroup.NewTail(64 << 10)
 	if _, err := stdcopy.StdCopy(&out, errb, att.Reader); err != nil {
 		return Output{}, fmt.Errorf("exec in %s: %w", c.name, err)
 	}

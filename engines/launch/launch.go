@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hlsbench/hlsbench/engines/internal/procgroup"
 )
 
 // Spec is one thing to start: its command, where its files go, which CPUs
@@ -104,7 +106,7 @@ func runLocal(ctx context.Context, dir string, env []string, argv []string) (Out
 		cmd.Env = append(os.Environ(), env...)
 	}
 	var stdout bytes.Buffer
-	stderr := NewTail(64 << 10)
+	stderr := procgroup.NewTail(64 << 10)
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	err := cmd.Run()
 	o := Output{Stdout: stdout.Bytes(), Stderr: []byte(stderr.String())}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/internal/procgroup"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
@@ -40,7 +41,7 @@ type ProcessSpec struct {
 type Process struct {
 	spec ProcessSpec
 	cmd  *exec.Cmd
-	tail *Tail
+	tail *procgroup.Tail
 
 	mu  sync.Mutex
 	out *lineLog // stdout's lines
@@ -68,7 +69,7 @@ func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 	cmd.Dir = spec.Dir
 	cmd.Env = append(os.Environ(), spec.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	p := &Process{spec: spec, cmd: cmd, tail: NewTail(16 << 10), done: make(chan struct{})}
+	p := &Process{spec: spec, cmd: cmd, tail: procgroup.NewTail(16 << 10), done: make(chan struct{})}
 	p.out = newLineLog(p.tail)
 	// A pipe of our own, not StdoutPipe: Wait closes that one as soon as
 	// the process exits, and what it wrote last (why it exited) could be
@@ -315,17 +316,7 @@ func (p *Process) stopLeader(ctx context.Context) error {
 		return nil
 	default:
 	}
-	pgid := -p.cmd.Process.Pid
-	_ = syscall.Kill(pgid, syscall.SIGTERM)
-	t := time.NewTimer(p.spec.StopTimeout)
-	defer t.Stop()
-	select {
-	case <-p.done:
-		return nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	procgroup.Terminate(p.cmd.Process.Pid, p.spec.StopTimeout, p.done, ctx.Done())
 	select {
 	case <-p.done:
 		return nil
@@ -333,33 +324,6 @@ func (p *Process) stopLeader(ctx context.Context) error {
 		return fmt.Errorf("stop %s (pid %d): still running after SIGKILL", p.spec.Name, p.cmd.Process.Pid)
 	}
 }
-
-// Tail keeps the last bytes written to it: a process's output for error
-// messages.
-type Tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *Tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *Tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
-}
-
-// NewTail keeps the last max bytes.
-func NewTail(max int) *Tail { return &Tail{max: max} }
 
 // LastLines is the last n lines of s.
 func LastLines(s string, n int) string {

@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/internal/procgroup"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
@@ -485,61 +486,9 @@ func lock(ctx context.Context, path string) (unlock func(), err error) {
 // environment, its output to log and, when it fails, the tail of it in the
 // error. Cancelling ctx ends the whole group (make has children).
 func runLogged(ctx context.Context, log io.Writer, cmd *exec.Cmd) error {
-	tail := &tailBuffer{}
-	w := io.MultiWriter(log, tail)
-	cmd.Stdout, cmd.Stderr = w, w
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", "HOME=" + os.Getenv("HOME")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	tracked, err := runstate.From(ctx).Track("build", cmd.Process.Pid, cmd.Args)
-	if err != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		return err
-	}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-		case <-done:
-		}
-	}()
-	err = cmd.Wait()
-	close(done)
-	// make's children may outlive it only when killed: end the group.
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	tracked.Forget()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err != nil {
-		if t := strings.TrimSpace(tail.String()); t != "" {
-			return fmt.Errorf("%w; its last lines:\n%s", err, t)
-		}
-	}
-	return err
+	return procgroup.Run(ctx, cmd, procgroup.Options{Grace: 5 * time.Second, TailBytes: 3 << 10, Log: log, Track: "build"})
 }
-
-// tailBuffer keeps the last 3 KiB written to it.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 3<<10 {
-		t.b = t.b[len(t.b)-3<<10:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }
 
 func digest(parts ...string) string {
 	h := sha256.New()
