@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -648,22 +647,13 @@ func (c *containerInstance) waitLine(ctx context.Context, prefix string) (string
 }
 
 func (c *containerInstance) waitHTTP(ctx context.Context, url string, tc *tls.Config) error {
-	cl := readyClient(tc)
-	defer cl.CloseIdleConnections()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-		if resp, err := cl.Do(req); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-c.out.ended:
-			return fmt.Errorf("%s exited before it answered on %s", c.name, url)
-		case <-ctx.Done():
-			return fmt.Errorf("%s did not answer on %s: %w", c.name, url, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	switch err := waitHTTP(ctx, url, tc, c.out.ended); {
+	case errors.Is(err, errStopped):
+		return fmt.Errorf("%s exited before it answered on %s", c.name, url)
+	case err != nil:
+		return fmt.Errorf("%s did not answer on %s: %w", c.name, url, err)
 	}
+	return nil
 }
 
 func (c *containerInstance) logNote() string {

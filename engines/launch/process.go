@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -215,28 +214,13 @@ func (p *Process) Exited() *Exit {
 func (p *Process) WaitHTTP(ctx context.Context, url string, tc *tls.Config, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	cl := readyClient(tc)
-	defer cl.CloseIdleConnections()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-		if resp, err := cl.Do(req); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-p.done:
-			return p.exitError()
-		case <-ctx.Done():
-			return p.Err(fmt.Errorf("%s did not answer on %s within %v", p.spec.Name, url, limit))
-		case <-time.After(50 * time.Millisecond):
-		}
+	switch err := waitHTTP(ctx, url, tc, p.done); {
+	case errors.Is(err, errStopped):
+		return p.exitError()
+	case err != nil:
+		return p.Err(fmt.Errorf("%s did not answer on %s within %v", p.spec.Name, url, limit))
 	}
-}
-
-// readyClient asks whether an instance answers: a second per try, the
-// run's authority for https.
-func readyClient(tc *tls.Config) *http.Client {
-	return &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true}}
+	return nil
 }
 
 // WaitLine waits for a stdout line starting with prefix and returns the rest.
