@@ -146,19 +146,6 @@ func onSpawnThread(start func() error) error {
 	return <-errc
 }
 
-// StartSelf runs a command of this hlsbench binary (self) as a child,
-// pinned with --cpus when given, and waits for the stdout line starting with
-// prefix that says where it listens; it returns the rest of that line.
-func StartSelf(ctx context.Context, name, self string, args []string, cpus []int, prefix string) (*Process, string, error) {
-	inst, err := Local{}.Start(ctx, Spec{Name: name, Command: append([]string{self}, args...), CPUs: cpus, PinFlag: "--cpus",
-		ReadyLine: prefix, ReadyTimeout: 15 * time.Second, StopTimeout: 5 * time.Second})
-	if err != nil {
-		return nil, "", err
-	}
-	p := inst.(*Process)
-	return p, p.Ready(), nil
-}
-
 // Ready is the rest of the ready line the process printed.
 func (p *Process) Ready() string { return p.ready }
 
