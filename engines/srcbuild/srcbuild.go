@@ -78,19 +78,32 @@ func (e *MissingError) Error() string {
 		strings.Join(e.Packages, ", "), strings.Join(e.Packages, " "))
 }
 
-// InputError is a build refused for what it was given: the flag (or
-// argument) and why.
+// InputError is a build refused for what it was given: the field of
+// Options at fault and why, with what would be accepted. A command line
+// names its own flag or argument for the field.
 type InputError struct {
-	Flag string // --source, --vtest or engine
-	Err  error
+	Field string // "engine", "source" or "vtest"
+	Err   error
 }
 
-func (e *InputError) Error() string { return e.Flag + " " + e.Err.Error() }
+func (e *InputError) Error() string { return e.Field + " " + e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
-func inputErr(flag, format string, args ...any) error {
-	return &InputError{Flag: flag, Err: fmt.Errorf(format, args...)}
+func inputErr(field, format string, args ...any) error {
+	return &InputError{Field: field, Err: fmt.Errorf(format, args...)}
 }
+
+// StepError is a step of a build (configure, make, …) that failed. Its
+// error ends with the last lines of the step's output; the whole of it is
+// in Options.Log, when given.
+type StepError struct {
+	Build string // engine@version
+	Step  string // "autogen.sh", "configure", "make" or "make install"
+	Err   error
+}
+
+func (e *StepError) Error() string { return e.Build + ": " + e.Step + ": " + e.Err.Error() }
+func (e *StepError) Unwrap() error { return e.Err }
 
 // Dir is the cache of builds: $XDG_CACHE_HOME/hlsbench/engines, else
 // ~/.cache/hlsbench/engines.
@@ -165,12 +178,12 @@ func Make(ctx context.Context, o Options) (Build, error) {
 	}
 	src, err := openSource(o.Source)
 	if err != nil {
-		return Build{}, inputErr("--source", "%s: %w", o.Source, err)
+		return Build{}, inputErr("source", "%s: %w", o.Source, err)
 	}
 	var vt *source
 	if o.VTest != "" {
 		if vt, err = openSource(o.VTest); err != nil {
-			return Build{}, inputErr("--vtest", "%s: %w", o.VTest, err)
+			return Build{}, inputErr("vtest", "%s: %w", o.VTest, err)
 		}
 	}
 	inputs := digest("recipe", Recipe, "engine", o.Engine, "source", src.hash, "vtest", vt.digest(), "arch", runtime.GOARCH)
@@ -206,15 +219,15 @@ func build(ctx context.Context, o Options, src, vt *source, inputs string) (b Bu
 	tree := filepath.Join(work, "src")
 	step := time.Now()
 	if err := src.unpack(tree); err != nil {
-		return Build{}, fmt.Errorf("--source %s: %w", o.Source, err)
+		return Build{}, fmt.Errorf("unpack the source %s: %w", o.Source, err)
 	}
 	configureAC, err := os.ReadFile(filepath.Join(tree, "configure.ac"))
 	if err != nil {
-		return Build{}, inputErr("--source", "%s: no configure.ac at the top of the tree: want a Varnish or Vinyl Cache source tree", o.Source)
+		return Build{}, inputErr("source", "%s: no configure.ac at the top of the tree: want a Varnish or Vinyl Cache source tree", o.Source)
 	}
 	version, err := acVersion(configureAC)
 	if err != nil {
-		return Build{}, inputErr("--source", "%s: %w", o.Source, err)
+		return Build{}, inputErr("source", "%s: %w", o.Source, err)
 	}
 	if !isRelease(version) {
 		// trunk, 9.0.0-dev and the like name no release: the commit does.
@@ -226,13 +239,13 @@ func build(ctx context.Context, o Options, src, vt *source, inputs string) (b Bu
 	}
 	if sub := vtestPath(configureAC); sub != "" && !exists(filepath.Join(tree, sub, "src", "vtc_main.c")) {
 		if vt == nil {
-			return Build{}, inputErr("--source", "%s lacks VTest2 in %s, which its configure needs: give its source with --vtest TARBALL|DIR", o.Source, sub)
+			return Build{}, inputErr("vtest", "is needed: %s lacks VTest2 in %s, which its configure needs; want VTest2's source, a tarball or directory", o.Source, sub)
 		}
 		if err := vt.unpack(filepath.Join(tree, sub)); err != nil {
-			return Build{}, fmt.Errorf("--vtest %s: %w", o.VTest, err)
+			return Build{}, fmt.Errorf("unpack VTest2's source %s: %w", o.VTest, err)
 		}
 		if !exists(filepath.Join(tree, sub, "src", "vtc_main.c")) {
-			return Build{}, inputErr("--vtest", "%s: no src/vtc_main.c in it: want a VTest2 source tree", o.VTest)
+			return Build{}, inputErr("vtest", "%s: no src/vtc_main.c in it: want a VTest2 source tree", o.VTest)
 		}
 	}
 	logf(o.Progress, "%s@%s: unpacked in %s", o.Engine, version, secs(time.Since(step)))
@@ -265,7 +278,7 @@ func build(ctx context.Context, o Options, src, vt *source, inputs string) (b Bu
 		cmd := exec.Command(s.args[0], s.args[1:]...)
 		cmd.Dir = tree
 		if err := runLogged(ctx, log, cmd); err != nil {
-			return Build{}, fmt.Errorf("%s@%s: %s: %w\n(the whole log: rerun with --verbose)", o.Engine, version, s.name, err)
+			return Build{}, &StepError{Build: o.Engine + "@" + version, Step: s.name, Err: err}
 		}
 		logf(o.Progress, "%s@%s: %s in %s", o.Engine, version, s.name, secs(time.Since(step)))
 	}
@@ -289,7 +302,7 @@ func build(ctx context.Context, o Options, src, vt *source, inputs string) (b Bu
 	if err := os.Rename(logPath, filepath.Join(out, "build.log")); err != nil {
 		return Build{}, err
 	}
-	if err := os.RemoveAll(final); err != nil { // a --force rebuild replaces it
+	if err := os.RemoveAll(final); err != nil { // a forced rebuild replaces it
 		return Build{}, err
 	}
 	if err := os.Rename(out, final); err != nil {
