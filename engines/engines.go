@@ -52,8 +52,8 @@ type UpstreamCounter interface {
 // and child; nginx's master, workers and cache manager), so measuring it
 // (engines/cost) measures the engine. The in-process built-in cache has
 // none: it shares hlsbench's process, and its cost cannot be told from
-// the generator's. The origin, when it is a child process (StartSelf), is
-// a *Process, which has one too.
+// the generator's. The origin, when it is a child process (started by
+// launch.Local), is a *Process, which has one too.
 type ProcessGroup interface {
 	PGID() int
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlsbench/hlsbench/internal/golden"
 	"github.com/hlsbench/hlsbench/origin"
 )
 
@@ -87,8 +88,8 @@ func TestNGINXGolden(t *testing.T) {
 			if names := files.Names(); len(names) != 1 || names[0] != NGINXConf {
 				t.Fatalf("files %v: want only %s", names, NGINXConf)
 			}
-			golden(t, "nginx-"+c.name+".conf", files[NGINXConf])
-			golden(t, "nginx-"+c.name+".args", nginxLaunchText(NGINX{}.Launch(cfg, "nginx")))
+			golden.Assert(t, filepath.Join("testdata", "nginx-"+c.name+".conf"), files[NGINXConf])
+			golden.Assert(t, filepath.Join("testdata", "nginx-"+c.name+".args"), nginxLaunchText(NGINX{}.Launch(cfg, "nginx")))
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines/launch"
+	"github.com/hlsbench/hlsbench/internal/golden"
 	"github.com/hlsbench/hlsbench/origin"
 )
 
@@ -77,13 +78,13 @@ func TestVarnishRenderGolden(t *testing.T) {
 			if got := files.Names(); len(got) != 1 || got[0] != "default.vcl" {
 				t.Fatalf("files %v, want [default.vcl]", got)
 			}
-			golden(t, "varnish-"+c.name+".vcl", files["default.vcl"])
+			golden.Assert(t, filepath.Join("testdata", "varnish-"+c.name+".vcl"), files["default.vcl"])
 
 			ls := Varnish{}.Launch(cfg, "varnishd")
 			if ls.StopTimeout != 10*time.Second {
 				t.Errorf("StopTimeout %v, want 10s", ls.StopTimeout)
 			}
-			golden(t, "varnish-"+c.name+".args", varnishArgsFile(ls))
+			golden.Assert(t, filepath.Join("testdata", "varnish-"+c.name+".args"), varnishArgsFile(ls))
 
 			// Vinyl runs the same VCL under its own binary and state directory.
 			vfiles, err := Vinyl{}.Render(cfg)
@@ -97,7 +98,7 @@ func TestVarnishRenderGolden(t *testing.T) {
 			if vls.StopTimeout != 10*time.Second {
 				t.Errorf("Vinyl StopTimeout %v, want 10s", vls.StopTimeout)
 			}
-			golden(t, "vinyl-"+c.name+".args", varnishArgsFile(vls))
+			golden.Assert(t, filepath.Join("testdata", "vinyl-"+c.name+".args"), varnishArgsFile(vls))
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,11 +14,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hlsbench/hlsbench/internal/golden"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/results/stats"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden/")
 
 // fixtures are the directories under testdata the golden files are made of.
 var fixtures = []string{"suite", "failing", "saturated", "null"}
@@ -38,55 +36,6 @@ func build(t *testing.T, fixture string) *Report {
 	return rep
 }
 
-// golden compares got with testdata/golden/name; -update rewrites it, a
-// mismatch writes got beside it as name.got.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		os.Remove(path + ".got")
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./report/ -run TestGolden -update creates it)", err)
-	}
-	if bytes.Equal(got, want) {
-		os.Remove(path + ".got")
-		return
-	}
-	if err := os.WriteFile(path+".got", got, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Errorf("%s differs, first at line %d:\n  want %q\n  got  %q\nsee %s.got (diff -u %s %s.got; -update accepts the new output)",
-		path, firstDiff(want, got), lineAt(want, firstDiff(want, got)), lineAt(got, firstDiff(want, got)), path, path, path)
-}
-
-// firstDiff is the number (from 1) of the first line a and b differ on.
-func firstDiff(a, b []byte) int {
-	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := range min(len(la), len(lb)) {
-		if la[i] != lb[i] {
-			return i + 1
-		}
-	}
-	return min(len(la), len(lb)) + 1
-}
-
-func lineAt(b []byte, n int) string {
-	l := strings.Split(string(b), "\n")
-	if n-1 < len(l) {
-		return l[n-1]
-	}
-	return "(end of file)"
-}
-
 func TestGolden(t *testing.T) {
 	writers := []struct {
 		ext   string
@@ -100,7 +49,7 @@ func TestGolden(t *testing.T) {
 				if err := w.write(&b, rep); err != nil {
 					t.Fatal(err)
 				}
-				golden(t, fx+"."+w.ext, b.Bytes())
+				golden.Assert(t, filepath.Join("testdata", "golden", fx+"."+w.ext), b.Bytes())
 			})
 		}
 	}

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,40 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlsbench/hlsbench/internal/golden"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with testdata/name; -update rewrites it, a mismatch
-// writes got beside it as name.got.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		os.Remove(path + ".got")
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./cmd/cli/ -run %s -update creates it)", err, t.Name())
-	}
-	if bytes.Equal(got, want) {
-		os.Remove(path + ".got")
-		return
-	}
-	if err := os.WriteFile(path+".got", got, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Errorf("%s differs: see %s.got (diff the two; -update accepts the new output)", path, path)
-}
 
 // cmpRun is a complete run of hit-path and miss-storm on builtin.
 func cmpRun(id string, rs ...results.Result) *results.Run {
@@ -134,7 +102,7 @@ func TestCompareGolden(t *testing.T) {
 	if code != ExitFailure || !strings.Contains(errs, "significant regression: builtin hit-path/p99-ttfb +33.3%, varnish hit-path/p50-ttfb +66.7%, builtin miss-storm/coalescing -50.0%") {
 		t.Errorf("exit %d, stderr %q; want 1 naming the three regressions", code, errs)
 	}
-	golden(t, "compare.golden", scrub(out))
+	golden.Assert(t, filepath.Join("testdata", "compare.golden"), scrub(out))
 	for _, line := range strings.Split(out, "\n") {
 		if n := len([]rune(line)); n > workloads.TableWidth {
 			t.Errorf("line of %d columns, over %d: %q", n, workloads.TableWidth, line)
@@ -148,14 +116,14 @@ func TestCompareGolden(t *testing.T) {
 	if b, err := os.ReadFile(md); err != nil {
 		t.Error(err)
 	} else {
-		golden(t, "compare-md.golden", scrub(string(b)))
+		golden.Assert(t, filepath.Join("testdata", "compare-md.golden"), scrub(string(b)))
 	}
 
 	code, out, _ = runCLI(t, context.Background(), "compare", "--json", base, nw)
 	if code != ExitFailure {
 		t.Errorf("--json: exit %d, want 1", code)
 	}
-	golden(t, "compare-json.golden", scrub(out))
+	golden.Assert(t, filepath.Join("testdata", "compare-json.golden"), scrub(out))
 
 	// A higher threshold leaves no regression: exit 0.
 	if code, out, errs = runCLI(t, context.Background(), "compare", "--threshold", "70", base, nw); code != ExitOK || strings.Contains(out, "regression") {

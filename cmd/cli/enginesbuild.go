@@ -77,6 +77,25 @@ with the apt-get command); 2 bad flags.`,
 	return c
 }
 
+// buildError is how `hlsbench engines build` reports a build that failed:
+// input srcbuild refused as a usage error naming the flag (or argument)
+// that gave it, a failed step with where the rest of its output is.
+func buildError(err error, verbose bool) error {
+	var ie *srcbuild.InputError
+	if errors.As(err, &ie) {
+		flag, ok := map[string]string{"source": "--source", "vtest": "--vtest"}[ie.Field]
+		if !ok {
+			flag = ie.Field // the engine is an argument
+		}
+		return usagef("%s %v", flag, ie.Err)
+	}
+	var se *srcbuild.StepError
+	if errors.As(err, &se) && !verbose {
+		return fmt.Errorf("engines build: %w\n(the whole log: rerun with --verbose)", err)
+	}
+	return fmt.Errorf("engines build: %w", err)
+}
+
 // BuildEngine is `hlsbench engines build`: the build's line on stdout,
 // progress with timings on stderr.
 func BuildEngine(ctx context.Context, stdout, stderr io.Writer, o EnginesBuildOptions) error {
@@ -109,11 +128,7 @@ func BuildEngine(ctx context.Context, stdout, stderr io.Writer, o EnginesBuildOp
 		if ctx.Err() != nil {
 			return errInterrupted
 		}
-		var ie *srcbuild.InputError
-		if errors.As(err, &ie) {
-			return usagef("%v", err)
-		}
-		return fmt.Errorf("engines build: %w", err)
+		return buildError(err, o.Verbose)
 	}
 	state := fmt.Sprintf("built in %.0fs", b.Seconds)
 	if b.UpToDate {

@@ -1,7 +1,5 @@
 package builtin
 
-import "strings"
-
 // ReadyPrefix starts the line `hlsbench serve-cache` prints on stdout once
 // it listens: "cache: http://127.0.0.1:PORT".
 const ReadyPrefix = "cache: "
@@ -23,6 +21,3 @@ func TLSArgs(tlsListen, certFile, keyFile string) []string {
 
 // ProxyArgs are the arguments that add a PROXY v2 listener on addr.
 func ProxyArgs(addr string) []string { return []string{"--proxy-listen", addr} }
-
-// ParseReady reads the rest of the ready line: the cache's URL.
-func ParseReady(rest string) string { return strings.TrimSpace(rest) }

@@ -21,6 +21,8 @@ import (
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/client"
 	"golang.org/x/sys/unix"
+
+	"github.com/hlsbench/hlsbench/engines/internal/procgroup"
 )
 
 // Defaults of BaseOptions: the host's own Debian, from the mirrors this
@@ -520,66 +522,17 @@ func installedPackages(ctx context.Context, root string, o BaseOptions) ([]strin
 // runLogged runs cmd (chrooted to root unless it is "") with a plain
 // environment, its output to log (and, when it fails, the tail of it in
 // the error). Cancelling ctx stops its whole process group: debootstrap
-// is a shell script with children.
+// is a shell script with children, and its trap unmounts what it mounted
+// when given SIGTERM, so it has 10 s before SIGKILL.
 func runLogged(ctx context.Context, log io.Writer, root string, cmd *exec.Cmd) error {
-	var tail tailBuffer
-	w := io.Writer(&tail)
-	if log != nil {
-		w = io.MultiWriter(log, &tail)
-	}
-	if cmd.Stdout == nil {
-		cmd.Stdout = w
-	}
-	cmd.Stderr = w
 	cmd.Env = []string{pathEnv, "LC_ALL=C", "DEBIAN_FRONTEND=noninteractive", "HOME=/root",
 		"SOURCE_DATE_EPOCH=" + strconv.FormatInt(Epoch.Unix(), 10)}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if root != "" {
-		cmd.SysProcAttr.Chroot = root
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
 		cmd.Dir = "/"
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			// debootstrap's trap unmounts what it mounted; SIGKILL after.
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-		case <-done:
-		}
-	}()
-	err := cmd.Wait()
-	close(done)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err != nil {
-		if t := strings.TrimSpace(tail.String()); t != "" {
-			return fmt.Errorf("%w:\n%s", err, t)
-		}
-	}
-	return err
+	return procgroup.Run(ctx, cmd, procgroup.Options{Grace: 10 * time.Second, TailBytes: 4 << 10, Log: log})
 }
-
-// tailBuffer keeps the last 4 KiB written to it.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 4096 {
-		t.b = t.b[len(t.b)-4096:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }
 
 // removeRootfs unmounts whatever is still mounted under dir (a killed
 // debootstrap leaves its /proc mounted), deepest first, and only then

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +25,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/hlsbench/hlsbench/engines/internal/procfs"
+	"github.com/hlsbench/hlsbench/engines/internal/procgroup"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
@@ -173,7 +173,7 @@ func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &containerInstance{d: d, id: id, name: s.Name, image: s.Image, dirs: mounted(s), tail: NewTail(16 << 10),
+	c := &containerInstance{d: d, id: id, name: s.Name, image: s.Image, dirs: mounted(s), tail: procgroup.NewTail(16 << 10),
 		done: make(chan struct{}), stopTimeout: s.StopTimeout}
 	c.out = newLineLog(c.tail)
 	defer func() {
@@ -507,7 +507,7 @@ type containerInstance struct {
 	image       string
 	dirs        []string // the host directories it mounts
 	stopTimeout time.Duration
-	tail        *Tail
+	tail        *procgroup.Tail
 	ready       string
 	pgid        int // on the host; 0 when unknown
 	unobserve   func()
@@ -647,22 +647,13 @@ func (c *containerInstance) waitLine(ctx context.Context, prefix string) (string
 }
 
 func (c *containerInstance) waitHTTP(ctx context.Context, url string, tc *tls.Config) error {
-	cl := readyClient(tc)
-	defer cl.CloseIdleConnections()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-		if resp, err := cl.Do(req); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-c.out.ended:
-			return fmt.Errorf("%s exited before it answered on %s", c.name, url)
-		case <-ctx.Done():
-			return fmt.Errorf("%s did not answer on %s: %w", c.name, url, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	switch err := waitHTTP(ctx, url, tc, c.out.ended); {
+	case errors.Is(err, errStopped):
+		return fmt.Errorf("%s exited before it answered on %s", c.name, url)
+	case err != nil:
+		return fmt.Errorf("%s did not answer on %s: %w", c.name, url, err)
 	}
+	return nil
 }
 
 func (c *containerInstance) logNote() string {
@@ -699,7 +690,7 @@ func (c *containerInstance) Exec(ctx context.Context, argv ...string) (Output, e
 	}
 	defer att.Close()
 	var out bytes.Buffer
-	errb := NewTail(64 << 10)
+	errb := procgroup.NewTail(64 << 10)
 	if _, err := stdcopy.StdCopy(&out, errb, att.Reader); err != nil {
 		return Output{}, fmt.Errorf("exec in %s: %w", c.name, err)
 	}

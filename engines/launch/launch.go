@@ -6,12 +6,15 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hlsbench/hlsbench/engines/internal/procgroup"
 )
 
 // Spec is one thing to start: its command, where its files go, which CPUs
@@ -93,6 +96,30 @@ func (o Output) Text() string {
 	return strings.TrimSpace(strings.TrimSpace(string(o.Stdout)) + "\n" + strings.TrimSpace(string(o.Stderr)))
 }
 
+// waitHTTP waits until url answers anything (any status; over https with
+// tc), trying every 50 ms: errStopped once stop is closed (the instance is
+// gone), ctx's error once it is done. A process and a container wait for
+// their engine so.
+func waitHTTP(ctx context.Context, url string, tc *tls.Config, stop <-chan struct{}) error {
+	// A second per try, no connection kept: each try asks afresh.
+	cl := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true}}
+	defer cl.CloseIdleConnections()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		if resp, err := cl.Do(req); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-stop:
+			return errStopped
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // runLocal runs argv on this host in dir.
 func runLocal(ctx context.Context, dir string, env []string, argv []string) (Output, error) {
 	if len(argv) == 0 {
@@ -104,7 +131,7 @@ func runLocal(ctx context.Context, dir string, env []string, argv []string) (Out
 		cmd.Env = append(os.Environ(), env...)
 	}
 	var stdout bytes.Buffer
-	stderr := NewTail(64 << 10)
+	stderr := procgroup.NewTail(64 << 10)
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	err := cmd.Run()
 	o := Output{Stdout: stdout.Bytes(), Stderr: []byte(stderr.String())}

@@ -2,7 +2,10 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +97,30 @@ func TestNoDaemonErrorDenied(t *testing.T) {
 	absent := &NoDaemonError{Host: "unix:///var/run/docker.sock", Err: fmt.Errorf("dial unix /var/run/docker.sock: connect: %w", syscall.ENOENT)}
 	if msg := absent.Error(); !strings.Contains(msg, "start dockerd") {
 		t.Errorf("no socket: %s", msg)
+	}
+}
+
+// waitHTTP returns once the URL answers, whatever the status; it gives up
+// with errStopped once the instance is gone, and with ctx's error.
+func TestWaitHTTP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	if err := waitHTTP(context.Background(), srv.URL, nil, nil); err != nil {
+		t.Errorf("answering: %v", err)
+	}
+	// Nothing listens on a closed server's address.
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	stop := make(chan struct{})
+	close(stop)
+	if err := waitHTTP(context.Background(), gone.URL, nil, stop); !errors.Is(err, errStopped) {
+		t.Errorf("stopped: %v, want errStopped", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := waitHTTP(ctx, gone.URL, nil, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v, want context.Canceled", err)
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/hlsbench/hlsbench/engines/internal/procgroup"
 )
 
 // lineLog keeps an instance's output lines, each also written to its tail,
 // and wakes whoever waits for one: a ready line. It ends with the output.
 type lineLog struct {
-	tail *Tail
+	tail *procgroup.Tail
 
 	mu    sync.Mutex
 	lines []string
@@ -20,7 +22,7 @@ type lineLog struct {
 	ended chan struct{}
 }
 
-func newLineLog(tail *Tail) *lineLog {
+func newLineLog(tail *procgroup.Tail) *lineLog {
 	return &lineLog{tail: tail, wake: make(chan struct{}), ended: make(chan struct{})}
 }
 

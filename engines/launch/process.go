@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -18,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/internal/procgroup"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
@@ -40,7 +40,7 @@ type ProcessSpec struct {
 type Process struct {
 	spec ProcessSpec
 	cmd  *exec.Cmd
-	tail *Tail
+	tail *procgroup.Tail
 
 	mu  sync.Mutex
 	out *lineLog // stdout's lines
@@ -68,7 +68,7 @@ func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 	cmd.Dir = spec.Dir
 	cmd.Env = append(os.Environ(), spec.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	p := &Process{spec: spec, cmd: cmd, tail: NewTail(16 << 10), done: make(chan struct{})}
+	p := &Process{spec: spec, cmd: cmd, tail: procgroup.NewTail(16 << 10), done: make(chan struct{})}
 	p.out = newLineLog(p.tail)
 	// A pipe of our own, not StdoutPipe: Wait closes that one as soon as
 	// the process exits, and what it wrote last (why it exited) could be
@@ -146,19 +146,6 @@ func onSpawnThread(start func() error) error {
 	return <-errc
 }
 
-// StartSelf runs a command of this hlsbench binary (self) as a child,
-// pinned with --cpus when given, and waits for the stdout line starting with
-// prefix that says where it listens; it returns the rest of that line.
-func StartSelf(ctx context.Context, name, self string, args []string, cpus []int, prefix string) (*Process, string, error) {
-	inst, err := Local{}.Start(ctx, Spec{Name: name, Command: append([]string{self}, args...), CPUs: cpus, PinFlag: "--cpus",
-		ReadyLine: prefix, ReadyTimeout: 15 * time.Second, StopTimeout: 5 * time.Second})
-	if err != nil {
-		return nil, "", err
-	}
-	p := inst.(*Process)
-	return p, p.Ready(), nil
-}
-
 // Ready is the rest of the ready line the process printed.
 func (p *Process) Ready() string { return p.ready }
 
@@ -214,28 +201,13 @@ func (p *Process) Exited() *Exit {
 func (p *Process) WaitHTTP(ctx context.Context, url string, tc *tls.Config, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	cl := readyClient(tc)
-	defer cl.CloseIdleConnections()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-		if resp, err := cl.Do(req); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-p.done:
-			return p.exitError()
-		case <-ctx.Done():
-			return p.Err(fmt.Errorf("%s did not answer on %s within %v", p.spec.Name, url, limit))
-		case <-time.After(50 * time.Millisecond):
-		}
+	switch err := waitHTTP(ctx, url, tc, p.done); {
+	case errors.Is(err, errStopped):
+		return p.exitError()
+	case err != nil:
+		return p.Err(fmt.Errorf("%s did not answer on %s within %v", p.spec.Name, url, limit))
 	}
-}
-
-// readyClient asks whether an instance answers: a second per try, the
-// run's authority for https.
-func readyClient(tc *tls.Config) *http.Client {
-	return &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true}}
+	return nil
 }
 
 // WaitLine waits for a stdout line starting with prefix and returns the rest.
@@ -315,17 +287,7 @@ func (p *Process) stopLeader(ctx context.Context) error {
 		return nil
 	default:
 	}
-	pgid := -p.cmd.Process.Pid
-	_ = syscall.Kill(pgid, syscall.SIGTERM)
-	t := time.NewTimer(p.spec.StopTimeout)
-	defer t.Stop()
-	select {
-	case <-p.done:
-		return nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	procgroup.Terminate(p.cmd.Process.Pid, p.spec.StopTimeout, p.done, ctx.Done())
 	select {
 	case <-p.done:
 		return nil
@@ -333,33 +295,6 @@ func (p *Process) stopLeader(ctx context.Context) error {
 		return fmt.Errorf("stop %s (pid %d): still running after SIGKILL", p.spec.Name, p.cmd.Process.Pid)
 	}
 }
-
-// Tail keeps the last bytes written to it: a process's output for error
-// messages.
-type Tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *Tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *Tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
-}
-
-// NewTail keeps the last max bytes.
-func NewTail(max int) *Tail { return &Tail{max: max} }
 
 // LastLines is the last n lines of s.
 func LastLines(s string, n int) string {

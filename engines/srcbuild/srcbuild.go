@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/internal/procgroup"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 )
 
@@ -77,19 +78,32 @@ func (e *MissingError) Error() string {
 		strings.Join(e.Packages, ", "), strings.Join(e.Packages, " "))
 }
 
-// InputError is a build refused for what it was given: the flag (or
-// argument) and why.
+// InputError is a build refused for what it was given: the field of
+// Options at fault and why, with what would be accepted. A command line
+// names its own flag or argument for the field.
 type InputError struct {
-	Flag string // --source, --vtest or engine
-	Err  error
+	Field string // "engine", "source" or "vtest"
+	Err   error
 }
 
-func (e *InputError) Error() string { return e.Flag + " " + e.Err.Error() }
+func (e *InputError) Error() string { return e.Field + " " + e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
-func inputErr(flag, format string, args ...any) error {
-	return &InputError{Flag: flag, Err: fmt.Errorf(format, args...)}
+func inputErr(field, format string, args ...any) error {
+	return &InputError{Field: field, Err: fmt.Errorf(format, args...)}
 }
+
+// StepError is a step of a build (configure, make, …) that failed. Its
+// error ends with the last lines of the step's output; the whole of it is
+// in Options.Log, when given.
+type StepError struct {
+	Build string // engine@version
+	Step  string // "autogen.sh", "configure", "make" or "make install"
+	Err   error
+}
+
+func (e *StepError) Error() string { return e.Build + ": " + e.Step + ": " + e.Err.Error() }
+func (e *StepError) Unwrap() error { return e.Err }
 
 // Dir is the cache of builds: $XDG_CACHE_HOME/hlsbench/engines, else
 // ~/.cache/hlsbench/engines.
@@ -164,12 +178,12 @@ func Make(ctx context.Context, o Options) (Build, error) {
 	}
 	src, err := openSource(o.Source)
 	if err != nil {
-		return Build{}, inputErr("--source", "%s: %w", o.Source, err)
+		return Build{}, inputErr("source", "%s: %w", o.Source, err)
 	}
 	var vt *source
 	if o.VTest != "" {
 		if vt, err = openSource(o.VTest); err != nil {
-			return Build{}, inputErr("--vtest", "%s: %w", o.VTest, err)
+			return Build{}, inputErr("vtest", "%s: %w", o.VTest, err)
 		}
 	}
 	inputs := digest("recipe", Recipe, "engine", o.Engine, "source", src.hash, "vtest", vt.digest(), "arch", runtime.GOARCH)
@@ -205,15 +219,15 @@ func build(ctx context.Context, o Options, src, vt *source, inputs string) (b Bu
 	tree := filepath.Join(work, "src")
 	step := time.Now()
 	if err := src.unpack(tree); err != nil {
-		return Build{}, fmt.Errorf("--source %s: %w", o.Source, err)
+		return Build{}, fmt.Errorf("unpack the source %s: %w", o.Source, err)
 	}
 	configureAC, err := os.ReadFile(filepath.Join(tree, "configure.ac"))
 	if err != nil {
-		return Build{}, inputErr("--source", "%s: no configure.ac at the top of the tree: want a Varnish or Vinyl Cache source tree", o.Source)
+		return Build{}, inputErr("source", "%s: no configure.ac at the top of the tree: want a Varnish or Vinyl Cache source tree", o.Source)
 	}
 	version, err := acVersion(configureAC)
 	if err != nil {
-		return Build{}, inputErr("--source", "%s: %w", o.Source, err)
+		return Build{}, inputErr("source", "%s: %w", o.Source, err)
 	}
 	if !isRelease(version) {
 		// trunk, 9.0.0-dev and the like name no release: the commit does.
@@ -225,13 +239,13 @@ func build(ctx context.Context, o Options, src, vt *source, inputs string) (b Bu
 	}
 	if sub := vtestPath(configureAC); sub != "" && !exists(filepath.Join(tree, sub, "src", "vtc_main.c")) {
 		if vt == nil {
-			return Build{}, inputErr("--source", "%s lacks VTest2 in %s, which its configure needs: give its source with --vtest TARBALL|DIR", o.Source, sub)
+			return Build{}, inputErr("vtest", "is needed: %s lacks VTest2 in %s, which its configure needs; want VTest2's source, a tarball or directory", o.Source, sub)
 		}
 		if err := vt.unpack(filepath.Join(tree, sub)); err != nil {
-			return Build{}, fmt.Errorf("--vtest %s: %w", o.VTest, err)
+			return Build{}, fmt.Errorf("unpack VTest2's source %s: %w", o.VTest, err)
 		}
 		if !exists(filepath.Join(tree, sub, "src", "vtc_main.c")) {
-			return Build{}, inputErr("--vtest", "%s: no src/vtc_main.c in it: want a VTest2 source tree", o.VTest)
+			return Build{}, inputErr("vtest", "%s: no src/vtc_main.c in it: want a VTest2 source tree", o.VTest)
 		}
 	}
 	logf(o.Progress, "%s@%s: unpacked in %s", o.Engine, version, secs(time.Since(step)))
@@ -264,7 +278,7 @@ func build(ctx context.Context, o Options, src, vt *source, inputs string) (b Bu
 		cmd := exec.Command(s.args[0], s.args[1:]...)
 		cmd.Dir = tree
 		if err := runLogged(ctx, log, cmd); err != nil {
-			return Build{}, fmt.Errorf("%s@%s: %s: %w\n(the whole log: rerun with --verbose)", o.Engine, version, s.name, err)
+			return Build{}, &StepError{Build: o.Engine + "@" + version, Step: s.name, Err: err}
 		}
 		logf(o.Progress, "%s@%s: %s in %s", o.Engine, version, s.name, secs(time.Since(step)))
 	}
@@ -288,7 +302,7 @@ func build(ctx context.Context, o Options, src, vt *source, inputs string) (b Bu
 	if err := os.Rename(logPath, filepath.Join(out, "build.log")); err != nil {
 		return Build{}, err
 	}
-	if err := os.RemoveAll(final); err != nil { // a --force rebuild replaces it
+	if err := os.RemoveAll(final); err != nil { // a forced rebuild replaces it
 		return Build{}, err
 	}
 	if err := os.Rename(out, final); err != nil {
@@ -485,61 +499,9 @@ func lock(ctx context.Context, path string) (unlock func(), err error) {
 // environment, its output to log and, when it fails, the tail of it in the
 // error. Cancelling ctx ends the whole group (make has children).
 func runLogged(ctx context.Context, log io.Writer, cmd *exec.Cmd) error {
-	tail := &tailBuffer{}
-	w := io.MultiWriter(log, tail)
-	cmd.Stdout, cmd.Stderr = w, w
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", "HOME=" + os.Getenv("HOME")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	tracked, err := runstate.From(ctx).Track("build", cmd.Process.Pid, cmd.Args)
-	if err != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		return err
-	}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-		case <-done:
-		}
-	}()
-	err = cmd.Wait()
-	close(done)
-	// make's children may outlive it only when killed: end the group.
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	tracked.Forget()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err != nil {
-		if t := strings.TrimSpace(tail.String()); t != "" {
-			return fmt.Errorf("%w; its last lines:\n%s", err, t)
-		}
-	}
-	return err
+	return procgroup.Run(ctx, cmd, procgroup.Options{Grace: 5 * time.Second, TailBytes: 3 << 10, Log: log, Track: "build"})
 }
-
-// tailBuffer keeps the last 3 KiB written to it.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 3<<10 {
-		t.b = t.b[len(t.b)-3<<10:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }
 
 func digest(parts ...string) string {
 	h := sha256.New()

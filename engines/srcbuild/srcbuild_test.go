@@ -127,8 +127,9 @@ func TestMakeCachesAndNames(t *testing.T) {
 	vt := tarball(t, "vtest2", "11ee91098c7a1f0a1f8afab9a7356609bfd3cb2d", map[string]string{"src/vtc_main.c": "int main(void){return 0;}\n"})
 
 	_, err := Make(ctx, Options{Engine: "vinyl", Source: src, Dir: cache})
-	if err == nil || !strings.Contains(err.Error(), "--vtest") || !strings.Contains(err.Error(), "bin/varnishtest/vtest2") {
-		t.Errorf("without VTest2: %v; want the path it lacks and --vtest", err)
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.Field != "vtest" || !strings.Contains(err.Error(), "bin/varnishtest/vtest2") {
+		t.Errorf("without VTest2: %v; want the path it lacks, refused for vtest", err)
 	}
 	var progress bytes.Buffer
 	b, err := Make(ctx, Options{Engine: "vinyl", Source: src, VTest: vt, Dir: cache, Progress: &progress})
@@ -182,7 +183,8 @@ func TestMakeFails(t *testing.T) {
 	os.MkdirAll(filepath.Join(vt, "src"), 0o755)
 	os.WriteFile(filepath.Join(vt, "src", "vtc_main.c"), []byte("x"), 0o644)
 	_, err := Make(ctx, Options{Engine: "varnish", Source: src, VTest: vt, Dir: cache})
-	if err == nil || !strings.Contains(err.Error(), "configure") || !strings.Contains(err.Error(), "checking for libfoo... no") {
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "configure" || !strings.Contains(err.Error(), "checking for libfoo... no") {
 		t.Errorf("err %v; want the step and its last lines", err)
 	}
 	if bs, _ := List(cache); len(bs) != 0 {
@@ -199,18 +201,25 @@ func TestMakeBadInput(t *testing.T) {
 	cache := t.TempDir()
 	notTree := tarball(t, "x", "", map[string]string{"README": "hi"})
 	for _, tc := range []struct {
-		o    Options
-		want string
+		o     Options
+		field string
+		want  string
 	}{
-		{Options{Engine: "squid", Source: notTree}, `engine "squid"`},
-		{Options{Engine: "varnish", Source: filepath.Join(cache, "nope.tar.gz")}, "--source"},
-		{Options{Engine: "varnish", Source: "/etc/hostname"}, "want a .tar.gz"},
-		{Options{Engine: "varnish", Source: notTree}, "no configure.ac"},
-		{Options{Engine: "varnish", Source: notTree, VTest: "/etc/hostname"}, "--vtest"},
+		{Options{Engine: "squid", Source: notTree}, "engine", `engine "squid"`},
+		{Options{Engine: "varnish", Source: filepath.Join(cache, "nope.tar.gz")}, "source", "source " + filepath.Join(cache, "nope.tar.gz")},
+		{Options{Engine: "varnish", Source: "/etc/hostname"}, "source", "want a .tar.gz"},
+		{Options{Engine: "varnish", Source: notTree}, "source", "no configure.ac"},
+		{Options{Engine: "varnish", Source: notTree, VTest: "/etc/hostname"}, "vtest", "vtest /etc/hostname"},
 	} {
 		tc.o.Dir = cache
-		if _, err := Make(ctx, tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		_, err := Make(ctx, tc.o)
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Field != tc.field || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q refused for %s", tc.o, err, tc.want, tc.field)
+		}
+		// A library names what it was given, not a command line's flags.
+		if err != nil && strings.Contains(err.Error(), "--") {
+			t.Errorf("%+v: %v names a flag", tc.o, err)
 		}
 	}
 }
