@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlsbench/hlsbench/internal/golden"
+	"github.com/hlsbench/hlsbench/results/golden"
 	"github.com/hlsbench/hlsbench/origin"
 )
 

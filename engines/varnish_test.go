@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines/launch"
-	"github.com/hlsbench/hlsbench/internal/golden"
+	"github.com/hlsbench/hlsbench/results/golden"
 	"github.com/hlsbench/hlsbench/origin"
 )
 

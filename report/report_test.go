@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hlsbench/hlsbench/internal/golden"
+	"github.com/hlsbench/hlsbench/results/golden"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/results/stats"
 )

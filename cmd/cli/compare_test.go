@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlsbench/hlsbench/internal/golden"
+	"github.com/hlsbench/hlsbench/results/golden"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads"
 )
