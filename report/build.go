@@ -31,7 +31,37 @@ type Options struct {
 	Compare compare.Options
 	// Title replaces the page's title.
 	Title string
+	// Catalog is what the workloads declare of themselves for the page;
+	// nil shows each in the order found, with its common conditions alone.
+	Catalog Catalog
 }
+
+// Catalog is what the workloads declare that the page shows of them: the
+// order of their sections, the lines their own conditions make, what a
+// test's unit counts and which tests are capacities. workloads.Catalog is
+// theirs.
+type Catalog interface {
+	// Rank orders the sections, lowest first (ties as found).
+	Rank(workload string) int
+	// ConditionFacts are the lines of a workload's own conditions: load
+	// facts follow the rate, the others the object's size and range.
+	ConditionFacts(workload string, c results.Conditions) (load, rest []Fact)
+	// UnitName says what a test's unit counts, or "" when the unit says it.
+	UnitName(workload, test string) string
+	// Ranked says whether a workload's tests are capacities: rates ranked
+	// on a line of their own.
+	Ranked(workload string) bool
+}
+
+// noCatalog is the page without the workloads' declarations.
+type noCatalog struct{}
+
+func (noCatalog) Rank(string) int { return 0 }
+func (noCatalog) ConditionFacts(string, results.Conditions) ([]Fact, []Fact) {
+	return nil, nil
+}
+func (noCatalog) UnitName(string, string) string { return "" }
+func (noCatalog) Ranked(string) bool             { return false }
 
 // DefaultTitle is the page's title without --title.
 const DefaultTitle = "HTTP caching proxies for HLS delivery"
@@ -146,11 +176,6 @@ func manifestTopology(t string) string {
 	}
 	return t
 }
-
-// workloadOrder is capacity first — how much each engine carries within
-// a service level on this host, the page's answer — then the reference
-// page's order; others follow as found.
-var workloadOrder = []string{"capacity", "hit-path", "segment", "miss-storm", "origin-flap", "purge-stampede", "repeated-bans", "live-audience"}
 
 // topologyOrder is the reference page's order of topologies.
 var topologyOrder = []string{"plaintext", "tls", "proxyv2"}
@@ -338,11 +363,15 @@ func Build(in *Input, o Options) (*Report, error) {
 			wlOrder = append(wlOrder, wl)
 		}
 	}
-	sort.SliceStable(wlOrder, func(i, j int) bool { return rank(workloadOrder, wlOrder[i]) < rank(workloadOrder, wlOrder[j]) })
+	cat := o.Catalog
+	if cat == nil {
+		cat = noCatalog{}
+	}
+	sort.SliceStable(wlOrder, func(i, j int) bool { return cat.Rank(wlOrder[i]) < cat.Rank(wlOrder[j]) })
 
 	for _, wl := range wlOrder {
 		w := Workload{Name: wl, Title: wl}
-		desc, conds := describe(in.Sources, wl, &warn)
+		desc, conds := describe(in.Sources, wl, cat, &warn)
 		if desc != nil {
 			w.Title, w.Description = desc.Title, desc.Description
 		}
@@ -353,8 +382,9 @@ func Build(in *Input, o Options) (*Report, error) {
 			if wlOf(id) != wl {
 				continue
 			}
-			t := Test{ID: id, Slug: strings.ReplaceAll(id, "/", "-"), Workload: wl}
+			t := Test{ID: id, Slug: strings.ReplaceAll(id, "/", "-"), Workload: wl, Ranked: cat.Ranked(wl)}
 			t.Name = strings.TrimPrefix(id, wl+"/")
+			t.UnitName = cat.UnitName(wl, t.Name)
 			for _, k := range cellOrder {
 				f, ok := byTest[id][k]
 				// The null engine's cells are the instrument's, apart from
@@ -624,7 +654,7 @@ const saturatedReason = "saturated: "
 
 // describe finds a workload's description and conditions in the runs; runs
 // that ran it under other conditions are each shown, with a warning.
-func describe(srcs []Source, wl string, warn *[]string) (*results.Workload, []Fact) {
+func describe(srcs []Source, wl string, cat Catalog, warn *[]string) (*results.Workload, []Fact) {
 	var first *results.Workload
 	var firstName string
 	var facts []Fact
@@ -635,13 +665,13 @@ func describe(srcs []Source, wl string, warn *[]string) (*results.Workload, []Fa
 		}
 		if first == nil {
 			first, firstName = &w, srcs[i].Name
-			facts = conditionFacts(w.Conditions)
+			facts = conditionFacts(cat, wl, w.Conditions)
 			continue
 		}
 		if ok, diff := first.Conditions.Comparable(w.Conditions); !ok {
 			*warn = append(*warn, fmt.Sprintf("%s ran under other conditions in %s than in %s (%s): those figures do not compare",
 				wl, srcs[i].Name, firstName, strings.Join(diff, ", ")))
-			for _, f := range conditionFacts(w.Conditions) {
+			for _, f := range conditionFacts(cat, wl, w.Conditions) {
 				facts = append(facts, Fact{Label: f.Label + " (" + srcs[i].Name + ")", Value: f.Value})
 			}
 		} else if w.Conditions.Passes != first.Conditions.Passes || w.Conditions.Warmups != first.Conditions.Warmups {
@@ -652,15 +682,14 @@ func describe(srcs []Source, wl string, warn *[]string) (*results.Workload, []Fa
 	return first, facts
 }
 
-func conditionFacts(c results.Conditions) []Fact {
+func conditionFacts(cat Catalog, wl string, c results.Conditions) []Fact {
 	var f []Fact
-	add := func(label, value string) { f = append(f, Fact{label, value}) }
+	add := func(label, value string) { f = append(f, Fact{Label: label, Value: value}) }
+	load, rest := cat.ConditionFacts(wl, c)
 	if c.RateRPS > 0 {
 		add("Rate", fmt.Sprintf("%s requests/s, open loop", results.Sig3(c.RateRPS)))
 	}
-	if c.Burst > 0 {
-		add("Burst", fmt.Sprintf("%d clients released at once", c.Burst))
-	}
+	f = append(f, load...)
 	if c.Connections > 0 {
 		add("Connections", fmt.Sprint(c.Connections))
 	}
@@ -670,34 +699,9 @@ func conditionFacts(c results.Conditions) []Fact {
 	if c.RangeBytes > 0 {
 		add("Range", bytesText(c.RangeBytes))
 	}
-	if c.Objects > 0 {
-		add("Objects", fmt.Sprintf("%d, Zipf popularity (exponent %s)", c.Objects, results.Sig3(c.Zipf)))
-	}
-	if c.PurgeMode != "" {
-		how := c.PurgeMode
-		switch c.PurgeMode {
-		case "auto":
-			how = "each engine's own way: a ban of the stream's prefix where it has one, else a request per object"
-		case "ban":
-			how = "a ban of the stream's prefix"
-		case "purge":
-			how = "a request per object"
-		}
-		if c.PurgeMethod != "" {
-			how += " (per-object method " + c.PurgeMethod + ")"
-		}
-		if c.BanEvery > 0 {
-			how = strings.NewReplacer("a ban of the stream's prefix", "a ban of the object's URL").Replace(how)
-			add("Bans", fmt.Sprintf("one object every %s, the least popular first, from %s after the pass starts for %s: %s", c.BanEvery, c.PurgeBefore, c.PurgeAfter, how))
-		} else {
-			add("Purge", fmt.Sprintf("the whole stream, %s after the pass starts, then %s of load: %s", c.PurgeBefore, c.PurgeAfter, how))
-		}
-	}
+	f = append(f, rest...)
 	if c.EngineCost != "" {
 		add("Engine cost", c.EngineCost)
-	}
-	if c.Cycles > 0 {
-		add("Origin failure", fmt.Sprintf("%d cycles: %s healthy, then %s failing (%s)", c.Cycles, c.HealthyPhase, c.FailPhase, c.FailMode))
 	}
 	if c.PassDuration > 0 {
 		add("Pass", c.PassDuration.String())

@@ -48,7 +48,7 @@ func withMissRatio(t *testing.T, sizes []int64, vals map[string][]float64) *Repo
 			run.Results = append(run.Results, r)
 		}
 	}
-	rep, err := Build(in, DefaultOptions())
+	rep, err := Build(in, catalogOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -471,7 +471,7 @@ func orUnknown(s string) string {
 // and runs.
 func conditions(in *Input) []Fact {
 	var f []Fact
-	add := func(l, v string) { f = append(f, Fact{l, v}) }
+	add := func(l, v string) { f = append(f, Fact{Label: l, Value: v}) }
 	hosts := map[string]bool{}
 	for _, s := range in.Sources {
 		h := s.Run.Host

@@ -174,7 +174,7 @@ func gapText(g gap) string {
 }
 
 // isCapacity is a capacity test: a rate, ranked on its own line.
-func isCapacity(t Test) bool { return t.Workload == "capacity" }
+func isCapacity(t Test) bool { return t.Ranked }
 
 // capacityRanking is one sentence per capacity test: the cells with an
 // exact value, the most first; then the lower bounds ("≥ N (why)": the

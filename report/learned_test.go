@@ -34,12 +34,12 @@ func TestLearnedStatesTheLargest(t *testing.T) {
 	ceiling := handCell("null", 60000)
 	ceiling.InstrumentCeiling = true
 	cp := handTest(handCell("varnish", 33000), bound, handCell("nginx", 41000), ceiling, noValueCell("vinyl", "nothing passed"))
-	cp.Workload, cp.Title, cp.Unit, cp.LowerIsBetter = "capacity", "Capacity, hit-path", "rps", false
+	cp.Workload, cp.Ranked, cp.Title, cp.Unit, cp.LowerIsBetter = "capacity", true, "Capacity, hit-path", "rps", false
 	rep := &Report{Workloads: []Workload{
 		{Name: "w", Title: "W", Tests: append(tests, tie, few, hit)},
 		{Name: "capacity", Title: "Capacity", Tests: []Test{cp}},
 	}}
-	got := learned(rep, DefaultOptions())
+	got := learned(rep, catalogOptions())
 	text := strings.Join(got, "\n")
 	for _, want := range []string{
 		"Of 10 tests with a value, 8 separate the cells significantly",
@@ -102,7 +102,7 @@ func TestFindingsWithinTopology(t *testing.T) {
 	tc := handTest(in(handCell("a", passes(1)...), "plaintext"), in(handCell("b", passes(2)...), "plaintext"),
 		in(handCell("a", passes(10)...), "tls"), in(handCell("b", passes(10)...), "tls"))
 	tc.Title = "p50"
-	f := finding(tc, DefaultOptions())
+	f := finding(tc, catalogOptions())
 	for _, want := range []string{"In plaintext: a (plaintext) is lowest at 1.00 ms.", "In TLS: A tie: a (TLS) and b (TLS) are each at"} {
 		if !strings.Contains(f, want) {
 			t.Errorf("finding %q lacks %q", f, want)
@@ -116,14 +116,14 @@ func TestFindingsWithinTopology(t *testing.T) {
 	both := handTest(in(handCell("a", passes(1)...), "plaintext"), in(handCell("b", passes(2)...), "plaintext"),
 		in(handCell("a", passes(10)...), "tls"), in(handCell("b", passes(40)...), "tls"))
 	both.Title = "p99"
-	two := strings.Join(learned(&Report{Workloads: []Workload{{Name: "w", Title: "W", Tests: []Test{both}}}}, DefaultOptions()), "\n")
+	two := strings.Join(learned(&Report{Workloads: []Workload{{Name: "w", Title: "W", Tests: []Test{both}}}}, catalogOptions()), "\n")
 	if strings.Count(two, "W — p99:") != 1 || !strings.Contains(two, "W — p99: a (TLS) 10.0 ms against b (TLS) 40.0 ms") {
 		t.Errorf("a test separated in two topologies, want it once by its larger gap:\n%s", two)
 	}
 	cp := handTest(in(handCell("a", 100), "plaintext"), in(handCell("b", 50), "plaintext"), in(handCell("a", 10), "tls"))
-	cp.Workload, cp.Title, cp.Unit, cp.LowerIsBetter = "capacity", "Capacity", "rps", false
+	cp.Workload, cp.Ranked, cp.Title, cp.Unit, cp.LowerIsBetter = "capacity", true, "Capacity", "rps", false
 	rep := &Report{Workloads: []Workload{{Name: "w", Title: "W", Tests: []Test{tc}}, {Name: "capacity", Title: "Capacity", Tests: []Test{cp}}}}
-	text := strings.Join(learned(rep, DefaultOptions()), "\n")
+	text := strings.Join(learned(rep, catalogOptions()), "\n")
 	for _, want := range []string{
 		"Of 2 tests counted per topology (cells are compared within a topology, never across) with a value, 1 separates the cells significantly",
 		"W — p50: a (plaintext) 1.00 ms against b (plaintext) 2.00 ms",

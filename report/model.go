@@ -48,9 +48,7 @@ type Source struct {
 }
 
 // Fact is one row of the test conditions.
-type Fact struct {
-	Label, Value string
-}
+type Fact = results.Fact
 
 // Workload is one section of the page.
 type Workload struct {
@@ -73,13 +71,18 @@ type Workload struct {
 // Test is one chart and one table: a figure of a workload across cells.
 type Test struct {
 	// ID is "workload/test", Slug its file-name form ("hit-path-p99-ttfb").
-	ID, Slug      string
-	Workload      string
-	Name          string // the result's Test, e.g. "p99-ttfb"
-	Title         string
-	Unit          string
+	ID, Slug string
+	Workload string
+	Name     string // the result's Test, e.g. "p99-ttfb"
+	Title    string
+	Unit     string
+	// UnitName says what the unit counts, where the test's workload says
+	// more than the unit does.
+	UnitName      string
 	LowerIsBetter bool
-	Cells         []Cell
+	// Ranked is a capacity: a rate, ranked on its own line.
+	Ranked bool
+	Cells  []Cell
 	// Instrument are the null engine's cells: the instrument's own
 	// figures (engines.Null answers prebuilt copies, no cache), shown in
 	// the tables under the engines with a label that says so, drawn on a

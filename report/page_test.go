@@ -10,6 +10,7 @@ import (
 
 	"github.com/hlsbench/hlsbench/report"
 	"github.com/hlsbench/hlsbench/report/browser"
+	"github.com/hlsbench/hlsbench/workloads"
 )
 
 // needChromium skips without a browser, except under CI, where a missing
@@ -39,7 +40,9 @@ func TestPage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := report.Build(in, report.DefaultOptions())
+			o := report.DefaultOptions()
+			o.Catalog = workloads.Catalog()
+			rep, err := report.Build(in, o)
 			if err != nil {
 				t.Fatal(err)
 			}

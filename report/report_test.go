@@ -14,9 +14,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hlsbench/hlsbench/results/golden"
 	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/golden"
 	"github.com/hlsbench/hlsbench/results/stats"
+	"github.com/hlsbench/hlsbench/workloads"
 )
 
 // fixtures are the directories under testdata the golden files are made of.
@@ -29,7 +30,7 @@ func build(t *testing.T, fixture string) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Build(in, DefaultOptions())
+	rep, err := Build(in, catalogOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestReportFailingTie(t *testing.T) {
 	tt := testOf(t, rep, "hit-path/p99-ttfb")
 	f := tt.Finding
 	builtin, varnish, nginx := cellOfEngine(t, tt, "builtin"), cellOfEngine(t, tt, "varnish"), cellOfEngine(t, tt, "nginx")
-	s := stand(tt, DefaultOptions())
+	s := stand(tt, catalogOptions())
 	if s.leader == nil || (s.leader.Engine != "builtin" && s.leader.Engine != "varnish") {
 		t.Fatalf("leader %+v, want builtin or varnish", s.leader)
 	}
@@ -324,7 +325,7 @@ func noValueCell(label, why string) Cell {
 }
 
 func TestFinding(t *testing.T) {
-	o := DefaultOptions()
+	o := catalogOptions()
 	for _, tc := range []struct {
 		name string
 		test Test
@@ -625,7 +626,7 @@ func TestWriteDirRoundTrip(t *testing.T) {
 			if (in.Manifest != nil) != (fx == "suite") {
 				t.Errorf("runs/ read with manifest %v", in.Manifest != nil)
 			}
-			rep, err := Build(in, DefaultOptions())
+			rep, err := Build(in, catalogOptions())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -699,7 +700,7 @@ func TestNotApplicableLabel(t *testing.T) {
 		t.Fatal("the fixture has no varnish hit-path p50")
 	}
 	run.Results = append(run.Results, *na)
-	rep, err := Build(in, DefaultOptions())
+	rep, err := Build(in, catalogOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -781,7 +782,7 @@ func TestReadSuiteParts(t *testing.T) {
 	if err := json.Unmarshal(in.ManifestRaw, &again); err != nil || len(again.Parts) != 3 {
 		t.Errorf("the manifest written beside the runs: %v, %+v", err, again.Parts)
 	}
-	merged, err := Build(in, DefaultOptions())
+	merged, err := Build(in, catalogOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -806,7 +807,7 @@ func TestReadSuiteParts(t *testing.T) {
 			}
 		}
 	}
-	two, err := Build(in, DefaultOptions())
+	two, err := Build(in, catalogOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -834,4 +835,12 @@ func TestReadSuiteParts(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cache and cache-again both finished origin-flap") {
 		t.Errorf("a cell finished in two parts: err %v", err)
 	}
+}
+
+// catalogOptions are the defaults with the workloads' declarations, as
+// `hlsbench report` builds the page.
+func catalogOptions() Options {
+	o := DefaultOptions()
+	o.Catalog = workloads.Catalog()
+	return o
 }

@@ -332,20 +332,16 @@ func rssText(v *int64) string {
 // unitName says what a test's unit counts.
 func unitName(t Test) string {
 	switch {
+	case t.UnitName != "":
+		return t.UnitName
 	case t.Unit == "ms":
 		return "Milliseconds"
 	case t.Unit == "s":
 		return "Seconds"
-	case t.Unit == "x" && t.Name == "refill-amplification":
-		return "Origin fetches per object requested after the purge (1 x is a perfectly coalesced refill)"
-	case t.Unit == "x" && (t.Name == "ttfb-drift" || t.Name == "engine-cpu-drift"):
-		return "Last quarter of the bans ÷ first (1 x: no cost over time)"
-	case t.Unit == "x" && t.Name == "origin-per-segment":
-		return "Origin fetches per new live segment asked for (1 x is perfect coalescing at the live edge)"
 	case t.Unit == "bytes":
 		return "Bytes"
 	case t.Unit == "x":
-		return "Clients per origin fetch (200 x is perfect coalescing)"
+		return "Ratio (x)"
 	case t.Unit == "%":
 		return "Percent"
 	case t.Unit == "answers":

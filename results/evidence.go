@@ -64,24 +64,43 @@ type evidenceCommon Evidence
 
 // MarshalJSON writes the common parts, then each workload's under its key.
 func (e Evidence) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(evidenceCommon(e))
-	if err != nil || len(e.Parts) == 0 {
+	return withParts(evidenceCommon(e), e.Parts, evidenceKeys())
+}
+
+// UnmarshalJSON reads the common parts, and keeps every other key as a
+// workload's part.
+func (e *Evidence) UnmarshalJSON(b []byte) error {
+	var c evidenceCommon
+	parts, err := readParts(b, &c, evidenceKeys())
+	*e = Evidence(c)
+	e.Parts = parts
+	return err
+}
+
+var evidenceKeys = sync.OnceValue(func() map[string]bool { return jsonKeys(reflect.TypeFor[evidenceCommon]()) })
+
+// withParts is common's JSON object with each of parts under its key,
+// sorted: a workload's own fields beside the ones every workload has.
+func withParts(common any, parts map[string]any, commonKeys map[string]bool) ([]byte, error) {
+	b, err := json.Marshal(common)
+	if err != nil || len(parts) == 0 {
 		return b, err
 	}
-	keys := slices.Sorted(maps.Keys(e.Parts))
 	var buf bytes.Buffer
 	buf.Write(b[:len(b)-1])
-	for i, k := range keys {
-		if _, common := evidenceKeys()[k]; common {
-			return nil, fmt.Errorf("evidence part %q: the name of a common part", k)
+	first := len(b) == 2
+	for _, k := range slices.Sorted(maps.Keys(parts)) {
+		if commonKeys[k] {
+			return nil, fmt.Errorf("part %q: the name of a common field", k)
 		}
-		v, err := json.Marshal(e.Parts[k])
+		v, err := json.Marshal(parts[k])
 		if err != nil {
-			return nil, fmt.Errorf("evidence part %q: %w", k, err)
+			return nil, fmt.Errorf("part %q: %w", k, err)
 		}
-		if i > 0 || len(b) > 2 {
+		if !first {
 			buf.WriteByte(',')
 		}
+		first = false
 		kb, _ := json.Marshal(k)
 		buf.Write(kb)
 		buf.WriteByte(':')
@@ -91,37 +110,38 @@ func (e Evidence) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// UnmarshalJSON reads the common parts, and keeps every other key as a
-// workload's part.
-func (e *Evidence) UnmarshalJSON(b []byte) error {
-	var c evidenceCommon
-	if err := json.Unmarshal(b, &c); err != nil {
-		return err
+// readParts reads b's common fields into common and returns its other
+// keys, each as its JSON.
+func readParts(b []byte, common any, commonKeys map[string]bool) (map[string]any, error) {
+	if err := json.Unmarshal(b, common); err != nil {
+		return nil, err
 	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(b, &all); err != nil {
-		return err
+		return nil, err
 	}
-	*e = Evidence(c)
+	var parts map[string]any
 	for k, v := range all {
-		if _, common := evidenceKeys()[k]; !common {
-			e.SetPart(k, v)
+		if !commonKeys[k] {
+			if parts == nil {
+				parts = map[string]any{}
+			}
+			parts[k] = v
 		}
 	}
-	return nil
+	return parts, nil
 }
 
-// evidenceKeys are the JSON names of Evidence's common parts.
-var evidenceKeys = sync.OnceValue(func() map[string]bool {
+// jsonKeys are the JSON names of t's fields.
+func jsonKeys(t reflect.Type) map[string]bool {
 	keys := map[string]bool{}
-	t := reflect.TypeFor[evidenceCommon]()
 	for i := range t.NumField() {
 		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
 			keys[name] = true
 		}
 	}
 	return keys
-})
+}
 
 // Stalls is what the stall sampler saw during a pass: a thread pinned to
 // each measured CPU (SCHED_FIFO when allowed, so no normal task of ours or

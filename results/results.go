@@ -11,12 +11,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -93,43 +97,14 @@ type Conditions struct {
 	Connections int     `json:"connections,omitempty"`
 	// ObjectBytes is the size of the object requested; RangeBytes the
 	// length of a Range request's part, when the workload sends one.
-	ObjectBytes int64 `json:"object_bytes,omitempty"`
-	RangeBytes  int64 `json:"range_bytes,omitempty"`
-	// Burst is how many requests a burst releases at once.
-	Burst int `json:"burst,omitempty"`
-	// Cycles, HealthyPhase and FailPhase shape origin-flap; FailMode is
-	// how the origin fails.
-	Cycles       int      `json:"cycles,omitempty"`
-	HealthyPhase Duration `json:"healthy_phase,omitempty"`
-	FailPhase    Duration `json:"fail_phase,omitempty"`
-	FailMode     string   `json:"fail_mode,omitempty"`
+	ObjectBytes  int64    `json:"object_bytes,omitempty"`
+	RangeBytes   int64    `json:"range_bytes,omitempty"`
 	PassDuration Duration `json:"pass_duration,omitempty"`
 	Timeout      Duration `json:"timeout,omitempty"`
-	// Objects is how many objects a pass spreads its requests over, with
-	// Zipf popularity of that exponent (purge-stampede).
-	Objects int     `json:"objects,omitempty"`
-	Zipf    float64 `json:"zipf,omitempty"`
-	// PurgeMode is how purge-stampede invalidates the stream ("auto": each
-	// engine's own way, "ban" or "purge"), PurgeMethod the method of a
-	// per-object purge, PurgeBefore and PurgeAfter the load before and
-	// after it in each pass.
-	PurgeMode   string   `json:"purge_mode,omitempty"`
-	PurgeMethod string   `json:"purge_method,omitempty"`
-	PurgeBefore Duration `json:"purge_before,omitempty"`
-	PurgeAfter  Duration `json:"purge_after,omitempty"`
-	// BanEvery is how often repeated-bans invalidates an object, from
-	// PurgeBefore on, for PurgeAfter.
-	BanEvery Duration `json:"ban_every,omitempty"`
-	// Audience shapes live-audience: its viewers, channels, titles and
-	// ladder.
-	Audience *Audience `json:"audience,omitempty"`
 	// EngineCost says how the engine's CPU per 1000 answers counts
 	// hlsbench's own control requests, in a workload that makes them
 	// (purge-stampede, repeated-bans).
 	EngineCost string `json:"engine_cost,omitempty"`
-	// Capacity is how the capacity workload searched: its service levels,
-	// ramp, bounds and connections.
-	Capacity *CapacityConditions `json:"capacity,omitempty"`
 	// Policy is a digest of the cache policy every engine was given (TTLs,
 	// grace, probe, timeouts): runs under another policy do not compare.
 	Policy string `json:"policy,omitempty"`
@@ -143,6 +118,82 @@ type Conditions struct {
 	// that are compared.
 	Warmups int `json:"warmups"`
 	Passes  int `json:"passes"`
+
+	// Own are a workload's own conditions, by the keys its file declares
+	// ("burst", "cycles", "audience"), beside the common ones in the JSON
+	// object: set in this process as the workload's types, read from a
+	// file as their JSON (OwnCondition decodes one).
+	Own map[string]any `json:"-"`
+}
+
+// Fact is a line of a page's conditions: "Burst: 200 clients released at
+// once".
+type Fact struct {
+	Label, Value string
+}
+
+// SetOwn sets one of a workload's own conditions.
+func (c *Conditions) SetOwn(key string, v any) {
+	if c.Own == nil {
+		c.Own = map[string]any{}
+	}
+	c.Own[key] = v
+}
+
+// OwnCondition is a workload's own condition under key, as a T, and
+// whether c has one that reads as a T.
+func OwnCondition[T any](c Conditions, key string) (T, bool) {
+	var t T
+	switch v := c.Own[key].(type) {
+	case nil:
+		return t, false
+	case T:
+		return v, true
+	case json.RawMessage:
+		return t, json.Unmarshal(v, &t) == nil
+	default:
+		// Another type of the same JSON (a file's number read as an int).
+		b, err := json.Marshal(v)
+		return t, err == nil && json.Unmarshal(b, &t) == nil
+	}
+}
+
+// conditionsCommon is Conditions without its methods, for its JSON.
+type conditionsCommon Conditions
+
+// MarshalJSON writes the common conditions, then the workload's own.
+func (c Conditions) MarshalJSON() ([]byte, error) {
+	return withParts(conditionsCommon(c), c.Own, conditionKeys())
+}
+
+// UnmarshalJSON reads the common conditions and keeps every other key as
+// the workload's own.
+func (c *Conditions) UnmarshalJSON(b []byte) error {
+	var common conditionsCommon
+	own, err := readParts(b, &common, conditionKeys())
+	*c = Conditions(common)
+	c.Own = own
+	return err
+}
+
+var conditionKeys = sync.OnceValue(func() map[string]bool { return jsonKeys(reflect.TypeFor[conditionsCommon]()) })
+
+// canonical is v's JSON as encoding/json writes a value decoded from it:
+// a file's indented object and a value of this process compare equal.
+func canonical(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	var back any
+	if json.Unmarshal(b, &back) != nil {
+		return string(b)
+	}
+	if s, ok := back.(string); ok {
+		return s
+	}
+	b, _ = json.Marshal(back)
+	return string(b)
 }
 
 // Comparable says whether two workloads ran under the same conditions,
@@ -158,86 +209,29 @@ func (c Conditions) Comparable(o Conditions) (bool, []string) {
 	check("connections", c.Connections, o.Connections)
 	check("object_bytes", c.ObjectBytes, o.ObjectBytes)
 	check("range_bytes", c.RangeBytes, o.RangeBytes)
-	check("burst", c.Burst, o.Burst)
-	check("cycles", c.Cycles, o.Cycles)
-	check("healthy_phase", c.HealthyPhase, o.HealthyPhase)
-	check("fail_phase", c.FailPhase, o.FailPhase)
-	check("fail_mode", c.FailMode, o.FailMode)
 	check("pass_duration", c.PassDuration, o.PassDuration)
 	check("timeout", c.Timeout, o.Timeout)
-	check("objects", c.Objects, o.Objects)
-	check("zipf", c.Zipf, o.Zipf)
-	check("purge_mode", c.PurgeMode, o.PurgeMode)
-	check("purge_method", c.PurgeMethod, o.PurgeMethod)
-	check("purge_before", c.PurgeBefore, o.PurgeBefore)
-	check("purge_after", c.PurgeAfter, o.PurgeAfter)
-	check("ban_every", c.BanEvery, o.BanEvery)
-	check("audience", c.Audience.String(), o.Audience.String())
-	check("capacity", c.Capacity.String(), o.Capacity.String())
+	for _, k := range slices.Sorted(maps.Keys(maps.Collect(func(yield func(string, bool) bool) {
+		for k := range c.Own {
+			yield(k, true)
+		}
+		for k := range o.Own {
+			yield(k, true)
+		}
+	}))) {
+		a, b := "", ""
+		if v, ok := c.Own[k]; ok {
+			a = canonical(v)
+		}
+		if v, ok := o.Own[k]; ok {
+			b = canonical(v)
+		}
+		check(k, a, b)
+	}
 	if c.Policy != "" && o.Policy != "" {
 		check("policy", c.Policy, o.Policy)
 	}
 	return len(diff) == 0, diff
-}
-
-// Audience is live-audience's audience as it ran: viewers joining over
-// Ramp then watching for Watch in each pass, live channels and VOD titles
-// chosen with Zipf popularity, an ABR ladder (bits per second), a share of
-// the viewers on VOD and a share switching rendition, and the engine's
-// store sizes the miss-ratio curve was measured at (the policy's first).
-type Audience struct {
-	Viewers        int      `json:"viewers"`
-	Channels       int      `json:"channels"`
-	Titles         int      `json:"titles"`
-	Zipf           float64  `json:"zipf"`
-	Ladder         []int64  `json:"ladder_bps"`
-	TargetDuration Duration `json:"target_duration"`
-	Window         int      `json:"window"`
-	TitleSegments  int      `json:"title_segments"`
-	VODShare       float64  `json:"vod_share"`
-	SwitchShare    float64  `json:"switch_share"`
-	Ramp           Duration `json:"ramp"`
-	Watch          Duration `json:"watch"`
-	StoreSizes     []int64  `json:"store_sizes"`
-}
-
-// String is the audience in one line, "" for none: what Comparable
-// compares.
-func (a *Audience) String() string {
-	if a == nil {
-		return ""
-	}
-	return fmt.Sprintf("%d viewers over %v then %v, %d channels, %d titles of %d segments, zipf %g, ladder %v bps, %v segments, window %d, vod %g, switch %g, stores %v",
-		a.Viewers, time.Duration(a.Ramp), time.Duration(a.Watch), a.Channels, a.Titles, a.TitleSegments, a.Zipf, a.Ladder,
-		time.Duration(a.TargetDuration), a.Window, a.VODShare, a.SwitchShare, a.StoreSizes)
-}
-
-// CapacityConditions are the capacity workload's search: each test's
-// service level ("p99:10ms") and start and maximum rates, the ramp's
-// factor, the bisection's tolerance, the probes' bounds and length, and
-// how many connections a probe opens.
-type CapacityConditions struct {
-	SLO           map[string]string  `json:"slo"`
-	StartRPS      map[string]float64 `json:"start_rps"`
-	MaxRPS        map[string]float64 `json:"max_rps"`
-	RampFactor    float64            `json:"ramp_factor"`
-	Tolerance     float64            `json:"tolerance"`
-	CarriedShare  float64            `json:"carried_share"`
-	MaxProbes     int                `json:"max_probes"`
-	ProbeWarmup   Duration           `json:"probe_warmup"`
-	ProbeDuration Duration           `json:"probe_duration"`
-	Connections   string             `json:"connections"`
-}
-
-// String is the search in one line, "" for none: what Comparable
-// compares.
-func (c *CapacityConditions) String() string {
-	if c == nil {
-		return ""
-	}
-	return fmt.Sprintf("slo %v, start %v, max %v, ×%g, tolerance %g, carried %g, %d probes of %v after %v, connections %s",
-		c.SLO, c.StartRPS, c.MaxRPS, c.RampFactor, c.Tolerance, c.CarriedShare, c.MaxProbes,
-		time.Duration(c.ProbeDuration), time.Duration(c.ProbeWarmup), c.Connections)
 }
 
 // Duration is a time.Duration written as a string ("5s") in JSON.

@@ -99,6 +99,11 @@ var (
 		}).Record("live_audience.store_sizes")
 )
 
+// The keys of audience's own conditions in the results.
+const (
+	audienceCondition = "audience" // the audience as it ran (AudienceConditions)
+)
+
 func (liveAudience) Settings() []Setting {
 	return []Setting{viewersSetting, channelsSetting, titlesSetting, ladderSetting, targetDurationSetting, audienceZipfSetting,
 		vodShareSetting, switchShareSetting, rampSetting, watchSetting, audiencePassesSetting, storeSizesSetting}
@@ -149,7 +154,8 @@ func (w liveAudience) Tests() []latencyDef {
 		{id: "byte-offload", title: "Origin offload in bytes", unit: "%",
 			agg: "1 − (body bytes the origin sent + sizes of the segments whose requests failed) ÷ (body bytes of the viewers' good answers + those sizes), over the valid measured passes, summed: an error page's body is no delivered byte, and a pass with any failed request is invalid"},
 		{id: "origin-per-segment", title: "Origin requests per new live segment", unit: "x", lower: true,
-			agg: "(origin fetches of the live segments published during a pass + failed requests of them) ÷ how many of them viewers asked for, counted at the origin; the valid measured passes' sums; a pass with any failed request is invalid"},
+			axis: "Origin fetches per new live segment asked for (1 x is perfect coalescing at the live edge)",
+			agg:  "(origin fetches of the live segments published during a pass + failed requests of them) ÷ how many of them viewers asked for, counted at the origin; the valid measured passes' sums; a pass with any failed request is invalid"},
 		{id: "p99-ttfb-playlist", title: "p99 TTFB, playlists", q: 99,
 			agg: "p99 TTFB of every master and media playlist request, from the player's intended send time, of the valid measured passes merged"},
 		{id: "p99-ttfb-segment", title: "p99 TTFB, segments", q: 99,
@@ -193,10 +199,10 @@ func (w liveAudience) Conditions(s Spec, cfg Config) results.Conditions {
 	c.Warmups, c.Passes = audienceWarmups, audiencePassesSetting.Of(cfg) // its own protocol, as Open runs it
 	a := audienceOf(cfg)
 	c.Connections = a.conns()
-	c.Audience = &results.Audience{Viewers: a.viewers, Channels: a.live.Channels, Titles: a.live.Titles, Zipf: a.zipf,
+	c.SetOwn(audienceCondition, &AudienceConditions{Viewers: a.viewers, Channels: a.live.Channels, Titles: a.live.Titles, Zipf: a.zipf,
 		Ladder: a.live.Ladder, TargetDuration: results.Duration(a.live.TargetDuration), Window: a.live.Window,
 		TitleSegments: a.live.TitleSegments, VODShare: a.vodShare, SwitchShare: a.switchShare,
-		Ramp: results.Duration(a.ramp), Watch: results.Duration(a.watch), StoreSizes: w.storeSizes(&s)}
+		Ramp: results.Duration(a.ramp), Watch: results.Duration(a.watch), StoreSizes: w.storeSizes(&s)})
 	return c
 }
 
@@ -898,4 +904,36 @@ type AudienceEvidence struct {
 	Memory        *int64 `json:"memory_bytes,omitempty"`
 	Objects       int64  `json:"objects"`
 	PayloadBytes  int64  `json:"payload_bytes"`
+}
+
+// AudienceConditions is live-audience's audience as it ran: viewers joining over
+// Ramp then watching for Watch in each pass, live channels and VOD titles
+// chosen with Zipf popularity, an ABR ladder (bits per second), a share of
+// the viewers on VOD and a share switching rendition, and the engine's
+// store sizes the miss-ratio curve was measured at (the policy's first).
+type AudienceConditions struct {
+	Viewers        int              `json:"viewers"`
+	Channels       int              `json:"channels"`
+	Titles         int              `json:"titles"`
+	Zipf           float64          `json:"zipf"`
+	Ladder         []int64          `json:"ladder_bps"`
+	TargetDuration results.Duration `json:"target_duration"`
+	Window         int              `json:"window"`
+	TitleSegments  int              `json:"title_segments"`
+	VODShare       float64          `json:"vod_share"`
+	SwitchShare    float64          `json:"switch_share"`
+	Ramp           results.Duration `json:"ramp"`
+	Watch          results.Duration `json:"watch"`
+	StoreSizes     []int64          `json:"store_sizes"`
+}
+
+// String is the audience in one line, "" for none: what Comparable
+// compares.
+func (a *AudienceConditions) String() string {
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d viewers over %v then %v, %d channels, %d titles of %d segments, zipf %g, ladder %v bps, %v segments, window %d, vod %g, switch %g, stores %v",
+		a.Viewers, time.Duration(a.Ramp), time.Duration(a.Watch), a.Channels, a.Titles, a.TitleSegments, a.Zipf, a.Ladder,
+		time.Duration(a.TargetDuration), a.Window, a.VODShare, a.SwitchShare, a.StoreSizes)
 }

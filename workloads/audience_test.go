@@ -102,8 +102,9 @@ func TestLiveAudienceBuiltin(t *testing.T) {
 		t.Errorf("bytes per object in-process: %v (%q)", val(bpo.Value), bpo.NotApplicable)
 	}
 	w := run.Workloads[0].Conditions
-	if w.Audience == nil || w.Audience.Viewers != 60 || len(w.Audience.StoreSizes) != 2 || w.Passes != 2 || w.Warmups != 1 {
-		t.Errorf("conditions %+v audience %+v", w, w.Audience)
+	a, _ := results.OwnCondition[*AudienceConditions](w, audienceCondition)
+	if a == nil || a.Viewers != 60 || len(a.StoreSizes) != 2 || w.Passes != 2 || w.Warmups != 1 {
+		t.Errorf("conditions %+v audience %+v", w, a)
 	}
 }
 

@@ -44,6 +44,16 @@ var (
 			Quick(5 * time.Second).Nightly(10 * time.Second).Accept(atLeast(4*BanEvery, "at least "+(4*BanEvery).String()+" of repeated bans")).Record("repeated_bans.for")
 )
 
+// The keys of bans's own conditions in the results.
+const (
+	banEveryCondition = "ban_every" // how often an object is invalidated, from purge_before on, for purge_after
+)
+
+// conditionFacts are the stream's objects and its bans.
+func (repeatedBans) conditionFacts(c results.Conditions) (load, rest []results.Fact) {
+	return nil, purgeFacts(c)
+}
+
 func (repeatedBans) Settings() []Setting { return []Setting{banPassesSetting, banForSetting} }
 
 func (repeatedBans) recordMore(Config) map[string]any {
@@ -57,13 +67,16 @@ func (repeatedBans) Spec() Spec {
 	return s
 }
 
+// banDriftAxis is what a drift counts.
+const banDriftAxis = "Last quarter of the bans ÷ first (1 x: no cost over time)"
+
 func (repeatedBans) Tests() []latencyDef {
 	return []latencyDef{
-		{id: "ttfb-drift", title: "p99 TTFB drift under bans", unit: "x", lower: true,
+		{id: "ttfb-drift", title: "p99 TTFB drift under bans", unit: "x", lower: true, axis: banDriftAxis,
 			agg: "TTFB p99 of the pass's last quarter ÷ its first quarter (whose start has no ban yet), over requests for objects not invalidated in the pass, a timeout counted at the timeout; a pass with any failed request in either quarter, or whose generator's lateness moved either quarter's p99 past its tolerance, is invalid, and so is a saturated pass (it carried under 97 % of its offered rate, or its requests waited for a free connection: its TTFB counts queueing); the median of the valid measured passes"},
 		{id: "p99-ttfb-bans", title: "p99 TTFB, last quarter of bans", q: 99,
 			agg: "p99 TTFB of the requests sent in each pass's last quarter for objects not invalidated in it, a timeout counted at the timeout; a pass with any failed request in that quarter, or whose generator's lateness moved that quarter's p99 past its tolerance, is invalid; the valid measured passes merged (HDR histogram), per-pass values each pass's own"},
-		{id: "engine-cpu-drift", title: "Engine CPU drift under bans", unit: "x", lower: true,
+		{id: "engine-cpu-drift", title: "Engine CPU drift under bans", unit: "x", lower: true, axis: banDriftAxis,
 			agg: "the engine's CPU time per second in the pass's last quarter ÷ its first quarter; the median of the valid measured passes"},
 		{id: "ban-list", title: "Ban list at the end", unit: "bans", lower: true,
 			agg: "the engine's ban list (Varnish's MAIN.bans) read after the last call of a pass (null for the pass when that call or that read failed, never an earlier call's list); the median of the valid measured passes"},
@@ -76,7 +89,8 @@ func (repeatedBans) Tests() []latencyDef {
 
 func (w repeatedBans) Conditions(s Spec, cfg Config) results.Conditions {
 	c := purgeStampede{}.Conditions(s, cfg)
-	c.PurgeAfter, c.BanEvery = results.Duration(banForSetting.Of(cfg)), results.Duration(BanEvery)
+	c.SetOwn(purgeAfterCondition, results.Duration(banForSetting.Of(cfg)))
+	c.SetOwn(banEveryCondition, results.Duration(BanEvery))
 	c.Warmups, c.Passes = banWarmups, banPassesSetting.Of(cfg) // its own protocol, as Open runs it
 	return c
 }

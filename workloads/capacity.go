@@ -208,6 +208,18 @@ var (
 				Quick(time.Second).Nightly(2 * time.Second).Accept(atLeast(200*time.Millisecond, "at least 200ms")).Record("capacity.probe_duration")
 )
 
+// The keys of capacity's own conditions in the results.
+const (
+	capacityCondition = "capacity" // how the search ran (CapacityConditions)
+)
+
+// capacity opens the page: how much each engine carries within a service
+// level on this host is the page's answer.
+func (capacity) pageFirst() {}
+
+// Its tests are rates, ranked on a line of their own.
+func (capacity) ranked() {}
+
 func (capacity) Settings() []Setting {
 	return []Setting{sloSetting, capacityTestsSetting, capacitySearchesSetting, capacityProbesSetting, probeWarmupSetting, probeDurationSetting}
 }
@@ -226,7 +238,7 @@ func (capacity) Conditions(s Spec, cfg Config) results.Conditions {
 	c.Warmups, c.Passes = 0, capacitySearchesSetting.Of(cfg)
 	c.ObjectBytes, c.RangeBytes = origin.DefaultSegmentSize, rangeBytes
 	c.Timeout = results.Duration(cfg.Timeout)
-	cc := &results.CapacityConditions{SLO: map[string]string{}, StartRPS: map[string]float64{}, MaxRPS: map[string]float64{},
+	cc := &CapacityConditions{SLO: map[string]string{}, StartRPS: map[string]float64{}, MaxRPS: map[string]float64{},
 		RampFactor: capRamp, Tolerance: CapTolerance, CarriedShare: CapCarried, MaxProbes: capacityProbesSetting.Of(cfg),
 		ProbeWarmup: results.Duration(probeWarmupSetting.Of(cfg)), ProbeDuration: results.Duration(probeDurationSetting.Of(cfg)), Connections: capConnsText}
 	if cfg.Connections > 0 {
@@ -235,7 +247,7 @@ func (capacity) Conditions(s Spec, cfg Config) results.Conditions {
 	for _, d := range capDefs {
 		cc.SLO[d.id], cc.StartRPS[d.id], cc.MaxRPS[d.id] = cfg.slo(d.id).String(), d.start, d.max
 	}
-	c.Capacity = cc
+	c.SetOwn(capacityCondition, cc)
 	return c
 }
 
@@ -857,3 +869,31 @@ const (
 	CapacityFail      = "fail"
 	CapacityGenerator = "generator"
 )
+
+// CapacityConditions are the capacity workload's search: each test's
+// service level ("p99:10ms") and start and maximum rates, the ramp's
+// factor, the bisection's tolerance, the probes' bounds and length, and
+// how many connections a probe opens.
+type CapacityConditions struct {
+	SLO           map[string]string  `json:"slo"`
+	StartRPS      map[string]float64 `json:"start_rps"`
+	MaxRPS        map[string]float64 `json:"max_rps"`
+	RampFactor    float64            `json:"ramp_factor"`
+	Tolerance     float64            `json:"tolerance"`
+	CarriedShare  float64            `json:"carried_share"`
+	MaxProbes     int                `json:"max_probes"`
+	ProbeWarmup   results.Duration   `json:"probe_warmup"`
+	ProbeDuration results.Duration   `json:"probe_duration"`
+	Connections   string             `json:"connections"`
+}
+
+// String is the search in one line, "" for none: what Comparable
+// compares.
+func (c *CapacityConditions) String() string {
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprintf("slo %v, start %v, max %v, ×%g, tolerance %g, carried %g, %d probes of %v after %v, connections %s",
+		c.SLO, c.StartRPS, c.MaxRPS, c.RampFactor, c.Tolerance, c.CarriedShare, c.MaxProbes,
+		time.Duration(c.ProbeDuration), time.Duration(c.ProbeWarmup), c.Connections)
+}

@@ -21,6 +21,19 @@ type missStorm struct{}
 var clientsSetting = intSetting("clients", 200, "miss-storm: clients released together on a cold segment").
 	Accept(between(1, 10000, "1 to 10000")).Record("miss_storm_clients")
 
+// The keys of missstorm's own conditions in the results.
+const (
+	burstCondition = "burst" // how many clients a burst releases at once
+)
+
+// conditionFacts is the burst, beside the rate on a page.
+func (missStorm) conditionFacts(c results.Conditions) (load, rest []results.Fact) {
+	if n, _ := results.OwnCondition[int](c, burstCondition); n > 0 {
+		load = append(load, results.Fact{Label: "Burst", Value: fmt.Sprintf("%d clients released at once", n)})
+	}
+	return load, nil
+}
+
 func (missStorm) Settings() []Setting { return []Setting{clientsSetting} }
 
 func (missStorm) Spec() Spec {
@@ -32,7 +45,8 @@ func (missStorm) Spec() Spec {
 
 func (missStorm) Conditions(s Spec, cfg Config) results.Conditions {
 	c := protocol(cfg)
-	c.Burst, c.Connections, c.ObjectBytes = clientsSetting.Of(cfg), clientsSetting.Of(cfg), origin.DefaultSegmentSize
+	c.Connections, c.ObjectBytes = clientsSetting.Of(cfg), origin.DefaultSegmentSize
+	c.SetOwn(burstCondition, clientsSetting.Of(cfg))
 	return c
 }
 
@@ -55,7 +69,7 @@ type missStormSession struct {
 
 func (missStorm) listTests() []latencyDef {
 	return []latencyDef{{id: "p50-ttfb", title: "p50 TTFB", q: 50}, {id: "p99-ttfb", title: "p99 TTFB", q: 99},
-		{id: "coalescing", title: "Coalescing efficiency", unit: "x"}}
+		{id: "coalescing", title: "Coalescing efficiency", unit: "x", axis: "Clients per origin fetch (200 x is perfect coalescing)"}}
 }
 
 func (missStorm) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {

@@ -36,6 +36,27 @@ var (
 		}, origin.Mode.String).Store(func(m origin.Mode) any { return m.String() })
 )
 
+// The keys of originflap's own conditions in the results.
+const (
+	cyclesCondition       = "cycles"        // the cycles of a healthy then a failing origin
+	healthyPhaseCondition = "healthy_phase" // how long the origin is healthy in a cycle
+	failPhaseCondition    = "fail_phase"    // how long it then fails
+	failModeCondition     = "fail_mode"     // how it fails
+)
+
+// conditionFacts is how the origin failed.
+func (originFlap) conditionFacts(c results.Conditions) (load, rest []results.Fact) {
+	n, _ := results.OwnCondition[int](c, cyclesCondition)
+	if n <= 0 {
+		return nil, nil
+	}
+	healthy, _ := results.OwnCondition[results.Duration](c, healthyPhaseCondition)
+	failing, _ := results.OwnCondition[results.Duration](c, failPhaseCondition)
+	mode, _ := results.OwnCondition[string](c, failModeCondition)
+	return nil, []results.Fact{{Label: "Origin failure",
+		Value: fmt.Sprintf("%d cycles: %s healthy, then %s failing (%s)", n, healthy, failing, mode)}}
+}
+
 func (originFlap) Settings() []Setting {
 	return []Setting{cyclesSetting, healthyPhaseSetting, failPhaseSetting, failModeSetting}
 }
@@ -58,8 +79,10 @@ func (originFlap) Conditions(s Spec, cfg Config) results.Conditions {
 	c := protocol(cfg)
 	c.RateRPS, c.Connections = pick(cfg.Rate, s.Rate), pick(cfg.Connections, s.Connections)
 	c.ObjectBytes = origin.DefaultManifestSize
-	c.Cycles, c.HealthyPhase, c.FailPhase = cyclesSetting.Of(cfg), results.Duration(healthyPhaseSetting.Of(cfg)), results.Duration(failPhaseSetting.Of(cfg))
-	c.FailMode = failModeSetting.Of(cfg).String()
+	c.SetOwn(cyclesCondition, cyclesSetting.Of(cfg))
+	c.SetOwn(healthyPhaseCondition, results.Duration(healthyPhaseSetting.Of(cfg)))
+	c.SetOwn(failPhaseCondition, results.Duration(failPhaseSetting.Of(cfg)))
+	c.SetOwn(failModeCondition, failModeSetting.Of(cfg).String())
 	// A cycle is a pass; there are no warm-up cycles but one healthy phase.
 	c.Warmups, c.Passes = 1, cyclesSetting.Of(cfg)
 	return c

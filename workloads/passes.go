@@ -141,6 +141,9 @@ type latencyDef struct {
 	// aggregation.
 	unit, agg string
 	lower     bool
+	// axis says what the unit counts on a page, where the unit alone
+	// does not ("x": of what over what).
+	axis string
 }
 
 // newTest records the test d for tgt: a latency when it has a quantile.

@@ -87,6 +87,54 @@ var (
 				Quick(3 * time.Second).Accept(atLeast(time.Second, "at least 1s of load after the purge")).Record("purge_stampede.after")
 )
 
+// The keys of purge's own conditions in the results.
+const (
+	objectsCondition     = "objects"      // how many objects a pass spreads its requests over
+	zipfCondition        = "zipf"         // the Zipf exponent of their popularity
+	purgeModeCondition   = "purge_mode"   // how the stream is invalidated (auto, ban or purge)
+	purgeMethodCondition = "purge_method" // the method of a per-object purge
+	purgeBeforeCondition = "purge_before" // the load before the purge
+	purgeAfterCondition  = "purge_after"  // the load after it
+)
+
+// conditionFacts are the stream's objects and how it was invalidated.
+func (purgeStampede) conditionFacts(c results.Conditions) (load, rest []results.Fact) {
+	return nil, purgeFacts(c)
+}
+
+// purgeFacts are purge-stampede's and repeated-bans' lines: the objects,
+// then the purge, or the bans when one object was invalidated at a time.
+func purgeFacts(c results.Conditions) []results.Fact {
+	var f []results.Fact
+	if n, _ := results.OwnCondition[int](c, objectsCondition); n > 0 {
+		zipf, _ := results.OwnCondition[float64](c, zipfCondition)
+		f = append(f, results.Fact{Label: "Objects", Value: fmt.Sprintf("%d, Zipf popularity (exponent %s)", n, results.Sig3(zipf))})
+	}
+	mode, _ := results.OwnCondition[string](c, purgeModeCondition)
+	if mode == "" {
+		return f
+	}
+	how := mode
+	switch mode {
+	case engines.PurgeAuto:
+		how = "each engine's own way: a ban of the stream's prefix where it has one, else a request per object"
+	case engines.PurgeBan:
+		how = "a ban of the stream's prefix"
+	case engines.PurgeObject:
+		how = "a request per object"
+	}
+	if method, _ := results.OwnCondition[string](c, purgeMethodCondition); method != "" {
+		how += " (per-object method " + method + ")"
+	}
+	before, _ := results.OwnCondition[results.Duration](c, purgeBeforeCondition)
+	after, _ := results.OwnCondition[results.Duration](c, purgeAfterCondition)
+	if every, _ := results.OwnCondition[results.Duration](c, banEveryCondition); every > 0 {
+		how = strings.NewReplacer("a ban of the stream's prefix", "a ban of the object's URL").Replace(how)
+		return append(f, results.Fact{Label: "Bans", Value: fmt.Sprintf("one object every %s, the least popular first, from %s after the pass starts for %s: %s", every, before, after, how)})
+	}
+	return append(f, results.Fact{Label: "Purge", Value: fmt.Sprintf("the whole stream, %s after the pass starts, then %s of load: %s", before, after, how)})
+}
+
 func (purgeStampede) Settings() []Setting {
 	return []Setting{purgeModeSetting, purgeMethodSetting, purgeBeforeSetting, purgeAfterSetting}
 }
@@ -121,7 +169,8 @@ func (purgeStampede) Spec() Spec {
 func (purgeStampede) Tests() []latencyDef {
 	return []latencyDef{
 		{id: "refill-amplification", title: "Refill amplification", unit: "x", lower: true,
-			agg: "origin fetches of the stream's objects from the purge's start to the pass's end ÷ distinct objects with a good answer to a request sent after the purge returned, counted at the origin; the valid measured passes' sums. A pass with fewer fetches than objects is invalid: the purge left copies behind"},
+			axis: "Origin fetches per object requested after the purge (1 x is a perfectly coalesced refill)",
+			agg:  "origin fetches of the stream's objects from the purge's start to the pass's end ÷ distinct objects with a good answer to a request sent after the purge returned, counted at the origin; the valid measured passes' sums. A pass with fewer fetches than objects is invalid: the purge left copies behind"},
 		{id: "recovery", title: "Time to recover", unit: "s", lower: true,
 			agg: "from the purge's start until the TTFB p99 of the next second of requests, but the first for each object since the purge (a miss on any engine; a failure counts at the timeout), is back within 10 % of the p99 before the purge, at 100 ms steps; the median of the valid measured passes, a pass that did not recover counting as the longest (its value the least it can be: how far recovery was looked for), null when the median pass did not recover. A pass whose purge removed nothing is invalid, and so is a saturated one (it carried under 97 % of its offered rate, or its requests waited for a free connection: its TTFB counts queueing)"},
 		{id: "stale-after-purge", title: "Stale answers after the purge", unit: "per 1000 answers", lower: true,
@@ -139,12 +188,13 @@ func (purgeStampede) Conditions(s Spec, cfg Config) results.Conditions {
 	c := protocol(cfg)
 	c.RateRPS, c.Connections = pick(cfg.Rate, s.Rate), pick(cfg.Connections, s.Connections)
 	c.ObjectBytes = s.SegmentSize
-	c.Objects = PurgeSegments + 2
-	c.Zipf = PurgeZipf
-	c.PurgeMode = purgeMode(cfg, s)
-	c.PurgeBefore, c.PurgeAfter = results.Duration(purgeBeforeSetting.Of(cfg)), results.Duration(purgeAfterSetting.Of(cfg))
+	c.SetOwn(objectsCondition, PurgeSegments+2)
+	c.SetOwn(zipfCondition, PurgeZipf)
+	c.SetOwn(purgeModeCondition, purgeMode(cfg, s))
+	c.SetOwn(purgeBeforeCondition, results.Duration(purgeBeforeSetting.Of(cfg)))
+	c.SetOwn(purgeAfterCondition, results.Duration(purgeAfterSetting.Of(cfg)))
 	if purgeMethodSetting.Of(cfg) != "" {
-		c.PurgeMethod = purgeMethodSetting.Of(cfg)
+		c.SetOwn(purgeMethodCondition, purgeMethodSetting.Of(cfg))
 	}
 	c.EngineCost = controlCost
 	return c

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlsbench/hlsbench/results/golden"
 	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/golden"
 	"github.com/hlsbench/hlsbench/workloads"
 )
 
@@ -28,7 +28,7 @@ func cmpRun(id string, rs ...results.Result) *results.Run {
 			{Name: "varnish", Version: "7.1.1", Runtime: "process", Topology: "plaintext"}},
 		Workloads: []results.Workload{
 			{Name: "hit-path", Conditions: cond(results.Conditions{RateRPS: 5000, Connections: 50, ObjectBytes: 2048, PassDuration: results.Duration(5 * time.Second)})},
-			{Name: "miss-storm", Conditions: cond(results.Conditions{ObjectBytes: 4 << 20, Burst: 200})}},
+			{Name: "miss-storm", Conditions: cond(results.Conditions{ObjectBytes: 4 << 20, Own: map[string]any{"burst": 200}})}},
 		Results: rs}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/hlsbench/hlsbench/report"
 	"github.com/hlsbench/hlsbench/results/compare"
 	"github.com/hlsbench/hlsbench/results/stats"
+	"github.com/hlsbench/hlsbench/workloads"
 )
 
 // ReportOptions are the flags and arguments of `hlsbench report`.
@@ -89,7 +90,7 @@ func RunReport(ctx context.Context, stdout, stderr io.Writer, o ReportOptions) e
 	if err != nil {
 		return usageError{err}
 	}
-	rep, err := report.Build(in, report.Options{Title: o.Title,
+	rep, err := report.Build(in, report.Options{Title: o.Title, Catalog: workloads.Catalog(),
 		Compare: compare.Options{Threshold: o.Threshold, Alpha: o.Alpha, ResolutionMs: o.ResolutionMs}})
 	if err != nil {
 		return usageError{err}

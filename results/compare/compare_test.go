@@ -22,7 +22,7 @@ var hitPath = results.Workload{Name: "hit-path", Title: "Hit-path TTFB", Conditi
 	Timeout: results.Duration(30 * time.Second), Warmups: 3, Passes: 20}}
 
 var missStorm = results.Workload{Name: "miss-storm", Title: "Miss-storm coalescing", Conditions: results.Conditions{
-	ObjectBytes: 4 << 20, Burst: 200, Timeout: results.Duration(30 * time.Second), Warmups: 3, Passes: 20}}
+	ObjectBytes: 4 << 20, Own: map[string]any{"burst": 200}, Timeout: results.Duration(30 * time.Second), Warmups: 3, Passes: 20}}
 
 // newRun is a complete run on host "bench1" with builtin 1.0.
 func newRun(id string, rs ...results.Result) *results.Run {
@@ -273,7 +273,7 @@ func TestRunsConditions(t *testing.T) {
 	}
 	// A workload only one side has is not checked: it has no row compared.
 	lone := newRun("new", rs(around(10, 20)...))
-	lone.Workloads[1].Conditions.Burst = 1
+	lone.Workloads[1].Conditions.Own = map[string]any{"burst": 1}
 	if _, err := compare(t, []*results.Run{newRun("base", rs(around(10, 20)...))}, []*results.Run{lone}); err != nil {
 		t.Errorf("miss-storm is in no row, yet %v", err)
 	}
