@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlsbench/hlsbench/results/golden"
 	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/results/golden"
 )
 
 // nginxCases are policies shaped like the workloads' (engines must not import

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines/launch"
-	"github.com/hlsbench/hlsbench/results/golden"
 	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/results/golden"
 )
 
 // Policies shaped like the workloads' (workloads imports engines, so they
