@@ -94,15 +94,17 @@ func (p *pattern) fill(n, off int64, dst []byte) {
 	}
 }
 
-func (p *pattern) crc(n, size int64) uint32 {
+// crc is the checksum of bytes [off, off+size) of content n: a whole
+// segment from 0, a low-latency part from where it starts in its segment.
+func (p *pattern) crc(n, off, size int64) uint32 {
 	buf := getChunk()
 	defer putChunk(buf)
 	var c uint32
-	for off := int64(0); off < size; {
-		k := min(int64(len(buf)), size-off)
-		p.fill(n, off, buf[:k])
+	for done := int64(0); done < size; {
+		k := min(int64(len(buf)), size-done)
+		p.fill(n, off+done, buf[:k])
 		c = crc32.Update(c, castagnoli, buf[:k])
-		off += k
+		done += k
 	}
 	return c
 }
@@ -118,7 +120,7 @@ func SegmentBytes(seed uint64, n, off int64, p []byte) {
 // SegmentCRC is the CRC-32C (Castagnoli) of segment n of the given size: the
 // value of the checksum header.
 func SegmentCRC(seed uint64, n, size int64) uint32 {
-	return patternFor(seed).crc(n, size)
+	return patternFor(seed).crc(n, 0, size)
 }
 
 // chunkSize is the largest body write, and the buffer size segments are

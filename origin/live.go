@@ -379,7 +379,7 @@ func (o *Origin) liveObject(path string) (obj object, ok, isLive bool) {
 		mod = LivePublished(ref.seg, td).Truncate(time.Second)
 	}
 	size := lo.sizes[ref.r]
-	crc := fmt.Sprintf("%08x", o.segmentCRC(key, size))
+	crc := fmt.Sprintf("%08x", o.segmentCRC(key, 0, size))
 	etag := `"` + tag + strconv.Itoa(ref.id) + "." + strconv.Itoa(ref.r) + "." + strconv.FormatInt(ref.seg, 10) + "-" + crc + `"`
 	return object{kind: kindSegment, n: key, size: size, crc: crc, etag: etag, modTime: mod}, true, true
 }

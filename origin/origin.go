@@ -5,7 +5,10 @@
 //
 // Beside that one stream it serves a live-audience namespace (see Live):
 // live channels whose media playlists move with the wall clock, and VOD
-// titles, each with an ABR ladder of renditions.
+// titles, each with an ABR ladder of renditions, and a low-latency namespace
+// (see LL): live channels cut into parts, with preload hints and blocking
+// playlist reloads, whose answers say when their part became ready
+// (PartReadyHeader).
 //
 // Every object answer carries the origin's evidence in headers a proxy passes
 // through: the checksum of the whole object (ChecksumHeader), when
@@ -105,6 +108,8 @@ type Config struct {
 	// Live shapes the live channels and VOD titles served beside the
 	// stream.
 	Live Live
+	// LL shapes the low-latency live channels (see LL).
+	LL LL
 }
 
 // CacheControl holds the Cache-Control value of each object class.
@@ -178,6 +183,10 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.Live.validate(); err != nil {
 		return c, err
 	}
+	c.LL = c.LL.WithDefaults()
+	if err := c.LL.validate(); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -247,6 +256,12 @@ type Origin struct {
 	live       liveObjects
 	liveWindow atomic.Pointer[liveWindow] // the last live media playlist built
 
+	ll         llObjects
+	llPlaylist atomic.Pointer[llPlaylist] // the last low-latency playlist built
+	// holdSleep waits d on the real clock while an LL request is held (see
+	// hold); tests replace it to move their clock instead.
+	holdSleep func(ctx context.Context, d time.Duration) bool
+
 	crcMu sync.Mutex
 	crcs  map[crcKey]uint32
 
@@ -262,9 +277,9 @@ type Origin struct {
 // maxCachedCRCs bounds the cache of segment checksums (20 bytes each).
 const maxCachedCRCs = 1 << 16
 
-// crcKey is a segment's content number and size: live and VOD segments have
-// a size per rendition.
-type crcKey struct{ n, size int64 }
+// crcKey is a byte range of a content number: live and VOD segments have a
+// size per rendition, and a low-latency part is a range of its segment.
+type crcKey struct{ n, off, size int64 }
 
 // New returns an Origin; zero fields of cfg take defaults, and a bad field is
 // a *ConfigError naming it.
@@ -288,6 +303,11 @@ func New(cfg Config) (*Origin, error) {
 	o.master = playlistObject(kindMaster, "m", masterPlaylist(cfg.SegmentSize, cfg.SegmentDuration))
 	o.media = playlistObject(kindManifest, "p", mediaPlaylist(cfg.ManifestSize, cfg.SegmentDuration))
 	o.live = newLiveObjects(cfg.Live)
+	o.ll = newLLObjects(cfg.LL)
+	o.holdSleep = func(ctx context.Context, d time.Duration) bool {
+		var t *time.Timer
+		return sleep(ctx, &t, d)
+	}
 	o.control = o.newControl()
 	return o, nil
 }
@@ -370,11 +390,21 @@ type object struct {
 	crc  string // ChecksumHeader value
 	etag string
 	body []byte // playlists; segments are generated as they are sent
+	// off is where the object starts in content n: 0, but for a
+	// low-latency part, a range of its segment.
+	off int64
 	// modTime is the Last-Modified, to the second; zero: the origin's start.
 	modTime time.Time
 	// liveMedia marks a live media playlist: serveObject builds body, size,
 	// crc, etag and modTime from the answer's clock.
 	liveMedia bool
+	// cacheControl, if set, replaces the Cache-Control of the kind.
+	cacheControl string
+	// ll is a low-latency path, answered by serveLL.
+	ll *llRef
+	// built is the clock reading a low-latency answer was built from, and
+	// so the one serveObject stamps; zero: serveObject reads the clock.
+	built time.Time
 }
 
 func playlistObject(kind objectKind, tag string, body []byte) object {
@@ -392,11 +422,14 @@ func (o *Origin) object(path string) (object, bool) {
 	if obj, ok, isLive := o.liveObject(path); isLive {
 		return obj, ok
 	}
+	if ref, ok, isLL := o.ll.cfg.parsePath(path); isLL {
+		return object{kind: ref.kind, ll: &ref}, ok
+	}
 	n, ok := segmentNumber(path)
 	if !ok {
 		return object{}, false
 	}
-	crc := fmt.Sprintf("%08x", o.segmentCRC(n, o.cfg.SegmentSize))
+	crc := fmt.Sprintf("%08x", o.segmentCRC(n, 0, o.cfg.SegmentSize))
 	return object{kind: kindSegment, n: n, size: o.cfg.SegmentSize, crc: crc,
 		etag: `"s` + strconv.FormatInt(n, 10) + "-" + crc + `"`}, true
 }
@@ -419,15 +452,15 @@ func segmentNumber(path string) (int64, bool) {
 	return n, err == nil
 }
 
-func (o *Origin) segmentCRC(n, size int64) uint32 {
-	k := crcKey{n, size}
+func (o *Origin) segmentCRC(n, off, size int64) uint32 {
+	k := crcKey{n, off, size}
 	o.crcMu.Lock()
 	c, ok := o.crcs[k]
 	o.crcMu.Unlock()
 	if ok {
 		return c
 	}
-	c = o.pat.crc(n, size)
+	c = o.pat.crc(n, off, size)
 	o.crcMu.Lock()
 	if len(o.crcs) >= maxCachedCRCs {
 		clear(o.crcs)
@@ -494,18 +527,30 @@ func (o *Origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return // the client left
 		}
 	}
+	if o.failing(w, key) {
+		return
+	}
+	if obj.ll != nil {
+		o.serveLL(w, r, key, *obj.ll)
+		return
+	}
+	o.serveObject(w, r, key, &obj)
+}
+
+// failing answers as the failure mode demands, if it is not Healthy.
+func (o *Origin) failing(w http.ResponseWriter, key string) bool {
 	switch o.Mode() {
 	case Fail5xx:
 		o.stats.fail(key)
 		// An explicit max-age would make a shared cache store the error.
 		w.Header().Set("Cache-Control", "no-store")
 		http.Error(w, "origin failing (mode 5xx)", http.StatusServiceUnavailable)
-		return
+		return true
 	case Refuse, Drop:
 		o.stats.fail(key)
 		panic(http.ErrAbortHandler)
 	}
-	o.serveObject(w, r, key, &obj)
+	return false
 }
 
 func (o *Origin) serveHealth(w http.ResponseWriter, r *http.Request) {
@@ -530,7 +575,10 @@ func (o *Origin) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (o *Origin) serveObject(w http.ResponseWriter, r *http.Request, key string, obj *object) {
-	now := o.now()
+	now := obj.built
+	if now.IsZero() {
+		now = o.now()
+	}
 	h := w.Header()
 	if obj.liveMedia {
 		win := o.liveMediaAt(now)
@@ -538,7 +586,11 @@ func (o *Origin) serveObject(w http.ResponseWriter, r *http.Request, key string,
 		h.Set(LiveEdgeHeader, strconv.FormatInt(win.edge, 10))
 	}
 	h.Set("Content-Type", o.contentType(obj.kind))
-	h.Set("Cache-Control", o.cacheControl(obj.kind))
+	if obj.cacheControl != "" {
+		h.Set("Cache-Control", obj.cacheControl)
+	} else {
+		h.Set("Cache-Control", o.cacheControl(obj.kind))
+	}
 	h.Set("ETag", obj.etag)
 	if obj.modTime.IsZero() {
 		h.Set("Last-Modified", o.lastMod) // formatted once
@@ -663,7 +715,7 @@ func (o *Origin) writeBody(ctx context.Context, w http.ResponseWriter, rc *http.
 			p = obj.body[off+sent : off+sent+k]
 		} else {
 			p = buf[:k]
-			o.pat.fill(obj.n, off+sent, p)
+			o.pat.fill(obj.n, obj.off+off+sent, p)
 		}
 		if _, err := w.Write(p); err != nil {
 			return err

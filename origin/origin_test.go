@@ -73,7 +73,9 @@ func TestNewDefaults(t *testing.T) {
 		FirstByteDelay: 50 * time.Millisecond, TransferRate: 25 << 20,
 		CacheControl: CacheControl{"public, max-age=60", "public, max-age=2", "public, max-age=3600"},
 		Live: Live{Channels: 4, Titles: 50, Ladder: []int64{150_000, 300_000, 600_000, 1_200_000},
-			TargetDuration: 2 * time.Second, Window: 6, TitleSegments: 30}}
+			TargetDuration: 2 * time.Second, Window: 6, TitleSegments: 30},
+		LL: LL{Channels: 2, PartTarget: 500 * time.Millisecond, PartsPerSegment: 4, Bitrate: 1_200_000,
+			Window: 6, PlaylistCacheControl: "public, max-age=1"}}
 	if got := o.Config(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults\n got %+v\nwant %+v", got, want)
 	}

@@ -26,6 +26,33 @@ type Stats struct {
 	// origin older than these fields sends neither: ModeSince is then 0.
 	Mode      Mode  `json:"mode"`
 	ModeSince int64 `json:"mode_since_unix_nano"`
+	// LL counts the answers on the low-latency paths by kind.
+	LL LLStats `json:"ll"`
+}
+
+// LLStats count the answers on the low-latency paths (see LL), so that a
+// workload divides them by the parts published to learn how many origin
+// requests a part cost: whether a proxy coalesced its viewers' blocked
+// reloads and hinted parts. The answers generated are also in Fetches.
+type LLStats struct {
+	// Playlists counts playlists answered (200 or 304), Blocking those
+	// asked with _HLS_msn, and BlockingHeld those of them held before the
+	// answer.
+	Playlists    int64 `json:"playlists"`
+	Blocking     int64 `json:"blocking"`
+	BlockingHeld int64 `json:"blocking_held"`
+	// Parts counts parts answered, and PartsHeld those held until ready
+	// (asked for by their preload hint).
+	Parts     int64 `json:"parts"`
+	PartsHeld int64 `json:"parts_held"`
+	Segments  int64 `json:"segments"`
+	// Rejected counts blocking reloads answered 400, TimedOut held requests
+	// answered 503, NotFound parts and segments asked for too early (404),
+	// and Abandoned held requests whose client left first.
+	Rejected  int64 `json:"rejected"`
+	TimedOut  int64 `json:"timed_out"`
+	NotFound  int64 `json:"not_found"`
+	Abandoned int64 `json:"abandoned"`
 }
 
 // ObjectStats are one request URI's counters.
@@ -73,6 +100,7 @@ type statsBook struct {
 	bytes   int64
 	failed  int64
 	hs      HealthStats
+	ll      LLStats
 }
 
 func (b *statsBook) entry(key string) *objectEntry {
@@ -107,6 +135,12 @@ func (b *statsBook) fail(key string) {
 	b.failed++
 }
 
+func (b *statsBook) countLL(f func(*LLStats)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f(&b.ll)
+}
+
 func (b *statsBook) health(ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -122,7 +156,7 @@ func (b *statsBook) health(ok bool) {
 func (b *statsBook) snapshot(reset bool) Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Stats{Objects: make(map[string]ObjectStats), Fetches: b.fetches, Bytes: b.bytes, Failed: b.failed, Health: b.hs}
+	s := Stats{Objects: make(map[string]ObjectStats), Fetches: b.fetches, Bytes: b.bytes, Failed: b.failed, Health: b.hs, LL: b.ll}
 	for k, e := range b.objects {
 		if !e.touched {
 			continue
@@ -134,7 +168,7 @@ func (b *statsBook) snapshot(reset bool) Stats {
 		}
 	}
 	if reset {
-		b.fetches, b.bytes, b.failed, b.hs = 0, 0, 0, HealthStats{}
+		b.fetches, b.bytes, b.failed, b.hs, b.ll = 0, 0, 0, HealthStats{}, LLStats{}
 	}
 	return s
 }
