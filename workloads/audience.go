@@ -104,6 +104,8 @@ const (
 	audienceCondition = "audience" // the audience as it ran (AudienceConditions)
 )
 
+func (liveAudience) measuresCache() {}
+
 func (liveAudience) Settings() []Setting {
 	return []Setting{viewersSetting, channelsSetting, titlesSetting, ladderSetting, targetDurationSetting, audienceZipfSetting,
 		vodShareSetting, switchShareSetting, rampSetting, watchSetting, audiencePassesSetting, storeSizesSetting}
@@ -214,12 +216,9 @@ func (w liveAudience) Estimate(cfg Config) time.Duration {
 	return startEstimate + time.Duration(steps)*pass + time.Duration(others)*restartEstimate
 }
 
-// WithAudience is the workload with the run's audience: its origin serves
+// configure is the workload with the run's audience: its origin serves
 // the channels and titles, and its curve the run's store sizes.
-func (s Spec) WithAudience(cfg Config) Spec {
-	if _, ok := s.w.(liveAudience); !ok {
-		return s
-	}
+func (liveAudience) configure(s Spec, cfg Config) Spec {
 	s.w = liveAudience{sizes: storeSizesSetting.Of(cfg)}
 	s.Live = audienceOf(cfg.withDefaults()).live
 	return s

@@ -54,6 +54,16 @@ func (repeatedBans) conditionFacts(c results.Conditions) (load, rest []results.F
 	return nil, purgeFacts(c)
 }
 
+func (repeatedBans) measuresCache() {}
+
+// configure gives the policy the run's purge mode, which the engines render.
+func (repeatedBans) configure(s Spec, cfg Config) Spec {
+	if mode := purgeModeSetting.Of(cfg); mode != "" && s.Policy.Purge != "" {
+		s.Policy.Purge = mode
+	}
+	return s
+}
+
 func (repeatedBans) Settings() []Setting { return []Setting{banPassesSetting, banForSetting} }
 
 func (repeatedBans) recordMore(Config) map[string]any {

@@ -34,6 +34,8 @@ func (missStorm) conditionFacts(c results.Conditions) (load, rest []results.Fact
 	return load, nil
 }
 
+func (missStorm) measuresCache() {}
+
 func (missStorm) Settings() []Setting { return []Setting{clientsSetting} }
 
 func (missStorm) Spec() Spec {

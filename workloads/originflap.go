@@ -57,6 +57,8 @@ func (originFlap) conditionFacts(c results.Conditions) (load, rest []results.Fac
 		Value: fmt.Sprintf("%d cycles: %s healthy, then %s failing (%s)", n, healthy, failing, mode)}}
 }
 
+func (originFlap) measuresCache() {}
+
 func (originFlap) Settings() []Setting {
 	return []Setting{cyclesSetting, healthyPhaseSetting, failPhaseSetting, failModeSetting}
 }

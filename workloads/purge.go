@@ -135,6 +135,16 @@ func purgeFacts(c results.Conditions) []results.Fact {
 	return append(f, results.Fact{Label: "Purge", Value: fmt.Sprintf("the whole stream, %s after the pass starts, then %s of load: %s", before, after, how)})
 }
 
+func (purgeStampede) measuresCache() {}
+
+// configure gives the policy the run's purge mode, which the engines render.
+func (purgeStampede) configure(s Spec, cfg Config) Spec {
+	if mode := purgeModeSetting.Of(cfg); mode != "" && s.Policy.Purge != "" {
+		s.Policy.Purge = mode
+	}
+	return s
+}
+
 func (purgeStampede) Settings() []Setting {
 	return []Setting{purgeModeSetting, purgeMethodSetting, purgeBeforeSetting, purgeAfterSetting}
 }

@@ -254,7 +254,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 
 	var runErr error
 	for _, w := range spec.Workloads {
-		w = w.WithRate(cfg.Rate).WithPurge(purgeModeSetting.Of(cfg)).WithAudience(cfg)
+		w = w.Configured(cfg)
 		if ctx.Err() != nil {
 			break
 		}
@@ -578,11 +578,6 @@ func runSteps(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recor
 	return errors.Join(errs...)
 }
 
-// needCache are the workloads that measure a cache (its misses, its
-// grace, its purges, its hit ratio): the null engine, which has none,
-// has no cell in them.
-var needCache = []string{MissStorm, OriginFlap, PurgeStampede, RepeatedBans, LiveAudience}
-
 // termImage is the terminator's image, with Docker.
 func termImage(spec RunSpec) string {
 	name := engines.DefaultTerminator
@@ -632,7 +627,7 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 		c.na = "hlsbench does not configure an external proxy's listeners: measure its TLS with hlsbench load --ca"
 		return nil
 	}
-	if c.sel.Name == engines.NullName && slices.Contains(needCache, w.Name) {
+	if c.sel.Name == engines.NullName && w.NeedsCache() {
 		c.na = engines.NullNeedsCache
 		return nil
 	}

@@ -139,6 +139,9 @@ type Spec struct {
 	SegmentSize int64
 	// Live is the origin's live channels and VOD titles (live-audience).
 	Live origin.Live
+	// origin changes the rest of the origin's configuration, as the
+	// workload's settings ask (set by its configure).
+	origin func(*origin.Config)
 
 	w Workload
 }
@@ -232,18 +235,40 @@ func (s Spec) WithRate(rate float64) Spec {
 // OriginConfig is the origin for a workload: its Cache-Control follows the
 // policy's TTLs, so a proxy that obeys the origin gets the same TTLs.
 func (s Spec) OriginConfig() origin.Config {
-	return origin.Config{SegmentSize: s.SegmentSize, Live: s.Live, CacheControl: origin.CacheControl{
+	c := origin.Config{SegmentSize: s.SegmentSize, Live: s.Live, CacheControl: origin.CacheControl{
 		Master:   engines.MaxAge(s.Policy.ManifestTTL),
 		Manifest: engines.MaxAge(s.Policy.ManifestTTL),
 		Segment:  engines.MaxAge(s.Policy.SegmentTTL),
 	}}
+	if s.origin != nil {
+		s.origin(&c)
+	}
+	return c
 }
 
-// WithPurge is the workload with the run's purge mode (--purge-mode) in
-// its policy, which the engines render.
-func (s Spec) WithPurge(mode string) Spec {
-	if mode != "" && s.Policy.Purge != "" {
-		s.Policy.Purge = mode
+// configures is a workload whose spec follows the run's settings (its
+// origin's channels, its policy's purge).
+type configures interface {
+	configure(s Spec, cfg Config) Spec
+}
+
+// Configured is the workload as cfg runs it: at cfg's rate, with what its
+// own settings change in its spec.
+func (s Spec) Configured(cfg Config) Spec {
+	s = s.WithRate(cfg.Rate)
+	if c, ok := s.w.(configures); ok {
+		s = c.configure(s, cfg.withDefaults())
 	}
 	return s
+}
+
+// measuresCache is a workload that measures a cache (its misses, its
+// grace, its purges, its hit ratio): the null engine, which has none, has
+// no cell in it.
+type measuresCache interface{ measuresCache() }
+
+// NeedsCache says whether the workload measures a cache.
+func (s Spec) NeedsCache() bool {
+	_, ok := s.w.(measuresCache)
+	return ok
 }
