@@ -59,7 +59,26 @@ func ChildArgs(cfg Config, listen string) []string {
 	case cfg.TransferRate > 0:
 		args = append(args, "--transfer-rate", fmt.Sprint(cfg.TransferRate))
 	}
-	return append(args, liveArgs(cfg.Live)...)
+	return append(append(args, liveArgs(cfg.Live)...), llArgs(cfg.LL)...)
+}
+
+// llArgs are the flags of the set fields of l (its window and playlist
+// Cache-Control have no flag: they take their defaults).
+func llArgs(l LL) []string {
+	var args []string
+	if l.Channels != 0 {
+		args = append(args, "--ll-channels", strconv.Itoa(l.Channels))
+	}
+	if l.PartTarget != 0 {
+		args = append(args, "--part-target", l.PartTarget.String())
+	}
+	if l.PartsPerSegment != 0 {
+		args = append(args, "--parts-per-segment", strconv.Itoa(l.PartsPerSegment))
+	}
+	if l.Bitrate != 0 {
+		args = append(args, "--ll-bitrate", strconv.FormatInt(l.Bitrate, 10))
+	}
+	return args
 }
 
 // liveArgs are the flags of the set fields of l. Out-of-range values are

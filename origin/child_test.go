@@ -52,3 +52,27 @@ func TestChildArgsLive(t *testing.T) {
 		t.Errorf("only Window set: %v", got)
 	}
 }
+
+// ChildArgs passes the LL fields that are set, and only those.
+func TestChildArgsLL(t *testing.T) {
+	has := func(args []string, flag, v string) bool {
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == flag {
+				return args[i+1] == v
+			}
+		}
+		return v == ""
+	}
+	args := ChildArgs(Config{}, "127.0.0.1:0")
+	for _, f := range []string{"--ll-channels", "--part-target", "--parts-per-segment", "--ll-bitrate"} {
+		if !has(args, f, "") {
+			t.Errorf("zero LL passes %s: %v", f, args)
+		}
+	}
+	args = ChildArgs(Config{LL: LL{Channels: 3, PartTarget: 250 * time.Millisecond, PartsPerSegment: 8, Bitrate: 800_000}}, "127.0.0.1:0")
+	for f, v := range map[string]string{"--ll-channels": "3", "--part-target": "250ms", "--parts-per-segment": "8", "--ll-bitrate": "800000"} {
+		if !has(args, f, v) {
+			t.Errorf("%s: want %s in %v", f, v, args)
+		}
+	}
+}

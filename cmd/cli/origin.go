@@ -35,6 +35,12 @@ type OriginOptions struct {
 	TargetDuration time.Duration
 	Window         int
 	TitleSegments  int
+
+	// The low-latency channels (origin.LL).
+	LLChannels      int
+	PartTarget      time.Duration
+	PartsPerSegment int
+	LLBitrate       int64
 }
 
 func newOriginCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -103,6 +109,10 @@ Bitrates are bits per second, with k or M if you like: 150k,300k,600k,1.2M.`,
 	f.DurationVar(&o.TargetDuration, "target-duration", origin.DefaultTargetDuration, "duration of every live and VOD segment (whole milliseconds)")
 	f.IntVar(&o.Window, "window", origin.DefaultWindow, "segments a live media playlist lists")
 	f.IntVar(&o.TitleSegments, "title-segments", origin.DefaultTitleSegments, "segments of every VOD title")
+	f.IntVar(&o.LLChannels, "ll-channels", origin.DefaultLLChannels, "low-latency channels under /ll/")
+	f.DurationVar(&o.PartTarget, "part-target", origin.DefaultPartTarget, "low-latency channels: every part's duration (whole milliseconds, 100ms to 5s)")
+	f.IntVar(&o.PartsPerSegment, "parts-per-segment", origin.DefaultPartsPerSegment, "low-latency channels: parts of a segment")
+	f.Int64Var(&o.LLBitrate, "ll-bitrate", origin.DefaultLLBitrate, "low-latency channels: bits per second, which sizes the parts")
 	return c
 }
 
@@ -122,6 +132,11 @@ var originFlags = map[string]string{
 	"Live.TargetDuration":   "--target-duration",
 	"Live.Window":           "--window",
 	"Live.TitleSegments":    "--title-segments",
+	"LL.Channels":           "--ll-channels",
+	"LL.PartTarget":         "--part-target",
+	"LL.PartsPerSegment":    "--parts-per-segment",
+	"LL.Bitrate":            "--ll-bitrate",
+	"LL.Window":             "--parts-per-segment",
 }
 
 // RunOrigin is `hlsbench origin`: it serves until ctx is cancelled.
@@ -175,6 +190,7 @@ func (o OriginOptions) config() (origin.Config, error) {
 			Window:         o.Window,
 			TitleSegments:  o.TitleSegments,
 		},
+		LL: origin.LL{Channels: o.LLChannels, PartTarget: o.PartTarget, PartsPerSegment: o.PartsPerSegment, Bitrate: o.LLBitrate},
 	}
 	if o.ManifestSize <= 0 || o.ManifestSize > origin.MaxManifestSize {
 		return cfg, usagef("--manifest-size %d: want 1 to %d bytes", o.ManifestSize, origin.MaxManifestSize)
@@ -210,10 +226,14 @@ func (o OriginOptions) config() (origin.Config, error) {
 	for _, f := range []struct {
 		flag string
 		v    int
-	}{{"--channels", o.Channels}, {"--titles", o.Titles}, {"--window", o.Window}, {"--title-segments", o.TitleSegments}} {
+	}{{"--channels", o.Channels}, {"--titles", o.Titles}, {"--window", o.Window}, {"--title-segments", o.TitleSegments},
+		{"--ll-channels", o.LLChannels}, {"--parts-per-segment", o.PartsPerSegment}, {"--ll-bitrate", int(min(o.LLBitrate, 1<<30))}} {
 		if f.v < 1 {
 			return cfg, usagef("%s %d: want 1 or more", f.flag, f.v)
 		}
+	}
+	if o.PartTarget <= 0 {
+		return cfg, usagef("--part-target %v: want a positive duration, e.g. 500ms", o.PartTarget)
 	}
 	if o.TargetDuration <= 0 {
 		return cfg, usagef("--target-duration %v: want a positive duration, e.g. 2s", o.TargetDuration)
