@@ -352,9 +352,11 @@ func llAttr(list, name string) (string, bool) {
 // LLFigures are what LL-HLS viewers measured.
 type LLFigures struct {
 	Viewers int
-	// PartLatency holds, for every part answered whole with a ready stamp,
-	// the nanoseconds from the part ready at the origin to its first byte
-	// at the viewer (an early answer as 0; Early counts it).
+	// PartLatency holds, for every part asked for before it was ready and
+	// answered whole with a ready stamp, the nanoseconds from the part
+	// ready at the origin to its first byte at the viewer (an early answer
+	// as 0; Early counts it). CatchUp counts the parts asked for after they
+	// were ready, which it leaves out: their wait was the viewer's.
 	PartLatency *hdr.Histogram
 	// ReloadHold holds, for every blocking reload answered whole, the
 	// nanoseconds from its send to its first byte: how long it was held,
@@ -367,6 +369,7 @@ type LLFigures struct {
 	// Unproven counts 200 answers without a ready stamp: neither early nor
 	// on time as far as anyone can tell.
 	Unproven int64
+	CatchUp  int64
 	Cut      int64
 	Bytes    int64
 }
@@ -405,6 +408,14 @@ func (f *LLFigures) Add(recs []LLRecord) {
 		}
 		switch r.Kind {
 		case LLPart:
+			// Delivery is the engine's only for a part asked for before it
+			// was ready (the preload hint, at the live edge): one a viewer
+			// asked for later, catching up from an older playlist, waited
+			// for the viewer first.
+			if sent := r.Sent; !sent.IsZero() && !sent.Before(r.Ready) {
+				f.CatchUp++
+				continue
+			}
 			loadgen.Clamp(f.PartLatency, r.FirstByte.Sub(r.Ready).Nanoseconds())
 		case LLReload:
 			from := r.Sent
@@ -428,6 +439,7 @@ func (f *LLFigures) Merge(g *LLFigures) {
 	}
 	f.Unproven += g.Unproven
 	f.Cut += g.Cut
+	f.CatchUp += g.CatchUp
 	f.Bytes += g.Bytes
 }
 

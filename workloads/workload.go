@@ -41,7 +41,7 @@ type Session interface {
 // last: its search is open-ended and overloads every engine on purpose,
 // so a run stopped during it keeps every figure of the fixed-rate
 // protocol (the published comparison) before it.
-var all = []Workload{hitPath{}, segment{}, missStorm{}, originFlap{}, purgeStampede{}, repeatedBans{}, liveAudience{}, capacity{}}
+var all = []Workload{hitPath{}, segment{}, missStorm{}, originFlap{}, purgeStampede{}, repeatedBans{}, liveAudience{}, llHLS{}, capacity{}}
 
 // Names lists the workloads in run order.
 func Names() []string {
