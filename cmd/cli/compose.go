@@ -47,7 +47,7 @@ own docker-compose.yml is this command's output (make compose).`,
 		},
 	}
 	c.Flags().StringVar(&out, "out", "", "directory to write docker-compose.yml and compose/ into")
-	c.Flags().StringVar(&workload, "workload", "hit-path", "whose cache policy the engines get: "+strings.Join(workloads.Names(), ", ")+" (not those that purge)")
+	c.Flags().StringVar(&workload, "workload", workloads.Names()[0], "whose cache policy the engines get: "+strings.Join(workloads.Names(), ", ")+" (not those that purge)")
 	return c
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/images"
 	"github.com/hlsbench/hlsbench/engines/srcbuild"
+	"github.com/hlsbench/hlsbench/workloads"
 )
 
 // EnginesBuildOptions are the flags of `hlsbench engines build`.
@@ -55,7 +56,7 @@ output say why; --verbose shows all) or a Debian package is missing (named,
 with the apt-get command); 2 bad flags.`,
 		Example: `  hlsbench engines build vinyl --source vinyl-cache-trunk-27d2ce15b.tar.gz --vtest vtest2-vtest-11ee910.tar.gz
   hlsbench engines build varnish --source varnish-9.0.2.tar.gz --vtest vtest2-varnish-64afc24.tar.gz --runtime docker
-  hlsbench run --engine varnish@9.0.2,vinyl,nginx --workload miss-storm`,
+  hlsbench run --engine varnish@9.0.2,vinyl,nginx --workload ` + workloads.Names()[2],
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 || !slices.Contains(srcbuild.Engines, args[0]) {
 				return usagef("%s takes one engine: %s", c.CommandPath(), strings.Join(srcbuild.Engines, " or "))

@@ -37,19 +37,19 @@ configuration of your own, which hlsbench run --config ENGINE=FILE runs as given
 --listen where NGINX listens (Varnish takes its listener on the command line), and
 --dir the work directory its paths name (NGINX's logs, pid file and cache).`,
 		Example: `  hlsbench engines render varnish > my.vcl
-  hlsbench engines render nginx --workload origin-flap --origin 127.0.0.1:8081 > my.conf
-  hlsbench run --engine varnish --config varnish=my.vcl --workload hit-path --quick`,
+  hlsbench engines render nginx --workload ` + workloads.Names()[3] + ` --origin 127.0.0.1:8081 > my.conf
+  hlsbench run --engine varnish --config varnish=my.vcl --workload ` + workloads.Names()[0] + ` --quick`,
 		Args: exactArgs(1, "one engine: "+strings.Join(engines.ProcessEngines(), ", ")),
 		RunE: func(c *cobra.Command, args []string) error {
 			return RenderEngine(c.Context(), stdout, args[0], o)
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.Workload, "workload", "hit-path", "whose cache policy: "+strings.Join(workloads.Names(), ", "))
+	f.StringVar(&o.Workload, "workload", workloads.Names()[0], "whose cache policy: "+strings.Join(workloads.Names(), ", "))
 	f.StringVar(&o.Origin, "origin", "127.0.0.1:8081", "the origin's address, where the configuration fetches from (loopback)")
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "NGINX: the address it listens on")
 	f.StringVar(&o.Dir, "dir", "", "the work directory the configuration's paths name (default /tmp/hlsbench-ENGINE)")
-	f.StringVar(&o.PurgeMode, "purge-mode", engines.PurgeAuto, "purge-stampede and repeated-bans: ban or purge (auto: the engine's own, as a run picks it, which needs its binary)")
+	f.StringVar(&o.PurgeMode, "purge-mode", engines.PurgeAuto, "the workloads that purge: ban or purge (auto: the engine's own, as a run picks it, which needs its binary)")
 	f.StringVar(&o.Binary, "binary", "", "the engine's binary, for --purge-mode auto, when it is not on PATH")
 	return c
 }

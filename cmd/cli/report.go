@@ -56,7 +56,7 @@ whole, and only once the new report is complete.
 Exit codes: 0 written; 1 failure; 2 bad input (an unreadable or unknown
 file, a DIR that holds other files, bad flags).`,
 		Example: `  hlsbench report suites/today --out site
-  hlsbench report results/page/hit-path results/page/cache --out site
+  hlsbench report results/page/part1 results/page/part2 --out site
   hlsbench report run-20261201T012041Z-1c03b0e0.json run-20261201T024745Z-d38e6631.json --out /tmp/page`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {

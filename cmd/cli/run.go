@@ -86,7 +86,7 @@ invalid or has no value (the reasons are under each table and in the file);
 1 failure (the file says status "failed" and why); 2 bad flags or input;
 130 interrupted (finished passes kept).`,
 		Example: `  hlsbench run --quick
-  hlsbench run --engine builtin --workload miss-storm
+  hlsbench run --engine builtin --workload ` + workloads.Names()[2] + `
   hlsbench run --engine external --url http://127.0.0.1:6081 --origin-listen 127.0.0.1:8081 --workload all`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -120,7 +120,7 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.Var(&o.Memory, "memory", "with --runtime docker: each container's memory limit, e.g. 1GiB; auto (the default) is twice the run's largest cache store, 1GiB for the 512MiB store, as the reference gave malloc,256m 512 MB; none for no limit. A limit that cannot hold the store and 128MiB more is refused")
 	f.BoolVar(&o.AllowOOM, "allow-oom", false, "with --memory SIZE: run even when the limit cannot hold the cache store, to see what an engine does when its container is too small (a kill for memory fails the pass it happens in)")
 	f.Float64Var(&o.CPUs, "cpus", defaultContainerCPUs, "with --runtime docker: each container's CPU quota, as docker run --cpus (the reference's 4; at most this host's CPUs; 0: none), besides the cores hlsbench pins it to")
-	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how hit-path and segment reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), proxyv2 (a TLS terminator in front speaking PROXY v2 to the engine), a comma list, or all")
+	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how the workloads measured over topologies reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), proxyv2 (a TLS terminator in front speaking PROXY v2 to the engine), a comma list, or all")
 	f.StringVar(&o.Terminator, "terminator", engines.DefaultTerminator, "the TLS terminator of topology proxyv2: hitch (write-proxy-v2) or haproxy (send-proxy-v2)")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
 
