@@ -62,22 +62,32 @@ var errInvalid = errors.New("finished, but some results are invalid")
 // hlsbench with its children left running. A second SIGINT or SIGTERM
 // exits at once (exit 130), for a teardown that hangs: what it leaves, the
 // next start or hlsbench clean removes.
+//
+// With SIGPIPE notified, Go raises it for a write to any broken pipe or
+// socket, not stdout and stderr alone (os/signal): a client that hung up
+// on the origin or the built-in cache mid-answer would stop them. A
+// SIGPIPE cancels only when stdout or stderr is gone (outputGone).
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
-	go watchSignals(sigs, cancel, stderr, func() { os.Exit(ExitInterrupted) })
+	go watchSignals(sigs, cancel, stderr, func() { os.Exit(ExitInterrupted) }, outputGone)
 	return Run(ctx, args, stdout, stderr)
 }
 
 // watchSignals cancels on the first signal; a second SIGINT or SIGTERM
 // calls exit. SIGPIPE and SIGHUP only ever cancel: every write to a closed
-// pipe raises another SIGPIPE.
-func watchSignals(sigs <-chan os.Signal, cancel context.CancelFunc, stderr io.Writer, exit func()) {
+// pipe raises another SIGPIPE. A SIGPIPE while stdout and stderr are
+// still there (gone says) was a socket's: a peer that hung up, which the
+// write's own error reports.
+func watchSignals(sigs <-chan os.Signal, cancel context.CancelFunc, stderr io.Writer, exit func(), gone func() bool) {
 	stopping := false
 	for sig := range sigs {
+		if sig == syscall.SIGPIPE && !gone() {
+			continue
+		}
 		if stopping && (sig == os.Interrupt || sig == syscall.SIGTERM) {
 			fmt.Fprintln(stderr, "hlsbench: interrupted again: exiting without the rest of the teardown (hlsbench clean removes what is left)")
 			exit()
@@ -153,4 +163,19 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// outputGone says whether stdout or stderr is a pipe whose reader quit:
+// polled for writing, its end reports an error or a hang-up.
+func outputGone() bool {
+	fds := []unix.PollFd{{Fd: 1, Events: unix.POLLOUT}, {Fd: 2, Events: unix.POLLOUT}}
+	if _, err := unix.Poll(fds, 0); err != nil {
+		return false
+	}
+	for _, f := range fds {
+		if f.Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			return true
+		}
+	}
+	return false
 }

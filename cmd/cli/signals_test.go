@@ -25,12 +25,15 @@ func TestWatchSignals(t *testing.T) {
 		sigs    []os.Signal
 		exits   bool
 		cancels int
+		socket  bool // the SIGPIPEs are a socket's: stdout and stderr are there
 	}{
-		{"one interrupt", []os.Signal{os.Interrupt}, false, 1},
-		{"two interrupts", []os.Signal{os.Interrupt, os.Interrupt}, true, 1},
-		{"pipe then pipes", []os.Signal{syscall.SIGPIPE, syscall.SIGPIPE, syscall.SIGPIPE}, false, 3},
-		{"pipe then interrupt", []os.Signal{syscall.SIGPIPE, os.Interrupt}, true, 1},
-		{"hangup then term", []os.Signal{syscall.SIGHUP, syscall.SIGTERM}, true, 1},
+		{"one interrupt", []os.Signal{os.Interrupt}, false, 1, false},
+		{"two interrupts", []os.Signal{os.Interrupt, os.Interrupt}, true, 1, false},
+		{"pipe then pipes", []os.Signal{syscall.SIGPIPE, syscall.SIGPIPE, syscall.SIGPIPE}, false, 3, false},
+		{"pipe then interrupt", []os.Signal{syscall.SIGPIPE, os.Interrupt}, true, 1, false},
+		{"hangup then term", []os.Signal{syscall.SIGHUP, syscall.SIGTERM}, true, 1, false},
+		{"a socket's pipes", []os.Signal{syscall.SIGPIPE, syscall.SIGPIPE}, false, 0, true},
+		{"a socket's pipe then interrupt", []os.Signal{syscall.SIGPIPE, os.Interrupt}, false, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sigs := make(chan os.Signal, len(tc.sigs))
@@ -40,7 +43,7 @@ func TestWatchSignals(t *testing.T) {
 			close(sigs)
 			cancels, exited := 0, false
 			var errb bytes.Buffer
-			watchSignals(sigs, func() { cancels++ }, &errb, func() { exited = true })
+			watchSignals(sigs, func() { cancels++ }, &errb, func() { exited = true }, func() bool { return !tc.socket })
 			if exited != tc.exits || cancels != tc.cancels {
 				t.Errorf("exited %v after %d cancels, want %v after %d", exited, cancels, tc.exits, tc.cancels)
 			}
