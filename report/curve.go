@@ -19,11 +19,11 @@ import (
 )
 
 // Curve is one figure over a workload's tests that differ only in a size
-// their names end in: live-audience's miss-ratio-512mib, -128mib and
-// -32mib are one miss-ratio curve. The tests keep their own charts and
+// their names end in: miss-ratio-512mib, -128mib and -32mib are one
+// miss-ratio curve. The tests keep their own charts and
 // tables; the curve puts their values on one axis, a line per cell.
 type Curve struct {
-	// Slug names the chart's files ("live-audience-miss-ratio-curve").
+	// Slug names the chart's files ("WORKLOAD-miss-ratio-curve").
 	Slug, Title, Unit string
 	LowerIsBetter     bool
 	// What is the figure ("Miss ratio") and SizeLabel the size's name

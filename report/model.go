@@ -17,8 +17,7 @@ type Report struct {
 	// Sources are the result files read, in the order given (a suite
 	// directory's in its manifest's order).
 	Sources []Source
-	// Workloads: capacity first, then the reference page's order
-	// (hit-path, segment, miss-storm, origin-flap), then the others.
+	// Workloads in the order the catalog ranks them (Options.Catalog).
 	Workloads []Workload
 	// Learned is the page's summary: how many tests separate the cells,
 	// the largest significant differences, the capacity ranking.
@@ -70,10 +69,10 @@ type Workload struct {
 
 // Test is one chart and one table: a figure of a workload across cells.
 type Test struct {
-	// ID is "workload/test", Slug its file-name form ("hit-path-p99-ttfb").
+	// ID is "WORKLOAD/TEST", Slug its file-name form ("WORKLOAD-TEST").
 	ID, Slug string
 	Workload string
-	Name     string // the result's Test, e.g. "p99-ttfb"
+	Name     string // the result's Test
 	Title    string
 	Unit     string
 	// UnitName says what the unit counts, where the test's workload says

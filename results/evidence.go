@@ -204,7 +204,8 @@ type CPUShare struct {
 // counters beside them.
 type OriginCounts struct {
 	// Fetches are object requests the origin answered; Failed those it
-	// failed on purpose (origin-flap). Health probes are not counted.
+	// failed on purpose (a workload that makes it fail). Health probes
+	// are not counted.
 	Fetches int64 `json:"fetches"`
 	Failed  int64 `json:"failed"`
 	// EngineCounters are the changes of the engine's own counters
@@ -305,8 +306,7 @@ type Cost struct {
 	// a status) are not in it.
 	Answers int64 `json:"answers"`
 	// ControlRequests are hlsbench's own requests to the engine while the
-	// meter ran (purge-stampede's PURGE requests and ban call,
-	// repeated-bans' invalidations and the GET that checks each), answered:
+	// meter ran (purges, bans and the GETs that check them), answered:
 	// their CPU cannot be told apart from the generator's answers', so
 	// they are counted apart here and added to the denominator.
 	ControlRequests int64 `json:"control_requests"`

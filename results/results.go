@@ -33,8 +33,8 @@ import (
 //
 // 2: a value with nothing measured behind it is null with a reason
 // (no_value), never 0; every result counts its requests and failed
-// requests; origin-flap's failed answers are grace_errors (errors was
-// theirs in 1); a run says how it ended (status, error).
+// requests; the failed answers of the workload that fails the origin are
+// grace_errors (errors was theirs in 1); a run says how it ended (status, error).
 //
 // 3: pass evidence is typed (evidence, replacing extra); the run describes
 // its workloads and their conditions; passes say when they started; a
@@ -103,7 +103,7 @@ type Conditions struct {
 	Timeout      Duration `json:"timeout,omitempty"`
 	// EngineCost says how the engine's CPU per 1000 answers counts
 	// hlsbench's own control requests, in a workload that makes them
-	// (purge-stampede, repeated-bans).
+	// (purges, bans).
 	EngineCost string `json:"engine_cost,omitempty"`
 	// Policy is a digest of the cache policy every engine was given (TTLs,
 	// grace, probe, timeouts): runs under another policy do not compare.
@@ -358,7 +358,7 @@ type ConfigFile struct {
 // Result is one test of one workload on one engine: the headline value and
 // everything needed to check it.
 type Result struct {
-	ID       string `json:"id"` // stable: workload/test, e.g. "hit-path/p99-ttfb"
+	ID       string `json:"id"` // stable: WORKLOAD/TEST
 	Workload string `json:"workload"`
 	Test     string `json:"test"`
 	Title    string `json:"title"`
@@ -414,8 +414,8 @@ type Result struct {
 	GraceRatio    *float64 `json:"grace_ratio,omitempty"`
 	Fresh         *int64   `json:"fresh,omitempty"`
 	Stale         *int64   `json:"stale,omitempty"`
-	// GraceErrors are origin-flap's failed answers while the origin failed
-	// and the object's TTL had expired.
+	// GraceErrors are the failed answers while the origin failed and the
+	// object's TTL had expired.
 	GraceErrors *int64 `json:"grace_errors,omitempty"`
 
 	// EngineCPUMsPer1000 is the median over the valid measured passes of
@@ -806,8 +806,8 @@ func Load(path string) (*Run, error) {
 	return &r, nil
 }
 
-// upgrade1 reads what schema 1 meant: "errors" on a result was origin-flap's
-// failed answers; a run had no status (and a failed run looked finished); a
+// upgrade1 reads what schema 1 meant: "errors" on a result was the failed
+// answers of the workload that made the origin fail (grace_errors now); a run had no status (and a failed run looked finished); a
 // 0 could stand for nothing measured; a value merged invalid passes too.
 func upgrade1(b []byte, r *Run) error {
 	var old struct {
@@ -825,7 +825,7 @@ func upgrade1(b []byte, r *Run) error {
 		}
 		for j := range res.Passes {
 			p := &res.Passes[j]
-			if why := nothingMeasured1(res.Test, p); why != "" {
+			if why := nothingMeasured1(p); why != "" {
 				p.Value, p.NoValue, p.Valid = nil, why, false
 				p.InvalidReasons = append(p.InvalidReasons, why)
 			}
@@ -883,25 +883,27 @@ func upgrade2(r *Run) {
 }
 
 // nothingMeasured1 says why a schema 1 pass's 0 was no measurement: no
-// successful request, no origin fetch for a burst, no request in the grace
-// window.
-func nothingMeasured1(test string, p *Pass) string {
+// successful request; for a burst's count of clients per origin fetch (its
+// extra names the burst's object), no origin fetch of the object; for a
+// share of the answers in the failure window (its extra has the window),
+// no request in the window.
+func nothingMeasured1(p *Pass) string {
 	if p.Value == nil || *p.Value != 0 {
 		return ""
 	}
+	_, burst := p.Extra["object_fetches"]
+	w, window := p.Extra["expired_window"].(map[string]any)
 	switch {
 	case p.Requests == 0 || p.Requests == p.Errors:
 		return "no successful request (read from schema 1)"
-	case test == "coalescing":
+	case burst:
 		return "no origin fetch for the burst's object (read from schema 1)"
-	case test == "grace-ratio":
-		if w, ok := p.Extra["expired_window"].(map[string]any); ok {
-			if n, _ := w["stale"].(float64); n > 0 {
-				return ""
-			}
-			if n, _ := w["errors"].(float64); n > 0 {
-				return ""
-			}
+	case window:
+		if n, _ := w["stale"].(float64); n > 0 {
+			return ""
+		}
+		if n, _ := w["errors"].(float64); n > 0 {
+			return ""
 		}
 		return "no request in the failure window (read from schema 1)"
 	}

@@ -247,7 +247,7 @@ func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase
 }
 
 // regressionList names each regression with its shift: "builtin
-// hit-path/p99-ttfb +33.3%, …".
+// WORKLOAD/TEST +33.3%, …".
 func regressionList(regs []compare.Row) string {
 	var names []string
 	for _, r := range regs {
