@@ -205,116 +205,184 @@ func Build(in *Input, o Options) (*Report, error) {
 	if o.Title == "" {
 		o.Title = DefaultTitle
 	}
-	rep := &Report{Title: o.Title, Sources: in.Sources, manifest: in.Manifest != nil, manifestRaw: in.ManifestRaw}
-	var warn []string
-
-	// Which results count: a suite's cells that finished, in the file
-	// its manifest names; every result of plain files.
-	// Cells are by engine, topology and workload; a result in a topology
-	// its manifest has no cell for (manifests before topologies) goes by
-	// engine and workload.
-	complete := map[[3]string]string{}
-	listed := map[[3]string]bool{}
-	completeAny := map[[2]string]string{}
-	if m := in.Manifest; m != nil {
-		for _, c := range m.Cells {
-			listed[[3]string{c.Engine, manifestTopology(c.Topology), c.Workload}] = true
-			if c.Complete {
-				completeAny[[2]string{c.Engine, c.Workload}] = c.File
-				complete[[3]string{c.Engine, manifestTopology(c.Topology), c.Workload}] = c.File
-			} else {
-				warn = append(warn, fmt.Sprintf("the suite did not finish %s on %s: its cell has no value", c.Workload, c.Engine))
-			}
-		}
+	if o.Catalog == nil {
+		o.Catalog = noCatalog{}
 	}
-	byTest := map[string]map[cellKey]found{}
-	var testOrder []string
-	var cellOrder []cellKey
-	engineOrder := []string{}
-	if in.Manifest != nil {
-		engineOrder = append(engineOrder, in.Manifest.Engines...)
+	b := newBuilder(in, o)
+	b.manifestCells()
+	if err := b.collect(); err != nil {
+		return nil, err
 	}
-	versions := map[cellKey]string{}
-	// Each run's own versions: parts of one page may have been measured
-	// with other builds (the built-in cache is hlsbench's own), and a cell
-	// is labelled with the version its own run measured.
-	runVersions := map[string]map[cellKey]string{}
-	kinds := map[string]string{}        // a variant's label: the engine it runs
-	terminators := map[cellKey]string{} // in topology proxyv2: name and version
-	for i := range in.Sources {
-		s := &in.Sources[i]
-		run := s.Run
-		switch run.Status {
-		case results.StatusComplete:
-		case results.StatusKilled:
-			warn = append(warn, fmt.Sprintf("%s: the run was killed before it finished; its finished passes are shown", s.Name))
-		default:
-			w := fmt.Sprintf("%s: the run ended %s", s.Name, run.Status)
-			if run.Error != "" {
-				w += ": " + run.Error
-			}
-			warn = append(warn, w+"; its finished passes are shown")
-		}
-		for _, e := range run.Engines {
-			if !slices.Contains(engineOrder, e.Name) {
-				engineOrder = append(engineOrder, e.Name)
-			}
-			versions[cellKey{e.Name, e.Runtime, e.Topology}] = e.Version
-			if runVersions[s.Name] == nil {
-				runVersions[s.Name] = map[cellKey]string{}
-			}
-			runVersions[s.Name][cellKey{e.Name, e.Runtime, e.Topology}] = e.Version
-			if e.Kind != "" {
-				kinds[e.Name] = e.Kind
-			}
-			if e.Terminator != "" {
-				terminators[cellKey{e.Name, e.Runtime, e.Topology}] = strings.TrimSpace(e.Terminator + " " + e.TerminatorVersion)
-			}
-		}
-		for j := range run.Results {
-			r := &run.Results[j]
-			if in.Manifest != nil {
-				k3 := [3]string{r.Engine, manifestTopology(r.Topology), r.Workload}
-				file, ok := complete[k3]
-				if !listed[k3] {
-					file, ok = completeAny[[2]string{r.Engine, r.Workload}]
-				}
-				if !ok || file != s.Name {
-					continue
-				}
-			}
-			id := r.Workload + "/" + r.Test
-			if byTest[id] == nil {
-				byTest[id] = map[cellKey]found{}
-				testOrder = append(testOrder, id)
-			}
-			k := cellKey{r.Engine, r.Runtime, r.Topology}
-			if prev, ok := byTest[id][k]; ok {
-				return nil, fmt.Errorf("%s and %s both have %s for %s (%s, %s): report one of them", prev.source.Name, s.Name, id, r.Engine, r.Runtime, r.Topology)
-			}
-			byTest[id][k] = found{r, s}
-			if !slices.Contains(cellOrder, k) {
-				cellOrder = append(cellOrder, k)
-			}
-		}
-	}
-	if len(testOrder) == 0 {
+	if len(b.testOrder) == 0 {
 		return nil, errors.New("the result files hold no result: no pass of any test finished")
 	}
-	sortCells(cellOrder, engineOrder)
-	runtimes := map[string]bool{}
-	for _, k := range cellOrder {
-		runtimes[k.runtime] = true
+	b.orderCells()
+	rep := &Report{Title: o.Title, Sources: in.Sources, manifest: in.Manifest != nil, manifestRaw: in.ManifestRaw}
+	for _, wl := range b.workloadOrder() {
+		rep.Workloads = append(rep.Workloads, b.workload(wl))
 	}
-	// A cell that was not started (not applicable in its topology) has no
-	// engine record of its own: the same engine's version in another
-	// topology is its version, when it is one.
-	for _, k := range cellOrder {
-		if versions[k] != "" {
+	rep.Learned = learned(rep, o)
+	rep.Summary = summary(rep, b.cellOrder, b.summaryLabel)
+	rep.Conditions = conditions(in)
+	rep.Caveats = caveats(in, rep)
+	rep.Warnings = b.warn
+	return rep, nil
+}
+
+// builder is one Build: the results it found, by test and cell, and what
+// labels their cells.
+type builder struct {
+	in *Input
+	o  Options
+	// warn are the page's warnings, in the order found.
+	warn []string
+	// Which results count: a suite's cells that finished, in the file its
+	// manifest names; every result of plain files. Cells are by engine,
+	// topology and workload; a result in a topology its manifest has no
+	// cell for (manifests before topologies) goes by engine and workload.
+	complete    map[[3]string]string
+	listed      map[[3]string]bool
+	completeAny map[[2]string]string
+
+	byTest      map[string]map[cellKey]found
+	testOrder   []string
+	cellOrder   []cellKey
+	engineOrder []string
+	versions    map[cellKey]string
+	// runVersions are each run's own versions: parts of one page may have
+	// been measured with other builds (the built-in cache is hlsbench's
+	// own), and a cell is labelled with the version its own run measured.
+	runVersions map[string]map[cellKey]string
+	kinds       map[string]string  // a variant's label: the engine it runs
+	terminators map[cellKey]string // in topology proxyv2: name and version
+	runtimes    map[string]bool
+}
+
+func newBuilder(in *Input, o Options) *builder {
+	b := &builder{in: in, o: o, complete: map[[3]string]string{}, listed: map[[3]string]bool{}, completeAny: map[[2]string]string{},
+		byTest: map[string]map[cellKey]found{}, versions: map[cellKey]string{}, runVersions: map[string]map[cellKey]string{},
+		kinds: map[string]string{}, terminators: map[cellKey]string{}, runtimes: map[string]bool{}}
+	if in.Manifest != nil {
+		b.engineOrder = append(b.engineOrder, in.Manifest.Engines...)
+	}
+	return b
+}
+
+// manifestCells reads which cells a suite's manifest says finished, and
+// warns of those that did not.
+func (b *builder) manifestCells() {
+	m := b.in.Manifest
+	if m == nil {
+		return
+	}
+	for _, c := range m.Cells {
+		b.listed[[3]string{c.Engine, manifestTopology(c.Topology), c.Workload}] = true
+		if c.Complete {
+			b.completeAny[[2]string{c.Engine, c.Workload}] = c.File
+			b.complete[[3]string{c.Engine, manifestTopology(c.Topology), c.Workload}] = c.File
+		} else {
+			b.warn = append(b.warn, fmt.Sprintf("the suite did not finish %s on %s: its cell has no value", c.Workload, c.Engine))
+		}
+	}
+}
+
+// collect reads every source's engines and the results that count; two
+// results for one cell and test cannot be shown together.
+func (b *builder) collect() error {
+	for i := range b.in.Sources {
+		s := &b.in.Sources[i]
+		b.runStatus(s)
+		b.engines(s)
+		for j := range s.Run.Results {
+			if err := b.add(s, &s.Run.Results[j]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runStatus warns of a run that did not complete.
+func (b *builder) runStatus(s *Source) {
+	run := s.Run
+	switch run.Status {
+	case results.StatusComplete:
+	case results.StatusKilled:
+		b.warn = append(b.warn, fmt.Sprintf("%s: the run was killed before it finished; its finished passes are shown", s.Name))
+	default:
+		w := fmt.Sprintf("%s: the run ended %s", s.Name, run.Status)
+		if run.Error != "" {
+			w += ": " + run.Error
+		}
+		b.warn = append(b.warn, w+"; its finished passes are shown")
+	}
+}
+
+// engines records a run's engines: their order, versions, variants and
+// terminators.
+func (b *builder) engines(s *Source) {
+	for _, e := range s.Run.Engines {
+		if !slices.Contains(b.engineOrder, e.Name) {
+			b.engineOrder = append(b.engineOrder, e.Name)
+		}
+		k := cellKey{e.Name, e.Runtime, e.Topology}
+		b.versions[k] = e.Version
+		if b.runVersions[s.Name] == nil {
+			b.runVersions[s.Name] = map[cellKey]string{}
+		}
+		b.runVersions[s.Name][k] = e.Version
+		if e.Kind != "" {
+			b.kinds[e.Name] = e.Kind
+		}
+		if e.Terminator != "" {
+			b.terminators[k] = strings.TrimSpace(e.Terminator + " " + e.TerminatorVersion)
+		}
+	}
+}
+
+// add takes a result, if it counts.
+func (b *builder) add(s *Source, r *results.Result) error {
+	if b.in.Manifest != nil {
+		k3 := [3]string{r.Engine, manifestTopology(r.Topology), r.Workload}
+		file, ok := b.complete[k3]
+		if !b.listed[k3] {
+			file, ok = b.completeAny[[2]string{r.Engine, r.Workload}]
+		}
+		if !ok || file != s.Name {
+			return nil
+		}
+	}
+	id := r.Workload + "/" + r.Test
+	if b.byTest[id] == nil {
+		b.byTest[id] = map[cellKey]found{}
+		b.testOrder = append(b.testOrder, id)
+	}
+	k := cellKey{r.Engine, r.Runtime, r.Topology}
+	if prev, ok := b.byTest[id][k]; ok {
+		return fmt.Errorf("%s and %s both have %s for %s (%s, %s): report one of them", prev.source.Name, s.Name, id, r.Engine, r.Runtime, r.Topology)
+	}
+	b.byTest[id][k] = found{r, s}
+	if !slices.Contains(b.cellOrder, k) {
+		b.cellOrder = append(b.cellOrder, k)
+	}
+	return nil
+}
+
+// orderCells sorts the cells, notes the runtimes, and gives a cell that
+// was not started (not applicable in its topology), which has no engine
+// record of its own, the same engine's version in another topology, when
+// it is one.
+func (b *builder) orderCells() {
+	sortCells(b.cellOrder, b.engineOrder)
+	for _, k := range b.cellOrder {
+		b.runtimes[k.runtime] = true
+	}
+	for _, k := range b.cellOrder {
+		if b.versions[k] != "" {
 			continue
 		}
 		v := ""
-		for o, ov := range versions {
+		for o, ov := range b.versions {
 			if o.engine != k.engine || o.runtime != k.runtime || ov == "" {
 				continue
 			}
@@ -325,152 +393,163 @@ func Build(in *Input, o Options) (*Report, error) {
 			v = ov
 		}
 		if v != "" {
-			versions[k] = v
+			b.versions[k] = v
 		}
 	}
-	// versionIn is the cell's version as the run in source measured it,
-	// else as any run did.
-	versionIn := func(k cellKey, source string) string {
-		if v := runVersions[source][k]; v != "" {
-			return v
-		}
-		return versions[k]
-	}
-	label := func(k cellKey, version string) string {
-		name := displayName(k.engine)
-		if kind := kinds[k.engine]; kind != "" {
-			// A variant: its label, then the engine it runs.
-			name = k.engine + ": " + displayName(kind)
-		}
-		if v := version; v != "" && v != "unknown" && !strings.HasSuffix(name, " "+v) {
-			name += " " + v
-		}
-		extra := topologyName(k.topology)
-		if len(runtimes) > 1 {
-			extra += ", " + k.runtime
-		}
-		if baseEngine(k.engine) == InstrumentEngine {
-			extra += instrumentNote
-		}
-		return name + " (" + extra + ")"
-	}
+}
 
-	// Workloads in the reference page's order.
+// versionIn is the cell's version as the run in source measured it, else
+// as any run did.
+func (b *builder) versionIn(k cellKey, source string) string {
+	if v := b.runVersions[source][k]; v != "" {
+		return v
+	}
+	return b.versions[k]
+}
+
+// label is a cell as a reader sees it: "Varnish 7.1.1 (plaintext)".
+func (b *builder) label(k cellKey, version string) string {
+	name := displayName(k.engine)
+	if kind := b.kinds[k.engine]; kind != "" {
+		// A variant: its label, then the engine it runs.
+		name = k.engine + ": " + displayName(kind)
+	}
+	if v := version; v != "" && v != "unknown" && !strings.HasSuffix(name, " "+v) {
+		name += " " + v
+	}
+	extra := topologyName(k.topology)
+	if len(b.runtimes) > 1 {
+		extra += ", " + k.runtime
+	}
+	if baseEngine(k.engine) == InstrumentEngine {
+		extra += instrumentNote
+	}
+	return name + " (" + extra + ")"
+}
+
+// summaryLabel names every version a cell was measured with: a page
+// merged from parts may hold several builds of one engine.
+func (b *builder) summaryLabel(k cellKey) string {
+	var vs []string
+	for _, src := range b.in.Sources {
+		if v := b.runVersions[src.Name][k]; v != "" && !slices.Contains(vs, v) {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) <= 1 {
+		return b.label(k, b.versions[k])
+	}
+	return b.label(k, list(vs))
+}
+
+// workloadOrder is the workloads found, in the catalog's order.
+func (b *builder) workloadOrder() []string {
 	var wlOrder []string
-	for _, id := range testOrder {
+	for _, id := range b.testOrder {
 		wl, _, _ := strings.Cut(id, "/")
 		if !slices.Contains(wlOrder, wl) {
 			wlOrder = append(wlOrder, wl)
 		}
 	}
-	cat := o.Catalog
-	if cat == nil {
-		cat = noCatalog{}
-	}
-	sort.SliceStable(wlOrder, func(i, j int) bool { return cat.Rank(wlOrder[i]) < cat.Rank(wlOrder[j]) })
+	sort.SliceStable(wlOrder, func(i, j int) bool { return b.o.Catalog.Rank(wlOrder[i]) < b.o.Catalog.Rank(wlOrder[j]) })
+	return wlOrder
+}
 
-	for _, wl := range wlOrder {
-		w := Workload{Name: wl, Title: wl}
-		desc, conds := describe(in.Sources, wl, cat, &warn)
-		if desc != nil {
-			w.Title, w.Description = desc.Title, desc.Description
-		}
-		w.Conditions = conds
-		costs := map[cellKey][]Cost{}
-		var costOrder []cellKey
-		for _, id := range testOrder {
-			if wlOf(id) != wl {
-				continue
-			}
-			t := Test{ID: id, Slug: strings.ReplaceAll(id, "/", "-"), Workload: wl, Ranked: cat.Ranked(wl)}
-			t.Name = strings.TrimPrefix(id, wl+"/")
-			t.UnitName = cat.UnitName(wl, t.Name)
-			for _, k := range cellOrder {
-				f, ok := byTest[id][k]
-				// The null engine's cells are the instrument's, apart from
-				// the engines' so that nothing ranks them.
-				cells := &t.Cells
-				if baseEngine(k.engine) == InstrumentEngine {
-					cells = &t.Instrument
-				}
-				if !ok {
-					if !cellRan(byTest, wl, k) {
-						continue // the cell ran no test of this workload
-					}
-					*cells = append(*cells, Cell{Label: label(k, versions[k]), Engine: k.engine, Version: versions[k], Runtime: k.runtime,
-						Topology: k.topology, NoValue: "this cell has no result for the test"})
-					continue
-				}
-				r := f.res
-				version := versionIn(k, f.source.Name)
-				if t.Title == "" {
-					t.Title, t.Unit, t.LowerIsBetter = r.Title, r.Unit, r.LowerIsBetter
-				}
-				*cells = append(*cells, cellOf(r, label(k, version), version, f.source.Name))
-				if cells == &t.Instrument && r.NotApplicable != "" {
-					continue // the instrument not applicable: no cost to show
-				}
-				if _, ok := costs[k]; !ok {
-					costOrder = append(costOrder, k)
-				}
-				costs[k] = addCost(costs[k], Cost{Label: label(k, version), CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes}, t.Title)
-				// The terminator's own row, under the engine's: its cost is
-				// beside the engine's, not in it.
-				if tc, tm := r.TerminatorCost(); tc != nil || tm != nil {
-					tk := cellKey{k.engine, k.runtime, k.topology + "\x00terminator"}
-					if _, ok := costs[tk]; !ok {
-						costOrder = append(costOrder, tk)
-					}
-					name := terminators[k]
-					if name == "" {
-						name = "the TLS terminator"
-					}
-					costs[tk] = addCost(costs[tk], Cost{Label: name + ", in front of " + label(k, version), CPUMsPer1000: tc, PeakRSSBytes: tm}, t.Title)
-				}
-			}
-			// Cells the suite did not finish show as such.
-			if in.Manifest != nil {
-				for _, c := range in.Manifest.Cells {
-					if c.Workload == wl && !c.Complete && !hasEngine(t.Cells, c.Engine) {
-						t.Cells = append(t.Cells, Cell{Label: displayName(c.Engine), Engine: c.Engine,
-							NoValue: "the suite did not finish this cell"})
-					}
-				}
-			}
-			nameInstrumentLimit(&t, terminators)
-			t.Finding = finding(t, o) + instrumentFinding(t)
-			w.Tests = append(w.Tests, t)
-		}
-		for _, k := range costOrder {
-			cs := costs[k]
-			if len(cs) == 1 {
-				cs[0].Tests = nil // one cost for every test: no need to name them
-			}
-			w.Cost = append(w.Cost, cs...)
-		}
-		w.Curves = curves(w)
-		w.Takeaway = takeaway(w, o)
-		rep.Workloads = append(rep.Workloads, w)
+// costs are a workload's engine costs by cell, in the order found.
+type costs struct {
+	by    map[cellKey][]Cost
+	order []cellKey
+}
+
+func (c *costs) add(k cellKey, cost Cost, test string) {
+	if _, ok := c.by[k]; !ok {
+		c.order = append(c.order, k)
 	}
-	rep.Learned = learned(rep, o)
-	// The summary names every version a cell was measured with: a page
-	// merged from parts may hold several builds of one engine.
-	rep.Summary = summary(rep, cellOrder, func(k cellKey) string {
-		var vs []string
-		for _, src := range in.Sources {
-			if v := runVersions[src.Name][k]; v != "" && !slices.Contains(vs, v) {
-				vs = append(vs, v)
+	c.by[k] = addCost(c.by[k], cost, test)
+}
+
+// workload is one section of the page: its tests, their costs, curves and
+// takeaway.
+func (b *builder) workload(wl string) Workload {
+	w := Workload{Name: wl, Title: wl}
+	desc, conds := describe(b.in.Sources, wl, b.o.Catalog, &b.warn)
+	if desc != nil {
+		w.Title, w.Description = desc.Title, desc.Description
+	}
+	w.Conditions = conds
+	cs := &costs{by: map[cellKey][]Cost{}}
+	for _, id := range b.testOrder {
+		if wlOf(id) == wl {
+			w.Tests = append(w.Tests, b.test(wl, id, cs))
+		}
+	}
+	for _, k := range cs.order {
+		c := cs.by[k]
+		if len(c) == 1 {
+			c[0].Tests = nil // one cost for every test: no need to name them
+		}
+		w.Cost = append(w.Cost, c...)
+	}
+	w.Curves = curves(w)
+	w.Takeaway = takeaway(w, b.o)
+	return w
+}
+
+// test is one test's cells, the instrument's apart, and its finding; it
+// adds each cell's engine cost (and its terminator's) to cs.
+func (b *builder) test(wl, id string, cs *costs) Test {
+	t := Test{ID: id, Slug: strings.ReplaceAll(id, "/", "-"), Workload: wl, Ranked: b.o.Catalog.Ranked(wl)}
+	t.Name = strings.TrimPrefix(id, wl+"/")
+	t.UnitName = b.o.Catalog.UnitName(wl, t.Name)
+	for _, k := range b.cellOrder {
+		f, ok := b.byTest[id][k]
+		// The null engine's cells are the instrument's, apart from the
+		// engines' so that nothing ranks them.
+		cells := &t.Cells
+		if baseEngine(k.engine) == InstrumentEngine {
+			cells = &t.Instrument
+		}
+		if !ok {
+			if !cellRan(b.byTest, wl, k) {
+				continue // the cell ran no test of this workload
+			}
+			*cells = append(*cells, Cell{Label: b.label(k, b.versions[k]), Engine: k.engine, Version: b.versions[k], Runtime: k.runtime,
+				Topology: k.topology, NoValue: "this cell has no result for the test"})
+			continue
+		}
+		r := f.res
+		version := b.versionIn(k, f.source.Name)
+		if t.Title == "" {
+			t.Title, t.Unit, t.LowerIsBetter = r.Title, r.Unit, r.LowerIsBetter
+		}
+		*cells = append(*cells, cellOf(r, b.label(k, version), version, f.source.Name))
+		if cells == &t.Instrument && r.NotApplicable != "" {
+			continue // the instrument not applicable: no cost to show
+		}
+		cs.add(k, Cost{Label: b.label(k, version), CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes}, t.Title)
+		// The terminator's own row, under the engine's: its cost is beside
+		// the engine's, not in it.
+		if tc, tm := r.TerminatorCost(); tc != nil || tm != nil {
+			name := b.terminators[k]
+			if name == "" {
+				name = "the TLS terminator"
+			}
+			cs.add(cellKey{k.engine, k.runtime, k.topology + "\x00terminator"},
+				Cost{Label: name + ", in front of " + b.label(k, version), CPUMsPer1000: tc, PeakRSSBytes: tm}, t.Title)
+		}
+	}
+	// Cells the suite did not finish show as such.
+	if m := b.in.Manifest; m != nil {
+		for _, c := range m.Cells {
+			if c.Workload == wl && !c.Complete && !hasEngine(t.Cells, c.Engine) {
+				t.Cells = append(t.Cells, Cell{Label: displayName(c.Engine), Engine: c.Engine,
+					NoValue: "the suite did not finish this cell"})
 			}
 		}
-		if len(vs) <= 1 {
-			return label(k, versions[k])
-		}
-		return label(k, list(vs))
-	})
-	rep.Conditions = conditions(in)
-	rep.Caveats = caveats(in, rep)
-	rep.Warnings = warn
-	return rep, nil
+	}
+	nameInstrumentLimit(&t, b.terminators)
+	t.Finding = finding(t, b.o) + instrumentFinding(t)
+	return t
 }
 
 // nameInstrumentLimit says, beside each capacity at the instrument's limit,
