@@ -431,6 +431,10 @@ type passFigures struct {
 	memWhy                                             string
 }
 
+// figures are a pass's figures from its viewers' requests. It is long
+// (about 150 lines) for a reason: one walk over every viewer's
+// requests makes every figure of the pass at once, as the requests are
+// too many to walk once per figure.
 func (as *audienceSession) figures(u *universe, seeds []viewerSeed, r *loadgen.Result, before, after snapshot) *passFigures {
 	td := as.a.live.TargetDuration
 	f := &passFigures{ev: &AudienceEvidence{Viewers: len(seeds), BodyBytes: r.BodyBytes},

@@ -577,7 +577,10 @@ func (ps *purgeSession) endPass(ctx context.Context, i int, r *loadgen.Result, r
 }
 
 // evidence reads a pass's records against its purge; the load was
-// scheduled until end.
+// scheduled until end. It is long (about 160 lines) for a reason: one walk
+// over the pass's records fills every field of PurgeEvidence in the order
+// they are documented, each from the sums before it; split, each part
+// would take and return a dozen of those sums.
 func (ps *purgeSession) evidence(pd *purgeDone, before, after snapshot, cpu *cpuSeries, end time.Time) *PurgeEvidence {
 	pe := &PurgeEvidence{Mode: ps.mode, Objects: len(ps.paths), Start: pd.start.UTC(), Returned: pd.returned.UTC(),
 		Purged: pd.purged, NotCached: pd.absent, Failed: pd.failed, FailSamples: pd.samples, Windows: []PurgeWindow{}}
@@ -807,7 +810,28 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *PurgeEvidence
 	if pe != nil {
 		miss = missed(pe)
 	}
+	pr := &purgeRecord{ps: ps, p: p, full: full, r: r, pe: pe, miss: miss, noPurge: noPurge}
+	pr.amplification()
+	pr.recovery()
+	pr.stale()
+	pr.refillTTFB()
+	pr.duration()
+}
 
+// purgeRecord is one pass being added to purge-stampede's tests: p without
+// the recovery windows, full with them; pe nil, with noPurge saying why,
+// when no purge was made; miss, when the purge left copies behind.
+type purgeRecord struct {
+	ps            *purgeSession
+	p, full       *passInfo
+	r             *loadgen.Result
+	pe            *PurgeEvidence
+	miss, noPurge string
+}
+
+// amplification adds the pass to refill amplification.
+func (pr *purgeRecord) amplification() {
+	ps, p, pe, miss, noPurge := pr.ps, pr.p, pr.pe, pr.miss, pr.noPurge
 	// Amplification: a value only when the origin was counted, objects
 	// were answered after the purge, and every one of them was fetched
 	// again.
@@ -831,7 +855,11 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *PurgeEvidence
 		fetched, distinct = deref(pe.FetchesAfter), pe.DistinctAfter
 	}
 	ps.amp.add(p, amp, ampWhy, fetched, distinct, ampMore...)
+}
 
+// recovery adds the pass to time to recover.
+func (pr *purgeRecord) recovery() {
+	ps, p, full, pe, miss, noPurge := pr.ps, pr.p, pr.full, pr.pe, pr.miss, pr.noPurge
 	// Recovery, in seconds. A pass that did not recover is a finding: its
 	// value is the least it can be (how far recovery was looked for), and
 	// the test's median counts it as the longest. Latency moved by the
@@ -874,7 +902,11 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *PurgeEvidence
 		}
 		ps.recovery.Recount()
 	}
+}
 
+// stale adds the pass to stale answers after the purge.
+func (pr *purgeRecord) stale() {
+	ps, p, pe, noPurge := pr.ps, pr.p, pr.pe, pr.noPurge
 	// Stale answers after the purge, per 1000 of the answers whose
 	// staleness the origin's stamps prove: a rate, so cells with different
 	// numbers of valid passes compare.
@@ -902,7 +934,11 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *PurgeEvidence
 	if ps.stale.den > 0 {
 		ps.stale.r.Stale = ptr(ps.stale.num)
 	}
+}
 
+// refillTTFB adds the pass to the refill's TTFB tests.
+func (pr *purgeRecord) refillTTFB() {
+	ps, p, r, pe, miss, noPurge := pr.ps, pr.p, pr.r, pr.pe, pr.miss, pr.noPurge
 	// TTFB during the refill window, judged for the generator's lateness
 	// on that window's requests.
 	for _, t := range []*latencyTest{ps.p50, ps.p99} {
@@ -939,7 +975,11 @@ func (ps *purgeSession) record(p *passInfo, r *loadgen.Result, pe *PurgeEvidence
 		}
 		t.addValue(p, h, v, why, more...)
 	}
+}
 
+// duration adds the pass to the purge call's duration.
+func (pr *purgeRecord) duration() {
+	ps, p, pe, miss, noPurge := pr.ps, pr.p, pr.pe, pr.miss, pr.noPurge
 	// The purge call's own duration, from this process: a ban's includes
 	// starting varnishadm (in its container, with docker).
 	var d *float64
