@@ -223,78 +223,153 @@ type runJSON struct {
 	*results.Run
 }
 
-// RunBench is `hlsbench run`.
+// RunBench is `hlsbench run`: it checks every flag, takes the machine,
+// prepares the engines' launcher, then executes the run and prints it and
+// its verdict.
 func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error {
-	specs, err := workloads.Specs(o.Workload)
-	if err != nil {
-		return protocolErr(err)
-	}
-	sels, err := parseEngines(o.Engine)
+	p, err := checkRun(ctx, stderr, o)
 	if err != nil {
 		return err
 	}
-	engineNames := rows(sels)
-	cfg, err := o.protocol()
+	ctx, endRun, err := beginRun(ctx, stderr, o.Lock) // runstate.go: state file, bench lock, sweep
 	if err != nil {
 		return err
 	}
-	topologies, err := parseTopologies(o.Topology)
+	defer endRun()
+	rs, closeDocker, err := p.prepare(ctx, stderr, o)
+	defer closeDocker()
 	if err != nil {
 		return err
 	}
-	term, ok := engines.LookupTerminator(o.Terminator)
-	if !ok {
-		return usagef("--terminator %q: want %s", o.Terminator, strings.Join(engines.TerminatorNames(), " or "))
+	tables := stdout
+	if o.JSON {
+		tables = stderr
 	}
-	if !slices.Contains(topologies, engines.TopologyProxyV2) {
-		term = nil
-	}
-	if !slices.Contains(engines.Runtimes, o.Runtime) {
-		return usagef("--runtime %q: want one of %s", o.Runtime, strings.Join(engines.Runtimes, ", "))
-	}
-	imageFlags, err := parseImages(o.Images, engineNames)
+	run, rc, err := workloads.Execute(ctx, rs, tables)
+	return finishRun(stdout, stderr, o, run, rc, startError(err))
+}
+
+// runPlan is a run as its flags ask for it, all of them checked: what
+// runs, on which engines, from which binaries, where its file goes and the
+// settings its record keeps. Nothing of it has started anything yet.
+type runPlan struct {
+	specs       []workloads.Spec
+	sels        []engines.Selection
+	engineNames []string
+	cfg         workloads.Config
+	topologies  []string
+	term        engines.Terminator // nil unless topology proxyv2 runs
+	imageFlags  map[string]string  // --image, by row
+	lim         limits
+	// externalURLs and originListens are the external rows' --url and
+	// --origin-listen, by row.
+	externalURLs, originListens map[string]string
+	configs                     map[string]*engines.UserConfig
+	binaries                    map[string]string
+	sources                     map[string]engines.Source
+	out                         string // "" with --no-save
+	self                        string // this hlsbench, for child processes
+	settings                    map[string]any
+}
+
+// checkRun reads o into a runPlan. Every flag is checked, each process
+// engine's binary found and a --config checked by its engine before the
+// results directory is made: bad input is a clear error that leaves
+// nothing half-written.
+func checkRun(ctx context.Context, stderr io.Writer, o RunOptions) (*runPlan, error) {
+	p, err := parseRunFlags(o)
 	if err != nil {
-		return err
-	}
-	if len(imageFlags) > 0 && o.Runtime != engines.RuntimeDocker {
-		return usagef("--image goes with --runtime docker")
-	}
-	lim, err := containerLimits(o, specs, cfg)
-	if err != nil {
-		return err
-	}
-	externalURLs, originListens, err := parseExternals(sels, o.URL, o.OriginListen)
-	if err != nil {
-		return err
-	}
-	hasExternal := len(externalURLs) > 0
-	if o.Runtime == engines.RuntimeInproc && o.Binary != "" {
-		return usagef("--binary goes with --runtime process: inproc serves the built-in cache inside this hlsbench")
-	}
-	if o.Runtime == engines.RuntimeInproc && o.Config != "" {
-		return usagef("--config goes with --runtime process or docker: inproc runs only the built-in cache, which takes no configuration file")
-	}
-	configs, err := loadConfigs(o.Config, sels, originListens)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	// A process engine that is not installed is a clear error before
 	// anything starts (in a container, the image has it).
-	binaries, sources := map[string]string{}, map[string]engines.Source{}
+	p.binaries, p.sources = map[string]string{}, map[string]engines.Source{}
 	if o.Runtime != engines.RuntimeDocker {
-		if binaries, sources, err = resolveBinaries(ctx, stderr, sels, o.Binary); err != nil {
-			return err
+		if p.binaries, p.sources, err = resolveBinaries(ctx, stderr, p.sels, o.Binary); err != nil {
+			return nil, err
 		}
 	} else if o.Binary != "" {
-		return usagef("--binary goes with --runtime process; with docker, --image NAME=IMAGE")
+		return nil, usagef("--binary goes with --runtime process; with docker, --image NAME=IMAGE")
 	}
 	if o.Runtime == engines.RuntimeProcess {
-		if err := checkConfigs(ctx, configs, sels, binaries); err != nil {
-			return err
+		if err := checkConfigs(ctx, p.configs, p.sels, p.binaries); err != nil {
+			return nil, err
 		}
 	}
-	for _, row := range engineNames {
-		if uc := configs[row]; uc != nil {
+	p.noteConfigs(stderr)
+	if !o.NoSave {
+		p.out = o.Out
+		if p.out == "" {
+			p.out = results.DefaultDir()
+		}
+		if err := os.MkdirAll(p.out, 0o755); err != nil {
+			return nil, usagef("--out %s: %v", p.out, err)
+		}
+	}
+	if p.self, err = os.Executable(); err != nil {
+		return nil, fmt.Errorf("find the hlsbench binary for child processes: %w", err)
+	}
+	p.settings = p.record(o)
+	return p, nil
+}
+
+// parseRunFlags reads the flags that need nothing of this machine, in the
+// order their errors are reported.
+func parseRunFlags(o RunOptions) (*runPlan, error) {
+	p := &runPlan{}
+	var err error
+	if p.specs, err = workloads.Specs(o.Workload); err != nil {
+		return nil, protocolErr(err)
+	}
+	if p.sels, err = parseEngines(o.Engine); err != nil {
+		return nil, err
+	}
+	p.engineNames = rows(p.sels)
+	if p.cfg, err = o.protocol(); err != nil {
+		return nil, err
+	}
+	if p.topologies, err = parseTopologies(o.Topology); err != nil {
+		return nil, err
+	}
+	term, ok := engines.LookupTerminator(o.Terminator)
+	if !ok {
+		return nil, usagef("--terminator %q: want %s", o.Terminator, strings.Join(engines.TerminatorNames(), " or "))
+	}
+	if slices.Contains(p.topologies, engines.TopologyProxyV2) {
+		p.term = term
+	}
+	if !slices.Contains(engines.Runtimes, o.Runtime) {
+		return nil, usagef("--runtime %q: want one of %s", o.Runtime, strings.Join(engines.Runtimes, ", "))
+	}
+	if p.imageFlags, err = parseImages(o.Images, p.engineNames); err != nil {
+		return nil, err
+	}
+	if len(p.imageFlags) > 0 && o.Runtime != engines.RuntimeDocker {
+		return nil, usagef("--image goes with --runtime docker")
+	}
+	if p.lim, err = containerLimits(o, p.specs, p.cfg); err != nil {
+		return nil, err
+	}
+	if p.externalURLs, p.originListens, err = parseExternals(p.sels, o.URL, o.OriginListen); err != nil {
+		return nil, err
+	}
+	if o.Runtime == engines.RuntimeInproc && o.Binary != "" {
+		return nil, usagef("--binary goes with --runtime process: inproc serves the built-in cache inside this hlsbench")
+	}
+	if o.Runtime == engines.RuntimeInproc && o.Config != "" {
+		return nil, usagef("--config goes with --runtime process or docker: inproc runs only the built-in cache, which takes no configuration file")
+	}
+	if p.configs, err = loadConfigs(o.Config, p.sels, p.originListens); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// noteConfigs says, for each row that runs a --config, that hlsbench runs
+// it as given and where its origin must be.
+func (p *runPlan) noteConfigs(stderr io.Writer) {
+	for _, row := range p.engineNames {
+		if uc := p.configs[row]; uc != nil {
 			where := ""
 			if uc.Listen != "" {
 				where = ", listening on " + uc.Listen
@@ -303,121 +378,132 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 				row, uc.Path, uc.SHA256, uc.Origin, where)
 		}
 	}
-	out := ""
-	if !o.NoSave {
-		out = o.Out
-		if out == "" {
-			out = results.DefaultDir()
-		}
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return usagef("--out %s: %v", out, err)
-		}
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the hlsbench binary for child processes: %w", err)
-	}
+}
 
-	settings := cfg.Record()
-	maps.Copy(settings, map[string]any{"engines": engineNames, "workloads": o.Workload,
+// record is the run record's settings as the flags set them; prepare adds
+// the Docker ones.
+func (p *runPlan) record(o RunOptions) map[string]any {
+	settings := p.cfg.Record()
+	maps.Copy(settings, map[string]any{"engines": p.engineNames, "workloads": o.Workload,
 		"quick": o.Quick, "nightly": o.nightly, "runtime": o.Runtime})
 	pols := map[string]any{}
-	for _, s := range specs {
+	for _, s := range p.specs {
 		pols[s.Name] = map[string]any{"rate": s.Rate, "connections": s.Connections, "policy": s.Policy}
 	}
 	settings["workload_settings"] = pols
 	settings["lock"] = o.Lock
-	settings["topologies"] = topologies
-	if term != nil {
-		settings["terminator"] = term.Name()
+	settings["topologies"] = p.topologies
+	if p.term != nil {
+		settings["terminator"] = p.term.Name()
 	}
-	if hasExternal {
+	if len(p.externalURLs) > 0 {
 		settings["external_url"], settings["origin_listen"] = o.URL, o.OriginListen
 	}
 	if o.Binary != "" {
 		settings["binary"] = o.Binary
 	}
-	if len(configs) > 0 {
+	if len(p.configs) > 0 {
 		cf := map[string]any{}
-		for row, uc := range configs {
+		for row, uc := range p.configs {
 			cf[row] = map[string]string{"path": uc.Path, "sha256": uc.SHA256}
 		}
 		settings["configs"] = cf
 	}
+	return settings
+}
 
-	tables := stdout
-	if o.JSON {
-		tables = stderr
-	}
-	ctx, endRun, err := beginRun(ctx, stderr, o.Lock) // runstate.go: state file, bench lock, sweep
-	if err != nil {
-		return err
-	}
-	defer endRun()
+// prepare turns p into the run's spec once the bench lock is held (ctx
+// carries the run's state): the Docker client and images, the launcher,
+// the run's certificates and a suite's hooks. closeDocker is never nil and
+// is to be called, whatever err, once the run is over.
+func (p *runPlan) prepare(ctx context.Context, stderr io.Writer, o RunOptions) (_ workloads.RunSpec, closeDocker func(), err error) {
+	closeDocker = func() {}
 	var progress *workloads.Progress
 	if !o.Quiet {
 		progress = workloads.NewProgress(stderr, isTerminal(stderr))
 	}
-	var dockerImagesFound map[string]string
 	var docker launch.Docker
+	var imgs map[string]string
 	if o.Runtime == engines.RuntimeDocker {
-		withTerm := sels
-		if term != nil {
-			withTerm = append(slices.Clone(sels), engines.Selection{Name: term.Name()})
+		if docker, imgs, err = p.docker(ctx, stderr); err != nil {
+			return workloads.RunSpec{}, closeDocker, err
 		}
-		cli, imgs, found, err := dockerImages(ctx, withTerm, imageFlags, Version)
-		if err != nil {
-			return err
-		}
-		pkgs := map[string][]string{} // every package of each image, by its ref
-		for sel, im := range found {
-			if daemon, src := imageSource(im); daemon != "" {
-				binaries[sel], sources[sel] = daemon, src
-			}
-			if len(im.Packages) > 0 {
-				pkgs[imgs[sel]] = im.Packages
-			}
-		}
-		if len(pkgs) > 0 {
-			settings["image_packages"] = pkgs
-		}
-		defer cli.Close()
-		dockerImagesFound = imgs
-		docker = launch.Docker{Client: cli, RunID: runstate.From(ctx).ID(), Memory: lim.Memory, CPUs: lim.CPUs}
-		settings["images"] = imgs
-		settings["container_memory_bytes"] = lim.Memory
-		settings["container_cpus"] = lim.CPUs
-		if lim.Short != "" {
-			settings["container_memory_below_store"] = true
-			fmt.Fprintln(stderr, "hlsbench: "+lim.Short)
-		}
-		if lim.AskedCPU != lim.CPUs {
-			settings["container_cpus_asked"] = lim.AskedCPU
-		}
+		closeDocker = func() { docker.Client.Close() }
 	}
 	lch, err := engines.LauncherFor(o.Runtime, docker)
 	if err != nil {
-		return err
+		return workloads.RunSpec{}, closeDocker, err
 	}
-	var tlsSet *certs.Set
-	if slices.Contains(topologies, engines.TopologyTLS) || term != nil {
-		// The run's own authority: trusted by this run's generator alone,
-		// its files only in each engine's work directory.
-		if tlsSet, err = certs.New([]string{"127.0.0.1", "::1", "localhost"}); err != nil {
-			return err
-		}
+	tlsSet, err := runCerts(p.topologies, p.term)
+	if err != nil {
+		return workloads.RunSpec{}, closeDocker, err
 	}
-	rs := workloads.RunSpec{Engines: engineNames, Selections: selectionMap(sels), Workloads: specs, Config: cfg, Launcher: lch, Images: dockerImagesFound,
-		Topologies: topologies, TLS: tlsSet, Terminator: term,
-		Runtime: o.Runtime, ExternalURLs: externalURLs, OriginListens: originListens, Binaries: binaries, Sources: sources, Configs: configs, OutDir: out, Self: self,
-		Version: Version, Commit: Commit, Settings: settings, Progress: progress}
+	rs := workloads.RunSpec{Engines: p.engineNames, Selections: selectionMap(p.sels), Workloads: p.specs, Config: p.cfg, Launcher: lch, Images: imgs,
+		Topologies: p.topologies, TLS: tlsSet, Terminator: p.term,
+		Runtime: o.Runtime, ExternalURLs: p.externalURLs, OriginListens: p.originListens, Binaries: p.binaries, Sources: p.sources, Configs: p.configs, OutDir: p.out, Self: p.self,
+		Version: Version, Commit: Commit, Settings: p.settings, Progress: progress}
 	if o.suite != nil {
 		if err := o.suite.begin(&rs, stderr); err != nil {
-			return err
+			return workloads.RunSpec{}, closeDocker, err
 		}
 	}
-	run, rc, err := workloads.Execute(ctx, rs, tables)
-	err = startError(err)
+	return rs, closeDocker, nil
+}
+
+// docker connects to the daemon and finds each row's image (and the
+// terminator's), for a launcher of containers under the run's limits. An
+// image of ours says where its engine's binary is and what it was built
+// from; the record keeps the images, their packages and the limits.
+func (p *runPlan) docker(ctx context.Context, stderr io.Writer) (launch.Docker, map[string]string, error) {
+	withTerm := p.sels
+	if p.term != nil {
+		withTerm = append(slices.Clone(p.sels), engines.Selection{Name: p.term.Name()})
+	}
+	cli, imgs, found, err := dockerImages(ctx, withTerm, p.imageFlags, Version)
+	if err != nil {
+		return launch.Docker{}, nil, err
+	}
+	pkgs := map[string][]string{} // every package of each image, by its ref
+	for sel, im := range found {
+		if daemon, src := imageSource(im); daemon != "" {
+			p.binaries[sel], p.sources[sel] = daemon, src
+		}
+		if len(im.Packages) > 0 {
+			pkgs[imgs[sel]] = im.Packages
+		}
+	}
+	if len(pkgs) > 0 {
+		p.settings["image_packages"] = pkgs
+	}
+	lim := p.lim
+	p.settings["images"] = imgs
+	p.settings["container_memory_bytes"] = lim.Memory
+	p.settings["container_cpus"] = lim.CPUs
+	if lim.Short != "" {
+		p.settings["container_memory_below_store"] = true
+		fmt.Fprintln(stderr, "hlsbench: "+lim.Short)
+	}
+	if lim.AskedCPU != lim.CPUs {
+		p.settings["container_cpus_asked"] = lim.AskedCPU
+	}
+	return launch.Docker{Client: cli, RunID: runstate.From(ctx).ID(), Memory: lim.Memory, CPUs: lim.CPUs}, imgs, nil
+}
+
+// runCerts is the run's own certificate authority and the certificate it
+// signs for this host, when a topology runs over TLS; else nil.
+func runCerts(topologies []string, term engines.Terminator) (*certs.Set, error) {
+	if !slices.Contains(topologies, engines.TopologyTLS) && term == nil {
+		return nil, nil
+	}
+	// The run's own authority: trusted by this run's generator alone, its
+	// files only in each engine's work directory.
+	return certs.New([]string{"127.0.0.1", "::1", "localhost"})
+}
+
+// finishRun ends a suite's cell bookkeeping, prints the run's warnings,
+// where it was saved and, with --json, the run itself; its error is the
+// run's err, else the first error of these, else the run's verdict.
+func finishRun(stdout, stderr io.Writer, o RunOptions, run *results.Run, rc *workloads.Recorder, err error) error {
 	if run == nil {
 		return err
 	}
@@ -430,7 +516,7 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if rc != nil && rc.Path() != "" {
 		fmt.Fprintf(stderr, "hlsbench: results saved to %s (status %s)\n", rc.Path(), run.Status)
 	}
-	if o.JSON && run != nil {
+	if o.JSON {
 		if jerr := writeRunJSON(stdout, run, rc.Path()); jerr != nil && err == nil {
 			err = jerr
 		}
