@@ -151,11 +151,11 @@ func (llHLS) listTests() []latencyDef {
 		{id: "p99-reload-hold", title: "p99 blocking-reload hold", q: 99,
 			agg: "from a blocking playlist reload's send to its first byte, every reload answered whole; the valid measured passes merged (HDR histogram)"},
 		{id: "origin-part-requests", title: "Origin requests per part", unit: "x", lower: true,
-			axis: "Origin part requests per part published (1 x: the viewers' preload-hinted requests coalesced)",
-			agg:  "part requests counted at the origin ÷ parts the channel published during the pass, summed over the valid measured passes"},
+			axis: "Origin part requests held for their part, per part published (1 x: the viewers' preload-hinted requests coalesced)",
+			agg:  "part requests the origin held until their part was ready (the live edge's, by preload hint) ÷ parts the channel published during the pass, summed over the valid measured passes; requests for parts that already existed (players catching up) are in the evidence, not here"},
 		{id: "origin-reload-requests", title: "Origin blocking reloads per part", unit: "x", lower: true,
-			axis: "Origin blocking reloads per part published (1 x: the viewers' held reloads coalesced)",
-			agg:  "blocking playlist reloads counted at the origin ÷ parts the channel published during the pass, summed over the valid measured passes"},
+			axis: "Origin blocking reloads held for their part, per part published (1 x: the viewers' held reloads coalesced)",
+			agg:  "blocking playlist reloads the origin held until their part was ready (the live edge's) ÷ parts the channel published during the pass, summed over the valid measured passes; reloads for parts that already existed (players catching up from an older playlist) are in the evidence, not here"},
 		{id: "early-answers", title: "Answers before their part existed", unit: "answers", lower: true,
 			agg: "answers whose first byte came before their part's ready stamp, parts failing their checksum, and blocking reloads lacking the part they waited for: must be 0; summed over the valid measured passes"},
 	}
@@ -272,8 +272,8 @@ func (ls *llSession) Step(ctx context.Context, i int) error {
 		ls.parts.add(p, nil, "no part was published during the pass", 0, 0)
 		ls.reloads.add(p, nil, "no part was published during the pass", 0, 0)
 	} else {
-		ls.parts.add(p, ptr(round3(ratio(od.Parts, published))), "", od.Parts, published)
-		ls.reloads.add(p, ptr(round3(ratio(od.Blocking, published))), "", od.Blocking, published)
+		ls.parts.add(p, ptr(round3(ratio(od.PartsHeld, published))), "", od.PartsHeld, published)
+		ls.reloads.add(p, ptr(round3(ratio(od.BlockingHeld, published))), "", od.BlockingHeld, published)
 	}
 	early := figs.EarlyAnswers()
 	ls.early.add(p, ptr(float64(early)), "", early, 0)
