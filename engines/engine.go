@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -240,17 +239,6 @@ type BinaryError struct {
 
 func (e *BinaryError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Engine, e.Path, e.Err) }
 func (e *BinaryError) Unwrap() error { return e.Err }
-
-// FreePort asks the kernel for a free loopback port. Engines are given a real
-// port because not all of them can report one they picked.
-func FreePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
 
 // ramDir is where RAM-backed cache directories go.
 func ramDir() string {

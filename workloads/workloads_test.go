@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -158,13 +157,13 @@ func proxy(t *testing.T, originAddr string, h func(rp *httputil.ReverseProxy) ht
 	return srv.URL
 }
 
+// freeAddr is an address for an origin that starts later (engines.FreePort).
 func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := engines.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 func external(t *testing.T, workloads string, cfg Config, proxyFor func(originAddr string) string) *results.Run {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads"
 )
@@ -324,13 +325,13 @@ func TestRunFailureIsRecorded(t *testing.T) {
 	}
 }
 
+// freeAddr is an address for an origin that starts later (engines.FreePort).
 func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := engines.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 // Exit 3 comes from any invalid result or any result without a value, and
