@@ -236,30 +236,55 @@ type GeneratorFigures struct {
 	TLS *GeneratorTLS `json:"tls,omitempty"`
 }
 
-// GeneratorTLS is the TLS of a pass's connections: Version ("TLS 1.3"),
-// Cipher and Curve (the key exchange group, "X25519"; empty for an RSA key
-// exchange) are the first handshake's of the pass, or the last one's before
-// it when the pass opened no connection. Handshakes counts those completed
-// since the generator's previous pass ended: the pool's first ones go to its
-// first pass (for most workloads the unrecorded requests that warm the
-// object), then reconnects. Resumed counts those that resumed a session;
-// Mixed says the connections did not all negotiate the same.
+// GeneratorTLS is what TLS a pass's connections negotiated: the
+// generator's own figure (workloads/loadgen reports it as TLSInfo) and the
+// run file's, one schema.
 type GeneratorTLS struct {
-	Version    string `json:"version"`
-	Cipher     string `json:"cipher"`
-	Curve      string `json:"curve"`
-	Handshakes int64  `json:"handshakes"`
-	Resumed    int64  `json:"resumed"`
-	Mixed      bool   `json:"mixed,omitempty"`
+	// Version ("TLS 1.3"), Cipher ("TLS_AES_128_GCM_SHA256") and Curve,
+	// the key exchange group ("X25519", "X25519MLKEM768"; empty for an RSA
+	// key exchange), are the first handshake's of the pass. A pass without
+	// a handshake ran on connections opened before it: they are then the
+	// last handshake's before it.
+	Version string `json:"version"`
+	Cipher  string `json:"cipher"`
+	Curve   string `json:"curve"`
+	// Handshakes counts the handshakes completed since the previous pass
+	// ended, as the generator counts sockets: the pool's first ones go to
+	// its first pass (for most workloads the unrecorded requests that warm
+	// the object), then reconnects. Resumed counts those that resumed a
+	// session.
+	Handshakes int64 `json:"handshakes"`
+	Resumed    int64 `json:"resumed"`
+	// Mixed is set when the connections did not all negotiate the same
+	// version, cipher and group; the ones shown are then only the first.
+	Mixed bool `json:"mixed,omitempty"`
+}
+
+// String reads "TLS 1.3 TLS_AES_128_GCM_SHA256 X25519, 8 handshakes (7
+// resumed)".
+func (t *GeneratorTLS) String() string {
+	s := t.Version + " " + t.Cipher
+	if t.Curve != "" {
+		s += " " + t.Curve
+	}
+	s += fmt.Sprintf(", %d handshakes (%d resumed)", t.Handshakes, t.Resumed)
+	if t.Mixed {
+		s += "; mixed: the connections did not all negotiate these"
+	}
+	return s
 }
 
 // LagEffect is one quantile of one figure, counted from the intended time
-// (published) and from the dispatch instant.
+// (published) and from the dispatch instant, in ms: the generator's own
+// figure (workloads/loadgen's Summary) and the run file's, one schema.
+// Exceeded is Corrected − FromDispatch above ToleranceMs (absent from
+// files written before the tolerance was kept).
 type LagEffect struct {
 	Figure         string  `json:"figure"` // "ttfb" or "total"
 	Quantile       float64 `json:"quantile"`
 	CorrectedMs    float64 `json:"corrected_ms"`
 	FromDispatchMs float64 `json:"from_dispatch_ms"`
+	ToleranceMs    float64 `json:"tolerance_ms,omitempty"`
 	Exceeded       bool    `json:"exceeded"`
 }
 

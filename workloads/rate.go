@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hlsbench/hlsbench/origin"
@@ -151,17 +152,10 @@ func warm(ctx context.Context, g *loadgen.Generator, rc *Recorder, path string, 
 func generatorFigures(r *loadgen.Result, quantiles ...float64) *results.GeneratorFigures {
 	g := &results.GeneratorFigures{TTFBUncorrectedP50Ms: msq(r.TTFBUncorrected, 50), TotalP50Ms: msq(r.Total, 50),
 		TotalP99Ms: msq(r.Total, 99), ScheduleLagP99Ms: msq(r.ScheduleLag, 99), CPUSeconds: round3(r.CPUSeconds)}
-	if t := r.TLS; t != nil {
-		g.TLS = &results.GeneratorTLS{Version: t.Version, Cipher: t.Cipher, Curve: t.Curve,
-			Handshakes: t.Handshakes, Resumed: t.Resumed, Mixed: t.Mixed}
-	}
+	g.TLS = r.TLS
 	for _, e := range r.LagEffects {
-		for _, q := range quantiles {
-			if e.Quantile == q {
-				g.LagEffect = append(g.LagEffect, results.LagEffect{Figure: e.Figure, Quantile: e.Quantile,
-					CorrectedMs: round3(float64(e.Corrected) / 1e6), FromDispatchMs: round3(float64(e.FromDispatch) / 1e6),
-					Exceeded: e.Exceeded})
-			}
+		if slices.Contains(quantiles, e.Quantile) {
+			g.LagEffect = append(g.LagEffect, e.Ms())
 		}
 	}
 	return g

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/hlsbench/hlsbench/results"
 )
 
 // Result is what one pass measured. Latencies are in nanoseconds.
@@ -463,60 +465,58 @@ type Spread struct {
 	Max *float64 `json:"max_ms"`
 }
 
-// LagEffectMs is a LagEffect in milliseconds, for JSON.
-type LagEffectMs struct {
-	Figure         string  `json:"figure"`
-	Quantile       float64 `json:"quantile"`
-	CorrectedMs    float64 `json:"corrected_ms"`
-	FromDispatchMs float64 `json:"from_dispatch_ms"`
-	ToleranceMs    float64 `json:"tolerance_ms"`
-	Exceeded       bool    `json:"exceeded"`
+// Ms is e in milliseconds (to the microsecond), in the run file's schema.
+func (e LagEffect) Ms() results.LagEffect {
+	return results.LagEffect{Figure: e.Figure, Quantile: e.Quantile, CorrectedMs: msRound(e.Corrected),
+		FromDispatchMs: msRound(e.FromDispatch), ToleranceMs: msRound(e.Tolerance()), Exceeded: e.Exceeded}
 }
+
+func msRound(d time.Duration) float64 { return round(ms(int64(d)), 3) }
 
 // Summary is a Result as JSON: the keys other tools rely on.
 type Summary struct {
-	Mode              string           `json:"mode"`
-	Arrival           string           `json:"arrival,omitempty"`
-	Requests          int64            `json:"requests"`
-	OK                int64            `json:"ok"`
-	Errors            int64            `json:"errors"`
-	ErrorsByKind      map[string]int64 `json:"errors_by_kind"`
-	ErrorSamples      []ErrorSample    `json:"error_samples"`
-	Dropped           int64            `json:"dropped"`
-	Unsolicited       int64            `json:"unsolicited"`
-	StatusCodes       map[string]int64 `json:"status_codes"`
-	TargetRPS         float64          `json:"target_rps"`
-	AchievedRPS       float64          `json:"achieved_rps"`
-	CarriedRPS        float64          `json:"carried_rps"`
-	DurationS         float64          `json:"duration_s"`
-	ElapsedS          float64          `json:"elapsed_s"`
-	Connections       int              `json:"connections"`
-	Shards            int              `json:"shards"`
-	SocketsOpened     int64            `json:"sockets_opened"`
-	TLS               *TLSInfo         `json:"tls,omitempty"`
-	Queued            int64            `json:"queued"`
-	BodyBytes         int64            `json:"body_bytes"`
-	Valid             bool             `json:"valid"`
-	InvalidReasons    []string         `json:"invalid_reasons"`
-	PoolLimited       bool             `json:"pool_limited"`
-	Interrupted       bool             `json:"interrupted"`
-	Warnings          []string         `json:"warnings"`
-	CPUSeconds        float64          `json:"cpu_seconds"`
-	SendCPUSeconds    float64          `json:"send_cpu_seconds"`
-	SendWindowS       float64          `json:"send_window_s"`
-	ShardCPU          []float64        `json:"shard_cpu_share"`
-	SpinSeconds       float64          `json:"spin_seconds"`
-	SpinMarginMs      float64          `json:"spin_margin_ms"`
-	TTFB              Latency          `json:"ttfb"`
-	TTFBUncorrected   Latency          `json:"ttfb_uncorrected"`
-	TTFBFromDispatch  Latency          `json:"ttfb_from_dispatch"`
-	Total             Latency          `json:"total"`
-	TotalUncorrected  Latency          `json:"total_uncorrected"`
-	TotalFromDispatch Latency          `json:"total_from_dispatch"`
-	LagEffect         []LagEffectMs    `json:"lag_effect"`
-	ScheduleLag       Spread           `json:"schedule_lag"`
-	ConnectionWait    Spread           `json:"connection_wait"`
-	Cache             CacheCounts      `json:"cache"`
+	Mode              string              `json:"mode"`
+	Arrival           string              `json:"arrival,omitempty"`
+	Requests          int64               `json:"requests"`
+	OK                int64               `json:"ok"`
+	Errors            int64               `json:"errors"`
+	ErrorsByKind      map[string]int64    `json:"errors_by_kind"`
+	ErrorSamples      []ErrorSample       `json:"error_samples"`
+	Dropped           int64               `json:"dropped"`
+	Unsolicited       int64               `json:"unsolicited"`
+	StatusCodes       map[string]int64    `json:"status_codes"`
+	TargetRPS         float64             `json:"target_rps"`
+	AchievedRPS       float64             `json:"achieved_rps"`
+	CarriedRPS        float64             `json:"carried_rps"`
+	DurationS         float64             `json:"duration_s"`
+	ElapsedS          float64             `json:"elapsed_s"`
+	Connections       int                 `json:"connections"`
+	Shards            int                 `json:"shards"`
+	SocketsOpened     int64               `json:"sockets_opened"`
+	TLS               *TLSInfo            `json:"tls,omitempty"`
+	Queued            int64               `json:"queued"`
+	BodyBytes         int64               `json:"body_bytes"`
+	Valid             bool                `json:"valid"`
+	InvalidReasons    []string            `json:"invalid_reasons"`
+	PoolLimited       bool                `json:"pool_limited"`
+	Interrupted       bool                `json:"interrupted"`
+	Warnings          []string            `json:"warnings"`
+	CPUSeconds        float64             `json:"cpu_seconds"`
+	SendCPUSeconds    float64             `json:"send_cpu_seconds"`
+	SendWindowS       float64             `json:"send_window_s"`
+	ShardCPU          []float64           `json:"shard_cpu_share"`
+	SpinSeconds       float64             `json:"spin_seconds"`
+	SpinMarginMs      float64             `json:"spin_margin_ms"`
+	TTFB              Latency             `json:"ttfb"`
+	TTFBUncorrected   Latency             `json:"ttfb_uncorrected"`
+	TTFBFromDispatch  Latency             `json:"ttfb_from_dispatch"`
+	Total             Latency             `json:"total"`
+	TotalUncorrected  Latency             `json:"total_uncorrected"`
+	TotalFromDispatch Latency             `json:"total_from_dispatch"`
+	LagEffect         []results.LagEffect `json:"lag_effect"`
+	ScheduleLag       Spread              `json:"schedule_lag"`
+	ConnectionWait    Spread              `json:"connection_wait"`
+	Cache             CacheCounts         `json:"cache"`
 }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
@@ -556,7 +556,7 @@ func (r *Result) Summary() Summary {
 		Interrupted: r.Interrupted, Warnings: nonNil(r.Warnings), CPUSeconds: round(r.CPUSeconds, 4),
 		SendCPUSeconds: round(r.SendCPUSeconds, 4), SendWindowS: round(r.SendWindow.Seconds(), 4),
 		ShardCPU: slices.Clone(r.ShardCPU), SpinSeconds: round(r.SpinSeconds, 4), SpinMarginMs: round(ms(int64(r.SpinMargin)), 3),
-		LagEffect:   []LagEffectMs{},
+		LagEffect:   []results.LagEffect{},
 		ScheduleLag: spreadOf(r.ScheduleLag), ConnectionWait: spreadOf(r.ConnectionWait), Cache: r.Cache}
 	if s.ErrorSamples == nil {
 		s.ErrorSamples = []ErrorSample{}
@@ -566,8 +566,7 @@ func (r *Result) Summary() Summary {
 		s.Total, s.TotalUncorrected, s.TotalFromDispatch = LatencyOf(r.Total), LatencyOf(r.TotalUncorrected), LatencyOf(r.TotalFromDispatch)
 	}
 	for _, e := range r.LagEffects {
-		s.LagEffect = append(s.LagEffect, LagEffectMs{Figure: e.Figure, Quantile: e.Quantile, CorrectedMs: ms(int64(e.Corrected)),
-			FromDispatchMs: ms(int64(e.FromDispatch)), ToleranceMs: ms(int64(e.Tolerance())), Exceeded: e.Exceeded})
+		s.LagEffect = append(s.LagEffect, e.Ms())
 	}
 	if r.Mode == "rate" {
 		s.Arrival = r.Arrival.String()

@@ -2,43 +2,13 @@ package loadgen
 
 import (
 	"crypto/tls"
-	"fmt"
+
+	"github.com/hlsbench/hlsbench/results"
 )
 
-// TLSInfo is what TLS a pass's connections negotiated.
-type TLSInfo struct {
-	// Version ("TLS 1.3"), Cipher ("TLS_AES_128_GCM_SHA256") and Curve,
-	// the key exchange group ("X25519", "X25519MLKEM768"; empty for an RSA
-	// key exchange), are the first handshake's of the pass. A pass without
-	// a handshake ran on connections opened before it: they are then the
-	// last handshake's before it.
-	Version string `json:"version"`
-	Cipher  string `json:"cipher"`
-	Curve   string `json:"curve"`
-	// Handshakes counts the handshakes completed since the previous pass
-	// ended, as SocketsOpened counts sockets: the pool's first ones in the
-	// first pass, then reconnects. Resumed counts those that resumed a
-	// session.
-	Handshakes int64 `json:"handshakes"`
-	Resumed    int64 `json:"resumed"`
-	// Mixed is set when the connections did not all negotiate the same
-	// version, cipher and group; the ones shown are then only the first.
-	Mixed bool `json:"mixed,omitempty"`
-}
-
-// String reads "TLS 1.3 TLS_AES_128_GCM_SHA256 X25519, 8 handshakes (7
-// resumed)".
-func (t *TLSInfo) String() string {
-	s := t.Version + " " + t.Cipher
-	if t.Curve != "" {
-		s += " " + t.Curve
-	}
-	s += fmt.Sprintf(", %d handshakes (%d resumed)", t.Handshakes, t.Resumed)
-	if t.Mixed {
-		s += "; mixed: the connections did not all negotiate these"
-	}
-	return s
-}
+// TLSInfo is what TLS a pass's connections negotiated, in the run
+// file's schema.
+type TLSInfo = results.GeneratorTLS
 
 // tlsParams is what one handshake negotiated; zero before any.
 type tlsParams struct {
