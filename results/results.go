@@ -355,6 +355,50 @@ type ConfigFile struct {
 	Caveats []string `json:"caveats,omitempty"`
 }
 
+// resultCommon is Result without its methods, for its JSON.
+type resultCommon Result
+
+// MarshalJSON writes the common fields, then the test's own figures.
+func (r Result) MarshalJSON() ([]byte, error) {
+	figures := make(map[string]any, len(r.Figures))
+	for k, v := range r.Figures {
+		figures[k] = v
+	}
+	return withParts(resultCommon(r), figures, resultKeys())
+}
+
+// UnmarshalJSON reads the common fields, and keeps every other key that
+// holds a number as one of the test's own figures.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var c resultCommon
+	own, err := readParts(b, &c, resultKeys())
+	*r = Result(c)
+	r.Figures = nil
+	for k, v := range own {
+		var f float64
+		if raw, ok := v.(json.RawMessage); ok && json.Unmarshal(raw, &f) == nil {
+			r.SetFigure(k, f)
+		}
+	}
+	return err
+}
+
+var resultKeys = sync.OnceValue(func() map[string]bool { return jsonKeys(reflect.TypeFor[resultCommon]()) })
+
+// Figure is the test's own figure under key, if it has one.
+func (r *Result) Figure(key string) (float64, bool) {
+	v, ok := r.Figures[key]
+	return v, ok
+}
+
+// SetFigure sets the test's own figure under key.
+func (r *Result) SetFigure(key string, v float64) {
+	if r.Figures == nil {
+		r.Figures = map[string]float64{}
+	}
+	r.Figures[key] = v
+}
+
 // Result is one test of one workload on one engine: the headline value and
 // everything needed to check it.
 type Result struct {
@@ -409,14 +453,12 @@ type Result struct {
 	// (base64 of the compressed V2 encoding; nanoseconds).
 	Histogram string `json:"histogram,omitempty"`
 
-	OriginFetches *int64   `json:"origin_fetches,omitempty"`
-	CoalescingX   *float64 `json:"coalescing_x,omitempty"`
-	GraceRatio    *float64 `json:"grace_ratio,omitempty"`
-	Fresh         *int64   `json:"fresh,omitempty"`
-	Stale         *int64   `json:"stale,omitempty"`
-	// GraceErrors are the failed answers while the origin failed and the
-	// object's TTL had expired.
-	GraceErrors *int64 `json:"grace_errors,omitempty"`
+	// Figures are the test's own figures beside its value, under the keys
+	// its workload declares (the origin fetches behind a coalescing count,
+	// the stale and failed answers behind a grace ratio): top-level keys of
+	// the result's JSON, after the common ones. A figure nothing measured
+	// is absent, never 0.
+	Figures map[string]float64 `json:"-"`
 
 	// EngineCPUMsPer1000 is the median over the valid measured passes of
 	// the engine's CPU milliseconds per 1000 answers it gave (Cost's
@@ -820,8 +862,8 @@ func upgrade1(b []byte, r *Run) error {
 	}
 	for i := range r.Results {
 		res := &r.Results[i]
-		if i < len(old.Results) {
-			res.GraceErrors = old.Results[i].Errors
+		if i < len(old.Results) && old.Results[i].Errors != nil {
+			res.SetFigure("grace_errors", float64(*old.Results[i].Errors))
 		}
 		for j := range res.Passes {
 			p := &res.Passes[j]
@@ -847,22 +889,34 @@ func upgrade1(b []byte, r *Run) error {
 
 // readRun2 reads schema 1 and 2, whose pass records were "passes".
 func readRun2(b []byte, r *Run) error {
-	type result2 struct {
-		Result
-		Passes2 []Pass `json:"passes"` // shallower: wins over Result's
-	}
 	var old struct {
 		Run
-		Results []result2 `json:"results"`
+		Results []map[string]json.RawMessage `json:"results"`
 	}
 	if err := json.Unmarshal(b, &old); err != nil {
 		return err
 	}
 	*r = old.Run
 	r.Results = make([]Result, len(old.Results))
-	for i, res := range old.Results {
-		r.Results[i] = res.Result
-		r.Results[i].Passes = res.Passes2
+	for i, m := range old.Results {
+		// "passes" held the pass records, "measured_passes" their count
+		// (Recount's now): neither is a figure of the test's.
+		var passes []Pass
+		if raw, ok := m["passes"]; ok {
+			if err := json.Unmarshal(raw, &passes); err != nil {
+				return fmt.Errorf("results[%d].passes: %w", i, err)
+			}
+		}
+		delete(m, "passes")
+		delete(m, "measured_passes")
+		rb, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(rb, &r.Results[i]); err != nil {
+			return err
+		}
+		r.Results[i].Passes = passes
 		r.Results[i].Recount()
 	}
 	return nil

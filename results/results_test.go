@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func TestLoadSchema1(t *testing.T) {
 		t.Errorf("schema %d status %q", r.SchemaVersion, r.Status)
 	}
 	g := r.Results[0]
-	if g.GraceErrors == nil || *g.GraceErrors != 3 || g.Errors != 0 || g.Requests != 2000 || g.ValidPasses != 1 {
+	if ge, ok := g.Figure("grace_errors"); !ok || ge != 3 || g.Errors != 0 || g.Requests != 2000 || g.ValidPasses != 1 {
 		t.Errorf("grace result %+v: schema 1 errors are grace_errors", g)
 	}
 	if ev := g.Passes[0].Evidence; ev == nil || ev.Origin == nil || ev.Origin.Failed != 18 || flapStale(ev) != 97 || g.Passes[0].Extra != nil {
@@ -149,7 +150,11 @@ func TestLoadSchema2File(t *testing.T) {
 	if r.SchemaVersion != SchemaVersion || r.Status != StatusComplete || len(r.Results) != 11 {
 		t.Fatalf("schema %d status %q results %d", r.SchemaVersion, r.Status, len(r.Results))
 	}
+	figures := map[string]map[string]float64{}
 	for _, res := range r.Results {
+		if len(res.Figures) > 0 {
+			figures[res.ID] = res.Figures
+		}
 		if len(res.Passes) == 0 || res.MeasuredPasses == 0 {
 			t.Errorf("%s: %d pass records, %d measured", res.ID, len(res.Passes), res.MeasuredPasses)
 			continue
@@ -173,6 +178,15 @@ func TestLoadSchema2File(t *testing.T) {
 				t.Errorf("%s: generator %+v claims %+v", res.ID, g, p.Evidence.Claims)
 			}
 		}
+	}
+	// The tests' own figures, as the file wrote them; its count of
+	// measured passes is none of them.
+	want := map[string]map[string]float64{
+		"miss-storm/coalescing":   {"origin_fetches": 20, "coalescing_x": 200},
+		"origin-flap/grace-ratio": {"grace_ratio": 100, "fresh": 0, "stale": 8869, "grace_errors": 0},
+	}
+	if !reflect.DeepEqual(figures, want) {
+		t.Errorf("figures %v, want %v", figures, want)
 	}
 }
 
@@ -334,5 +348,47 @@ func TestEvidenceParts(t *testing.T) {
 	empty, err := json.Marshal(&Evidence{Parts: map[string]any{"x": 1}})
 	if err != nil || string(empty) != `{"x":1}` {
 		t.Errorf("parts alone: %s, %v", empty, err)
+	}
+}
+
+// A test's own figures are top-level keys of its result, after the common
+// ones, and come back as figures; a key of the common fields never does.
+func TestResultFigures(t *testing.T) {
+	v := 200.0
+	r := Result{ID: "miss-storm/coalescing", Value: &v}
+	r.SetFigure("coalescing_x", 200)
+	r.SetFigure("origin_fetches", 2)
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw["coalescing_x"] != 200.0 || raw["origin_fetches"] != 2.0 || raw["value"] != 200.0 {
+		t.Errorf("JSON %s: want coalescing_x 200 and origin_fetches 2 beside value", b)
+	}
+	if !strings.HasSuffix(string(b), `"coalescing_x":200,"origin_fetches":2}`) {
+		t.Errorf("JSON %s: want the figures after the common fields, sorted", b)
+	}
+	var back Result
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if x, ok := back.Figure("coalescing_x"); !ok || x != 200 || len(back.Figures) != 2 || back.ID != r.ID || *back.Value != 200 {
+		t.Errorf("read back %+v", back)
+	}
+	if _, ok := back.Figure("value"); ok {
+		t.Error("a common field read as a figure")
+	}
+	// No figure: no key, and nothing read where a file has none; a key
+	// that is not a number is not a figure.
+	b, _ = json.Marshal(Result{ID: "hit-path/p50-ttfb"})
+	if strings.Contains(string(b), "coalescing_x") {
+		t.Errorf("JSON %s has a figure nothing set", b)
+	}
+	if err := json.Unmarshal([]byte(`{"id":"x","note":"text","stale":3}`), &back); err != nil || len(back.Figures) != 1 || back.Figures["stale"] != 3 {
+		t.Errorf("read %+v %v: want stale 3 alone", back.Figures, err)
 	}
 }

@@ -145,8 +145,8 @@ func (w repeatedBans) Open(ctx context.Context, s Spec, cfg Config, tgt *Target,
 	}
 	if !hasEngineCPU(tgt) {
 		why := tgt.Engine.Name + "'s processes were not started by hlsbench: their CPU is not read"
-		if tgt.Engine.Runtime == engines.RuntimeInproc {
-			why = "the engine runs inside hlsbench's own process (runtime inproc): its CPU is not apart from the generator's"
+		if tgt.InProcess {
+			why = "the engine runs inside hlsbench's own process (runtime " + tgt.Engine.Runtime + "): its CPU is not apart from the generator's"
 		}
 		bs.cpuDrift.NotApplicable, bs.cpuDrift.NoValue = why, "not applicable: "+why
 	}
@@ -571,7 +571,7 @@ func (bs *banSession) record(p *passInfo, be *BanEvidence, made []banCall) {
 	}
 	bs.staleSum.add(p, st, stWhy, be.StaleAfterPurge, proven, stMore...)
 	if bs.stale.Value != nil {
-		bs.stale.Stale = ptr(bs.staleSum.num)
+		bs.stale.SetFigure(figStale, float64(bs.staleSum.num))
 	}
 }
 

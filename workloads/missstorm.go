@@ -131,11 +131,18 @@ func (m *missStormSession) Step(ctx context.Context, i int) error {
 		m.clients += int64(clients)
 		m.fetches += fetches
 		v := round3(float64(m.clients) / float64(m.fetches))
-		m.co.Value, m.co.CoalescingX, m.co.OriginFetches = ptr(v), ptr(v), ptr(m.fetches)
+		m.co.Value = ptr(v)
+		m.co.SetFigure(figCoalescing, v)
+		m.co.SetFigure(figOriginFetches, float64(m.fetches))
 		m.co.Recount()
 	}
 	return m.rc.Save()
 }
+
+// figCoalescing is the coalescing test's own figure in its result: the
+// clients per origin fetch over the valid passes (its value), beside the
+// origin fetches behind it (figOriginFetches).
+const figCoalescing = "coalescing_x"
 
 // burstPart is the key of BurstEvidence in a pass's evidence.
 const burstPart = "burst"

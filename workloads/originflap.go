@@ -334,8 +334,11 @@ func (o *flapSession) judge(p *passInfo, f flip) {
 		o.fresh += window.Fresh
 		o.unproven += window.Unproven
 		v := round3(100 * float64(o.stale) / float64(o.stale+o.errs+o.unproven))
-		o.gr.Value, o.gr.GraceRatio = ptr(v), ptr(v)
-		o.gr.Stale, o.gr.GraceErrors, o.gr.Fresh = ptr(o.stale), ptr(o.errs), ptr(o.fresh)
+		o.gr.Value = ptr(v)
+		o.gr.SetFigure(figGraceRatio, v)
+		o.gr.SetFigure(figStale, float64(o.stale))
+		o.gr.SetFigure(figGraceErrors, float64(o.errs))
+		o.gr.SetFigure(figFresh, float64(o.fresh))
 		o.gr.Recount()
 	}
 }
@@ -421,6 +424,17 @@ func sum(m map[string]int64) int64 {
 
 // flapPart is the key of FlapEvidence in a pass's evidence.
 const flapPart = "flap"
+
+// The grace test's own figures in its result, over the valid passes' failure
+// windows: the grace ratio (its value), and the stale answers, failed answers
+// and fresh answers behind it. A stale answer counted by purge's and bans'
+// tests is their figStale too.
+const (
+	figGraceRatio  = "grace_ratio"
+	figStale       = "stale"
+	figGraceErrors = "grace_errors"
+	figFresh       = "fresh"
+)
 
 // FlapEvidence is an origin-flap cycle: every answer classed fresh, stale,
 // error or unproven from the origin's stamp, per phase; the window is the

@@ -408,6 +408,11 @@ func addPass(r *results.Result, p *passInfo, value *float64, noValue string, mor
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
+// figOriginFetches is a test's figure of the origin fetches behind its
+// value, over its valid passes (miss-storm's coalescing, the tests of
+// sumTests that count them).
+const figOriginFetches = "origin_fetches"
+
 // sumTest is a test whose value is made of two sums over its valid
 // measured passes (origin fetches and objects, stalls and downloads): each
 // pass's own value is the caller's, the test's is value(num, den) of the
@@ -430,7 +435,7 @@ func (t *sumTest) add(p *passInfo, v *float64, why string, num, den int64, more 
 	t.den += den
 	t.r.Value = ptr(round3(t.value(t.num, t.den)))
 	if t.fetches {
-		t.r.OriginFetches = ptr(t.num)
+		t.r.SetFigure(figOriginFetches, float64(t.num))
 	}
 	t.r.Recount()
 }

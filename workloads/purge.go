@@ -932,7 +932,7 @@ func (pr *purgeRecord) stale() {
 	}
 	ps.stale.add(p, st, stWhy, stale, proven, stMore...)
 	if ps.stale.den > 0 {
-		ps.stale.r.Stale = ptr(ps.stale.num)
+		ps.stale.r.SetFigure(figStale, float64(ps.stale.num))
 	}
 }
 

@@ -626,8 +626,8 @@ func TestPurgeStaleIsPerThousand(t *testing.T) {
 	if want := round3(1000 * 3 / float64(proven)); val(a.Value) != want || a.Unit != "per 1000 answers" {
 		t.Errorf("stale after purge %v %s, want %v per 1000 answers", val(a.Value), a.Unit, want)
 	}
-	if a.Stale == nil || *a.Stale != 3 {
-		t.Errorf("stale count %v, want the raw 3", a.Stale)
+	if figure(a, figStale) != 3 {
+		t.Errorf("stale count %v, want the raw 3", figure(a, figStale))
 	}
 }
 

@@ -159,7 +159,7 @@ func TestRunInprocJSON(t *testing.T) {
 		if r.Requests != 400 || r.ErrorsByKind == nil {
 			t.Errorf("%s: requests %d errors_by_kind %v, want 2 bursts of 200 counted", r.ID, r.Requests, r.ErrorsByKind)
 		}
-		if r.Test == "coalescing" && r.Valid && (r.CoalescingX == nil || *r.CoalescingX != 200 || r.OriginFetches == nil || *r.OriginFetches != 2) {
+		if r.Test == "coalescing" && r.Valid && (r.Figures["coalescing_x"] != 200 || r.Figures["origin_fetches"] != 2) {
 			t.Errorf("coalescing %+v", r)
 		}
 	}
