@@ -24,8 +24,15 @@ type factsOf interface {
 }
 
 // ranked is a workload whose tests are capacities: rates ranked on a line
-// of their own.
+// of their own, their tables with the MiB/s and engine CPU carried at each,
+// and the null engine's its instrument ceiling.
 type ranked interface{ ranked() }
+
+// Ranked says the workload's tests are capacities (ranked).
+func (s Spec) Ranked() bool {
+	_, ok := s.w.(ranked)
+	return ok
+}
 
 // Rank is the page's order: a workload that opens the page first, then
 // the run's order; a workload this hlsbench does not know, last.

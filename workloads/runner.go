@@ -263,7 +263,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 		}
 		run.Workloads = append(run.Workloads, w.Describe(cfg))
 		err := runWorkload(ctx, spec, w, cfg, plan, rc)
-		if w.Name == Capacity {
+		if w.Ranked() {
 			// Every cell of the workload has finished (or the run
 			// stopped): null's ceiling, if measured, is known for all.
 			results.MarkInstrumentLimit(rc.Results(), w.Name)

@@ -39,7 +39,7 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	oneWay := !slices.ContainsFunc(rs, func(r *results.Result) bool { return r.LowerIsBetter != rs[0].LowerIsBetter })
 	perRow := !oneWay && !rated
 	head := "  engine\ttest\tvalue [min–max]"
-	capCols := slices.ContainsFunc(rs, func(r *results.Result) bool { return r.Workload == Capacity })
+	capCols := spec.Ranked()
 	if capCols {
 		head += "\tMiB/s\tCPU-ms/1k"
 	}
