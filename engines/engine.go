@@ -97,9 +97,9 @@ func (e *RuntimeError) Error() string {
 // NoImageError is an engine or terminator to run in a container without an
 // image to run it from. It names the engine, not the command that builds
 // its image: that is the caller's to say.
-type NoImageError struct{ Engine string }
+type NoImageError struct{ Engine, Runtime string }
 
-func (e *NoImageError) Error() string { return e.Engine + " in docker: no image" }
+func (e *NoImageError) Error() string { return e.Engine + " in " + e.Runtime + ": no image" }
 
 // Files are rendered configuration files, by name relative to WorkDir.
 type Files map[string][]byte
@@ -307,9 +307,9 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	if lch == nil {
 		lch = launch.Local{}
 	}
-	docker, inContainer := lch.(launch.Docker)
-	_, inproc := lch.(launch.Inproc)
-	bin, err := binaryFor(e, s, lch)
+	rt := launch.RuntimeOf(lch)
+	inContainer, inproc := rt.Binaries == launch.InImage, rt.Binaries == launch.InHlsbench
+	bin, err := binaryFor(e, s, rt)
 	if err != nil {
 		return nil, err
 	}
@@ -365,10 +365,14 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 		}
 	}
 	if inContainer {
-		li.info.MemoryLimitBytes = docker.Memory
+		if m, ok := lch.(launch.MemoryLimiter); ok {
+			li.info.MemoryLimitBytes = m.MemoryLimit()
+		}
 		li.info.Image = s.Image
-		if id := docker.ImageID(ctx, s.Image); id != "" {
-			li.info.Image += "@" + id
+		if st, ok := lch.(launch.ImageStore); ok {
+			if id, err := st.ImageID(ctx, s.Image); err == nil {
+				li.info.Image += "@" + id
+			}
 		}
 	}
 	// The engine's processes are one group, local or in its container
@@ -379,19 +383,20 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	return li, nil
 }
 
-// binaryFor is the engine's binary where lch runs it: none in-process,
-// where only an InprocServer runs; in a container, the one on its image's
-// PATH; else the one found here.
-func binaryFor(e Engine, s LocalSpec, lch launch.Launcher) (string, error) {
-	switch lch.(type) {
-	case launch.Inproc:
+// binaryFor is the engine's binary where rt runs it: none in-process,
+// where only an InprocServer runs; in an image, the one on its PATH; else
+// the one found here.
+func binaryFor(e Engine, s LocalSpec, rt launch.Runtime) (string, error) {
+	switch rt.Binaries {
+	case launch.InHlsbench:
 		if _, ok := e.(InprocServer); !ok {
-			return "", &RuntimeError{Engine: e.Name(), Runtime: lch.Name(), Want: []string{RuntimeProcess, RuntimeDocker}}
+			return "", &RuntimeError{Engine: e.Name(), Runtime: rt.Name,
+				Want: launch.RuntimeNames(func(r launch.Runtime) bool { return r.Binaries != launch.InHlsbench })}
 		}
 		return s.Binary, nil
-	case launch.Docker:
+	case launch.InImage:
 		if s.Image == "" {
-			return "", &NoImageError{Engine: e.Name()}
+			return "", &NoImageError{Engine: e.Name(), Runtime: rt.Name}
 		}
 		if s.Binary == "" {
 			return e.Binary(), nil
@@ -609,12 +614,12 @@ func (l *localInstance) startTerminator(ctx context.Context, s LocalSpec, lch la
 	if t == nil {
 		t = Hitch{}
 	}
-	if _, inproc := lch.(launch.Inproc); inproc {
+	if launch.RuntimeOf(lch).Binaries == launch.InHlsbench {
 		lch = launch.Local{} // a terminator is a program of its own
 	}
-	_, inContainer := lch.(launch.Docker)
+	inContainer := launch.RuntimeOf(lch).Binaries == launch.InImage
 	if inContainer && s.TermImage == "" {
-		return &NoImageError{Engine: t.Name()}
+		return &NoImageError{Engine: t.Name(), Runtime: launch.RuntimeOf(lch).Name}
 	}
 	bin := s.TermBinary
 	switch {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -18,7 +19,9 @@ import (
 	"github.com/hlsbench/hlsbench/results"
 )
 
-// Runtimes.
+// The names of launch's runtimes, for those who name one (a default, a
+// test). What a runtime can do is its launch.Runtime's to say: nothing
+// decides by these names.
 const (
 	RuntimeInproc  = "inproc"  // inside the hlsbench process (tests)
 	RuntimeProcess = "process" // a local child process
@@ -67,9 +70,10 @@ type StartSpec struct {
 	CPUs      []int  // the engine's CPUs; empty: unpinned
 	Self      string // the hlsbench binary, for child processes
 	Version   string // hlsbench's version, the built-in cache's own
-	// Docker runs it with RuntimeDocker, from Image (hlsbench's own).
-	Docker launch.Docker
-	Image  string
+	// Launcher, when set, runs it (else Runtime's, opened for this start),
+	// from Image (hlsbench's own) in a runtime of images.
+	Launcher launch.Launcher
+	Image    string
 }
 
 // BuiltinPolicy renders a Policy for the built-in cache.
@@ -88,34 +92,24 @@ func BuiltinPolicy(p Policy) builtin.Policy {
 	}
 }
 
-// Runtimes are the runtimes LauncherFor knows.
-var Runtimes = []string{RuntimeProcess, RuntimeDocker, RuntimeInproc}
-
-// LauncherFor is the launcher of a runtime: a runtime is its launcher's
-// file in engines/launch and a line here and in Runtimes. docker is the configured Docker
-// launcher (its client, the run's id), required for RuntimeDocker.
-func LauncherFor(runtime string, docker launch.Docker) (launch.Launcher, error) {
-	switch runtime {
-	case RuntimeProcess, "":
-		return launch.Local{}, nil
-	case RuntimeInproc:
-		return launch.Inproc{}, nil
-	case RuntimeDocker:
-		if docker.Client == nil {
-			return nil, errors.New("runtime docker: no Docker client")
-		}
-		return docker, nil
-	}
-	return nil, fmt.Errorf("runtime %q: want %s, %s or %s", runtime, RuntimeProcess, RuntimeDocker, RuntimeInproc)
-}
-
 // StartBuiltin runs the built-in cache like any engine (StartLocal), with
-// the launcher of s.Runtime: `hlsbench serve-cache` here or in hlsbench's
+// s.Launcher or s.Runtime's: `hlsbench serve-cache` here or in hlsbench's
 // image, or the cache in-process.
 func StartBuiltin(ctx context.Context, s StartSpec) (Instance, error) {
-	lch, err := LauncherFor(s.Runtime, s.Docker)
-	if err != nil {
-		return nil, err
+	lch := s.Launcher
+	if lch == nil {
+		rt, err := launch.RuntimeNamed(s.Runtime)
+		if err != nil {
+			return nil, err
+		}
+		if lch, err = rt.Open(ctx, launch.Session{}); err != nil {
+			return nil, err
+		}
+		if _, holds := lch.(io.Closer); holds {
+			// Its instance would outlive the connection it needs.
+			launch.Close(lch)
+			return nil, fmt.Errorf("start builtin in runtime %s: give StartSpec.Launcher, the run's own (it holds a connection)", rt.Name)
+		}
 	}
 	ls := LocalSpec{Policy: s.Policy, OriginURL: s.OriginURL, Binary: s.Self, CPUs: s.CPUs, Launcher: lch, Image: s.Image, Version: s.Version}
 	if s.Image != "" {

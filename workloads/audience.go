@@ -284,8 +284,8 @@ func (w liveAudience) Open(ctx context.Context, s Spec, cfg Config, tgt *Target,
 		}
 	}
 	switch {
-	case !hasEngineCPU(tgt) && tgt.Engine.Runtime == engines.RuntimeInproc:
-		as.memWhy = "the engine runs inside hlsbench's own process (runtime inproc): its memory is not apart from the generator's"
+	case !hasEngineCPU(tgt) && tgt.InProcess:
+		as.memWhy = "the engine runs inside hlsbench's own process (runtime " + tgt.Engine.Runtime + "): its memory is not apart from the generator's"
 	case !hasEngineCPU(tgt):
 		as.memWhy = tgt.Engine.Name + "'s processes were not started by hlsbench: their memory is not read"
 	}

@@ -32,8 +32,8 @@ type RunSpec struct {
 	Selections map[string]engines.Selection
 	Workloads  []Spec
 	Config     Config
-	// Runtime for the built-in cache and the origin: "process" (default:
-	// child processes pinned apart from the generator) or "inproc".
+	// Runtime is where the origin, the built-in cache and the engines run:
+	// a launch.Runtime's name ("" the default, process).
 	Runtime string
 	// External mode, by row (external, external@TAG): the proxy's URL, and
 	// where its origin must listen for it (the proxy is configured to
@@ -50,7 +50,7 @@ type RunSpec struct {
 	// render, with the row's origin where the file fetches from.
 	Configs map[string]*engines.UserConfig
 	// Launcher starts the origin, the built-in cache and the engines
-	// (nil: the one engines.LauncherFor gives Runtime). Images name the
+	// (nil: Runtime's, opened for the run). Images name the
 	// image of each engine, and of hlsbench itself under "hlsbench", for a
 	// launcher that runs images.
 	Launcher launch.Launcher
@@ -214,11 +214,19 @@ func logsNote(inst launch.Instance) string {
 // completes. A cancelled ctx stops the run; what finished is kept and the
 // run is marked interrupted. The file always says how the run ended.
 func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run, *Recorder, error) {
-	if spec.Runtime == "" {
-		spec.Runtime = engines.RuntimeProcess
+	rt, err := launch.RuntimeNamed(spec.Runtime)
+	if err != nil {
+		return nil, nil, err
 	}
+	spec.Runtime = rt.Name
 	if err := spec.Config.withDefaults().Validate(); err != nil {
 		return nil, nil, err
+	}
+	if spec.Launcher == nil {
+		if spec.Launcher, err = rt.Open(ctx, launch.Session{RunID: runstate.From(ctx).ID()}); err != nil {
+			return nil, nil, err
+		}
+		defer launch.Close(spec.Launcher)
 	}
 	run := results.NewRun(spec.Version, spec.Commit, spec.Settings)
 	rc := &Recorder{Run: run, Dir: spec.OutDir, Progress: spec.Progress}
@@ -235,7 +243,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 		spec.Progress.Note("results: %s (rewritten after every pass)", rc.Path())
 	}
 	plan := CPUPlan{}
-	if spec.Runtime == engines.RuntimeProcess || spec.Runtime == engines.RuntimeDocker {
+	if rt.Pins {
 		plan = PlanCPUs()
 	}
 	cfg := spec.Config.withDefaults()
@@ -402,6 +410,12 @@ func (c *cell) thaw(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// runtime is the run's launch.Runtime (Execute checked the name).
+func (s *RunSpec) runtime() launch.Runtime {
+	rt, _ := launch.RuntimeNamed(s.Runtime)
+	return rt
+}
+
 // isolation says how a workload's cells are kept from each other while
 // one is measured, for its conditions: other cells frozen where the
 // runtime allows, which the in-process runtime does not.
@@ -413,14 +427,10 @@ func isolation(runtime string, cells []*cell) string {
 	for _, c := range cells {
 		external = external || c.sel.Name == engines.ExternalName
 	}
-	var how string
-	switch runtime {
-	case engines.RuntimeInproc:
-		return "none: the in-process runtime serves every cell inside hlsbench, which cannot be stopped, so idle cells run beside the one measured"
-	case engines.RuntimeDocker:
-		how = "other cells paused (docker pause of their origin's, engine's and terminator's containers) during each cell's passes"
-	default:
-		how = "other cells stopped (SIGSTOP to the process groups of their origin, engine and terminator) during each cell's passes"
+	rt, _ := launch.RuntimeNamed(runtime)
+	how := rt.Isolation
+	if !rt.Freezes {
+		return how
 	}
 	if external {
 		how += "; an external proxy is not hlsbench's to stop, only its origin is"
@@ -505,7 +515,7 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 // own while it is the only cell awake. A cell is frozen before the next is
 // thawed, so two are never awake at once.
 func runSteps(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, cells []*cell) error {
-	freeze := len(cells) > 1 && spec.Runtime != engines.RuntimeInproc
+	freeze := len(cells) > 1 && spec.runtime().Freezes
 	if freeze {
 		for _, c := range cells {
 			if err := c.freeze(ctx); err != nil {
@@ -610,7 +620,7 @@ func (c *cell) where(w Spec) string { return "[" + c.label() + "] " + w.Name }
 // measured, each with no value and the reason.
 func notApplicable(rc *Recorder, w *Spec, c *cell, runtime string) {
 	if runtime == "" {
-		runtime = engines.RuntimeProcess
+		runtime = launch.Runtimes[0].Name
 	}
 	tgt := &Target{Engine: results.Engine{Name: c.name, Kind: c.kind(), Runtime: runtime, Topology: c.topology}}
 	for _, d := range w.tests() {
@@ -638,12 +648,6 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	ocfg := w.OriginConfig()
 	ocfg.Seed = 1
 	lch := spec.Launcher
-	if lch == nil {
-		var err error
-		if lch, err = engines.LauncherFor(spec.Runtime, launch.Docker{}); err != nil {
-			return err
-		}
-	}
 	listen := spec.OriginListens[c.name]
 	if own := spec.Configs[c.name]; own != nil {
 		if c.topology != engines.TopologyPlaintext {
@@ -740,7 +744,7 @@ func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Re
 	info.Pinning["origin"] = engines.CPUList(plan.Servers)
 	rc.Run.Engines = appendEngine(rc.Run.Engines, info)
 	c.tgt = &Target{URL: c.inst.URL(), Origin: orig.control, Seed: orig.seed, Engine: info,
-		Nonce: rc.Run.ID + "-" + info.Name + "-" + c.topology, InProcess: spec.Runtime == engines.RuntimeInproc,
+		Nonce: rc.Run.ID + "-" + info.Name + "-" + c.topology, InProcess: spec.runtime().Binaries == launch.InHlsbench,
 		CPUs: append(append([]int{}, plan.Generator...), plan.Servers...), GeneratorCPUs: plan.Generator, ServerCPUs: plan.Servers,
 		Ours: func() cpuload.Ours { return cpuload.Self(runstate.From(ctx).PGIDs()) }}
 	if c.topology != engines.TopologyPlaintext && spec.TLS != nil {

@@ -143,7 +143,7 @@ func usage(tgt *Target, lr *loadgen.Result, ev *results.Evidence, window time.Du
 		switch {
 		case tgt.Engine.EngineName() == engines.ExternalName:
 			notes = append(notes, "the engine's CPU is not measured (an external proxy)")
-		case tgt.Engine.Runtime == engines.RuntimeInproc:
+		case tgt.InProcess:
 			notes = append(notes, "the engine's CPU is not measured (it runs inside hlsbench's own process)")
 		default:
 			notes = append(notes, "the engine's CPU was not measured")

@@ -36,7 +36,7 @@ func TestSaturationVerdict(t *testing.T) {
 	tail := rated(100, 99.6, 200, 20)
 	tail.AchievedRPS = 95.2
 	burst := &loadgen.Result{Mode: "burst", Requests: 50, OK: 50, AchievedRPS: 10}
-	tgt := &Target{Engine: results.Engine{Name: "builtin", Runtime: engines.RuntimeInproc}}
+	tgt := &Target{Engine: results.Engine{Name: "builtin", Runtime: engines.RuntimeInproc}, InProcess: true}
 	for _, c := range []struct {
 		name string
 		lr   *loadgen.Result
@@ -93,7 +93,7 @@ func TestSaturationNamesTheBusiest(t *testing.T) {
 
 	// In-process, the engine's CPU is not measured: said, not guessed.
 	lr.ShardCPU = []float64{0.3}
-	got = saturation(&Target{Engine: results.Engine{Name: "builtin", Runtime: engines.RuntimeInproc}}, lr, &results.Evidence{}, 2*time.Second)
+	got = saturation(&Target{Engine: results.Engine{Name: "builtin", Runtime: engines.RuntimeInproc}, InProcess: true}, lr, &results.Evidence{}, 2*time.Second)
 	if !strings.HasSuffix(got, "; generator loop 30% of its core, the engine's CPU is not measured (it runs inside hlsbench's own process)") {
 		t.Errorf("in-process reason %q", got)
 	}
@@ -259,7 +259,7 @@ func TestTableSaturated(t *testing.T) {
 	// Tests of both directions beside the carried column: the directions
 	// are said under the table, which keeps its width.
 	flap := specOf(OriginFlap)
-	in := &Target{Engine: results.Engine{Name: "builtin", Runtime: engines.RuntimeInproc}}
+	in := &Target{Engine: results.Engine{Name: "builtin", Runtime: engines.RuntimeInproc}, InProcess: true}
 	rc = &Recorder{Run: results.NewRun("t", "", nil)}
 	lt := rc.latency(&flap, in, "p50-ttfb-failing", "p50 TTFB while the origin fails", 50)
 	gr := &sumTest{r: rc.newResult(&flap, in, "grace-ratio", "Grace hit ratio", "%", false, "sum"), value: percent}

@@ -79,7 +79,7 @@ func removeImages(ctx context.Context, stderr io.Writer, dryRun bool) error {
 		return fmt.Errorf("--images: %w", err)
 	}
 	defer cli.Close()
-	list, err := images.List(ctx, cli)
+	list, err := images.List(ctx, launch.Docker{Client: cli})
 	if err != nil {
 		return fmt.Errorf("--images: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/compose"
 	"github.com/hlsbench/hlsbench/engines/images"
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/origin"
 )
 
@@ -47,11 +48,11 @@ func TestComposeStack(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	_, refs, _, err := dockerImages(ctx, []engines.Selection{{Name: "varnish"}}, nil, Version)
+	refs, _, err := runImages(ctx, launch.Docker{Client: cli}, "docker", []engines.Selection{{Name: "varnish"}}, nil, Version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	built, err := images.List(ctx, cli)
+	built, err := images.List(ctx, launch.Docker{Client: cli})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/client"
-
 	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/images"
 	"github.com/hlsbench/hlsbench/engines/launch"
@@ -34,21 +32,17 @@ func parseImages(flags []string, engineNames []string) (map[string]string, error
 	return m, nil
 }
 
-// dockerImages connects to the daemon and finds an image for each engine
-// and for hlsbench itself (the origin and the built-in cache): the --image
-// given, else the newest `hlsbench images build` made.
+// runImages finds in store (the launcher of runtime, a runtime of images)
+// an image for each engine and for hlsbench itself (the origin and the
+// built-in cache): the --image given, else the newest `hlsbench images
+// build` made.
 //
 // found holds the images of ours among them, by name: a source build's
 // says where its binary is and what it was built from.
-func dockerImages(ctx context.Context, sels []engines.Selection, given map[string]string, version string) (_ *client.Client, refs map[string]string, found map[string]images.Image, err error) {
-	cli, err := launch.Connect(ctx, 2*time.Second)
+func runImages(ctx context.Context, store launch.ImageStore, runtime string, sels []engines.Selection, given map[string]string, version string) (refs map[string]string, found map[string]images.Image, err error) {
+	built, err := images.List(ctx, store)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	built, err := images.List(ctx, cli)
-	if err != nil {
-		cli.Close()
-		return nil, nil, nil, fmt.Errorf("docker: %w", err)
+		return nil, nil, fmt.Errorf("%s: %w", runtime, err)
 	}
 	refs, found = map[string]string{}, map[string]images.Image{}
 	for _, sel := range append([]engines.Selection{{Name: "hlsbench"}}, sels...) {
@@ -59,20 +53,18 @@ func dockerImages(ctx context.Context, sels []engines.Selection, given map[strin
 			continue
 		}
 		if ref, ok := given[name]; ok {
-			ii, err := cli.ImageInspect(ctx, ref)
+			id, err := store.ImageID(ctx, ref)
 			if err != nil {
-				cli.Close()
-				return nil, nil, nil, usagef("--image %s=%s: %v", name, ref, err)
+				return nil, nil, usagef("--image %s=%s: %v", name, ref, err)
 			}
 			refs[name] = ref
-			if i := slices.IndexFunc(built, func(im images.Image) bool { return im.ID == ii.ID }); i >= 0 {
+			if i := slices.IndexFunc(built, func(im images.Image) bool { return im.ID == id }); i >= 0 {
 				found[name] = built[i]
 			}
 			continue
 		}
 		im, tag := imageFor(built, ref, version)
 		if tag == "" {
-			cli.Close()
 			what, hint := "no image for "+ref, "hlsbench images build --engine "+sel.Name
 			switch engine, v := sel.Name, sel.Version; {
 			case name == "hlsbench":
@@ -80,11 +72,11 @@ func dockerImages(ctx context.Context, sels []engines.Selection, given map[strin
 			case v != "":
 				what, hint = "no image of "+engine+" "+v, "hlsbench engines build "+engine+" --source … --runtime docker"
 			}
-			return nil, nil, nil, fmt.Errorf("--runtime docker: %s: build it with `%s`, or give --image %s=IMAGE", what, hint, name)
+			return nil, nil, fmt.Errorf("--runtime %s: %s: build it with `%s`, or give --image %s=IMAGE", runtime, what, hint, name)
 		}
 		refs[name], found[name] = tag, im
 	}
-	return cli, refs, found, nil
+	return refs, found, nil
 }
 
 // imageFor is the image `hlsbench images build` or `engines build` made
@@ -124,28 +116,40 @@ func imageFor(built []images.Image, sel, version string) (images.Image, string) 
 	return best, bestTag
 }
 
-// sweepContainers removes the containers whose run's hlsbench is gone,
-// whatever the state files say: each container names the process that
-// created it, and one whose creator is not alive in this boot is an orphan
-// (a killed run's, one whose state file was removed, one from before a
-// reboot). Containers of an older hlsbench, which do not name their
-// creator, go when a sweep found their run dead. Live runs' containers are
-// left alone. No daemon answering within a second is no error: the next
-// start, or hlsbench clean, reaps them when one does. It returns how many
-// orphans it found.
-func sweepContainers(ctx context.Context, stderr io.Writer, sw runstate.Swept, dryRun bool) int {
+// sweepLeftovers removes, in every runtime that keeps instances beside
+// their processes, those whose run's hlsbench is gone, whatever the state
+// files say: each container names the process that created it, and one
+// whose creator is not alive in this boot is an orphan (a killed run's,
+// one whose state file was removed, one from before a reboot). Containers
+// of an older hlsbench, which do not name their creator, go when a sweep
+// found their run dead. Live runs' are left alone. A runtime that does not
+// answer within a second (no daemon) is no error: the next start, or
+// hlsbench clean, reaps them when it does. It returns how many orphans it
+// found.
+func sweepLeftovers(ctx context.Context, stderr io.Writer, sw runstate.Swept, dryRun bool) int {
+	n := 0
+	for _, rt := range launch.Runtimes {
+		if rt.Leftovers != nil {
+			n += sweepRuntime(ctx, stderr, rt, sw, dryRun)
+		}
+	}
+	return n
+}
+
+func sweepRuntime(ctx context.Context, stderr io.Writer, rt launch.Runtime, sw runstate.Swept, dryRun bool) int {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cli, err := launch.Connect(cctx, time.Second)
+	sweeper, err := rt.Leftovers(cctx, time.Second)
 	if err != nil {
 		return 0
 	}
-	defer cli.Close()
+	defer sweeper.Close()
+	kind := sweeper.Kind()
 	dead := map[string]bool{}
 	for _, d := range sw.Dead {
 		dead[d.Run] = true
 	}
-	orphans, err := launch.Orphans(cctx, cli, func(run string) bool { return dead[run] })
+	orphans, err := sweeper.Orphans(cctx, func(run string) bool { return dead[run] })
 	if err != nil {
 		fmt.Fprintf(stderr, "hlsbench: %v\n", err)
 		return 0
@@ -163,16 +167,16 @@ func sweepContainers(ctx context.Context, stderr io.Writer, sw runstate.Swept, d
 	}
 	if dryRun {
 		for _, run := range runs {
-			fmt.Fprintf(stderr, "hlsbench: a run that is gone left %d containers (run %s): %s (--dry-run: nothing removed)\n", len(byRun[run]), run, strings.Join(byRun[run], ", "))
+			fmt.Fprintf(stderr, "hlsbench: a run that is gone left %d %s (run %s): %s (--dry-run: nothing removed)\n", len(byRun[run]), kind, run, strings.Join(byRun[run], ", "))
 		}
 		return len(orphans)
 	}
-	removed, err := launch.RemoveOrphans(ctx, cli, orphans)
+	removed, err := sweeper.RemoveOrphans(ctx, orphans)
 	if len(removed) > 0 {
-		fmt.Fprintf(stderr, "hlsbench: removed the containers of runs that are gone (%s): %s\n", strings.Join(runs, ", "), strings.Join(removed, ", "))
+		fmt.Fprintf(stderr, "hlsbench: removed the %s of runs that are gone (%s): %s\n", kind, strings.Join(runs, ", "), strings.Join(removed, ", "))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "hlsbench: could not remove every container of runs that are gone: %v\n", err)
+		fmt.Fprintf(stderr, "hlsbench: could not remove every one of the %s of runs that are gone: %v\n", kind, err)
 	}
 	// Their scratch directories too, which a state file may no longer
 	// list (removed by hand, cleared by a reboot).
@@ -199,22 +203,27 @@ func sweepContainers(ctx context.Context, stderr io.Writer, sw runstate.Swept, d
 	return len(orphans)
 }
 
-// reapOwn removes whatever containers the run itself still has at its end
-// (a stop that failed, a start cut short): none is left behind by a run
-// that ended, whatever happened on the way.
+// reapOwn removes whatever instances the run itself still has at its end
+// in the runtimes that keep them (a stop that failed, a start cut short):
+// none is left behind by a run that ended, whatever happened on the way.
 func reapOwn(stderr io.Writer, run string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cli, err := launch.Connect(ctx, time.Second)
-	if err != nil {
-		return
-	}
-	defer cli.Close()
-	removed, err := launch.Remove(ctx, cli, run)
-	if len(removed) > 0 {
-		fmt.Fprintf(stderr, "hlsbench: removed the containers this run still had: %s\n", strings.Join(removed, ", "))
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "hlsbench: could not remove every container of this run: %v\n", err)
+	for _, rt := range launch.Runtimes {
+		if rt.Leftovers == nil {
+			continue
+		}
+		sweeper, err := rt.Leftovers(ctx, time.Second)
+		if err != nil {
+			continue
+		}
+		removed, err := sweeper.RemoveRun(ctx, run)
+		sweeper.Close()
+		if len(removed) > 0 {
+			fmt.Fprintf(stderr, "hlsbench: removed the %s this run still had: %s\n", sweeper.Kind(), strings.Join(removed, ", "))
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "hlsbench: could not remove every one of this run's %s: %v\n", sweeper.Kind(), err)
+		}
 	}
 }

@@ -32,7 +32,7 @@ func needDocker(t *testing.T) *client.Client {
 		miss(err.Error())
 	}
 	t.Cleanup(func() { cli.Close() })
-	if _, _, _, err := dockerImages(context.Background(), []engines.Selection{{Name: "varnish"}}, nil, Version); err != nil {
+	if _, _, err := runImages(context.Background(), launch.Docker{Client: cli}, "docker", []engines.Selection{{Name: "varnish"}}, nil, Version); err != nil {
 		miss(err.Error())
 	}
 	return cli

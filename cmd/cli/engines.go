@@ -33,14 +33,11 @@ func newEnginesCmd(stdout, stderr io.Writer) *cobra.Command {
 func ListEngines(ctx context.Context, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "engine\truntimes here\tversion\tbinary / note")
-	// docker counts when a daemon answers (at once or not at all).
-	docker := ""
-	if cli, err := launch.Connect(ctx, time.Second); err == nil {
-		cli.Close()
-		docker = ", docker"
-	}
-	fmt.Fprintf(tw, "builtin\tprocess%s, inproc\t%s\tpart of hlsbench\n", docker, Version)
-	fmt.Fprintf(tw, "null\tprocess%s, inproc\t%s\tpart of hlsbench: the instrument's ceiling and floor, not an engine\n", docker, Version)
+	here, built := runtimesHere(ctx)
+	all := runtimeList(here, nil)
+	engineRuntimes := runtimeList(here, func(rt launch.Runtime) bool { return rt.Binaries != launch.InHlsbench })
+	fmt.Fprintf(tw, "builtin\t%s\t%s\tpart of hlsbench\n", all, Version)
+	fmt.Fprintf(tw, "null\t%s\t%s\tpart of hlsbench: the instrument's ceiling and floor, not an engine\n", all, Version)
 	for _, name := range engines.ProcessEngines() {
 		e, _ := engines.Lookup(name)
 		bin, err := engines.FindBinary(e, "")
@@ -58,16 +55,9 @@ func ListEngines(ctx context.Context, w io.Writer) error {
 			}
 			cancel()
 		}
-		fmt.Fprintf(tw, "%s\tprocess%s\t%s\t%s\n", name, docker, version, bin)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, engineRuntimes, version, bin)
 	}
 	// Builds from source, selected as NAME@VERSION.
-	var built []images.Image
-	if docker != "" {
-		if cli, err := launch.Connect(ctx, time.Second); err == nil {
-			built, _ = images.List(ctx, cli)
-			cli.Close()
-		}
-	}
 	builds, _ := srcbuild.List("")
 	seen := map[string]bool{}
 	for _, b := range builds {
@@ -75,10 +65,10 @@ func ListEngines(ctx context.Context, w io.Writer) error {
 			continue
 		}
 		seen[b.Ref()] = true
-		rts := "process"
-		if _, ref := imageFor(built, b.Ref(), ""); ref != "" {
-			rts += ", docker"
-		}
+		_, ref := imageFor(built, b.Ref(), "")
+		rts := runtimeList(here, func(rt launch.Runtime) bool {
+			return rt.Binaries == launch.OnHost || rt.Binaries == launch.InImage && ref != ""
+		})
 		from := "built from source " + b.SourceHash[:min(12, len(b.SourceHash))]
 		if b.Commit != "" {
 			from = "built from commit " + b.Commit[:min(9, len(b.Commit))]
@@ -87,4 +77,37 @@ func ListEngines(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintln(tw, "external\texternal\t-\tany proxy already running: --engine external --url URL --origin-listen ADDR")
 	return tw.Flush()
+}
+
+// runtimesHere are the runtimes that answer here (a daemon at once or not
+// at all), and the images of ours those of images hold.
+func runtimesHere(ctx context.Context) (here []launch.Runtime, built []images.Image) {
+	for _, rt := range launch.Runtimes {
+		lch, err := rt.Open(ctx, launch.Session{Limit: time.Second})
+		if err != nil {
+			continue
+		}
+		here = append(here, rt)
+		if st, ok := lch.(launch.ImageStore); ok {
+			if list, err := images.List(ctx, st); err == nil {
+				built = append(built, list...)
+			}
+		}
+		launch.Close(lch)
+	}
+	return here, built
+}
+
+// runtimeList names the runtimes of here that keep accepts, "-" for none.
+func runtimeList(here []launch.Runtime, keep func(launch.Runtime) bool) string {
+	var names []string
+	for _, rt := range here {
+		if keep == nil || keep(rt) {
+			names = append(names, rt.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "-"
+	}
+	return strings.Join(names, ", ")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hlsbench/hlsbench/engines/images"
+	"github.com/hlsbench/hlsbench/engines/launch"
 )
 
 // ImagesBuildOptions are the flags of `hlsbench images build`.
@@ -204,7 +205,7 @@ func ListImages(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("images list: %w", err)
 	}
 	defer cli.Close()
-	list, err := images.List(ctx, cli)
+	list, err := images.List(ctx, launch.Docker{Client: cli})
 	if err != nil {
 		return fmt.Errorf("images list: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hlsbench/hlsbench/engines"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/workloads"
 )
@@ -77,17 +76,16 @@ type limits struct {
 // cfg. A limit that cannot hold the run's largest cache store and the
 // engine's own memory is refused before anything starts: the engine would
 // be killed for memory mid-run (Varnish's malloc,512M under 512 MiB). The
-// flags go with --runtime docker alone.
-func containerLimits(o RunOptions, specs []workloads.Spec, cfg workloads.Config) (limits, error) {
-	docker := o.Runtime == engines.RuntimeDocker
+// flags go with a runtime that limits its instances (docker).
+func containerLimits(o RunOptions, rt launch.Runtime, specs []workloads.Spec, cfg workloads.Config) (limits, error) {
 	switch {
-	case !docker && o.set["memory"]:
-		return limits{}, usagef("--memory goes with --runtime docker")
-	case !docker && o.set["cpus"]:
-		return limits{}, usagef("--cpus goes with --runtime docker")
+	case !rt.Limits && o.set["memory"]:
+		return limits{}, usagef("--memory goes with --runtime %s", runtimesWhere(limited))
+	case !rt.Limits && o.set["cpus"]:
+		return limits{}, usagef("--cpus goes with --runtime %s", runtimesWhere(limited))
 	case o.AllowOOM && o.Memory.n == 0:
 		return limits{}, usagef("--allow-oom goes with --memory SIZE")
-	case !docker:
+	case !rt.Limits:
 		return limits{}, nil
 	case o.CPUs < 0 || o.CPUs > 1024:
 		return limits{}, usagef("--cpus %g: want a number of CPUs above 0 (1.5 is a CPU and a half), or 0 for no quota", o.CPUs)
@@ -121,3 +119,17 @@ func flagSize(n int64) string {
 
 // cpusText is a CPU count as docker run --cpus writes it.
 func cpusText(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// What a flag that goes with some runtimes asks of them.
+var (
+	onHost        = func(rt launch.Runtime) bool { return rt.Binaries == launch.OnHost }
+	inImage       = func(rt launch.Runtime) bool { return rt.Binaries == launch.InImage }
+	notInHlsbench = func(rt launch.Runtime) bool { return rt.Binaries != launch.InHlsbench }
+	limited       = func(rt launch.Runtime) bool { return rt.Limits }
+)
+
+// runtimesWhere names the runtimes keep accepts, for a flag's help or
+// error: "docker", "process or docker".
+func runtimesWhere(keep func(launch.Runtime) bool) string {
+	return strings.Join(launch.RuntimeNames(keep), " or ")
+}

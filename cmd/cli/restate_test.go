@@ -24,9 +24,9 @@ func TestRestate(t *testing.T) {
 		{&report.DirError{Dir: "site", Err: report.ErrNotDir}, outDirError, "--out site: a file, not a directory: give a new directory"},
 		{&report.DirError{Dir: "site", Err: os.ErrPermission}, outDirError, "--out site: permission denied"},
 		{fmt.Errorf("start: %w", inproc), startError, "start: varnish cannot run with --runtime inproc: want --runtime process or docker"},
-		{fmt.Errorf("hit-path: %w", &engines.NoImageError{Engine: "hitch"}), startError, "hit-path: hitch in docker: no image (hlsbench images build --engine hitch)"},
-		{&engines.NoImageError{Engine: "builtin"}, startError, "builtin in docker: no image (hlsbench images build --self)"},
-		{&engines.NoImageError{Engine: "vinyl"}, startError, "vinyl in docker: no image (hlsbench engines build vinyl --source … --runtime docker)"},
+		{fmt.Errorf("hit-path: %w", &engines.NoImageError{Engine: "hitch", Runtime: "docker"}), startError, "hit-path: hitch in docker: no image (hlsbench images build --engine hitch)"},
+		{&engines.NoImageError{Engine: "builtin", Runtime: "docker"}, startError, "builtin in docker: no image (hlsbench images build --self)"},
+		{&engines.NoImageError{Engine: "vinyl", Runtime: "docker"}, startError, "vinyl in docker: no image (hlsbench engines build vinyl --source … --runtime docker)"},
 		{errors.Join(errors.New("stop: gone"), inproc), startError, "stop: gone\nvarnish cannot run with --runtime inproc: want --runtime process or docker"},
 	} {
 		got := tc.say(tc.err)

@@ -114,12 +114,12 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.BoolVar(&o.Quick, "quick", false, "short profile: "+workloads.QuickText())
 	f.BoolVar(&o.JSON, "json", false, "print the saved run document (with file and run_id) on stdout")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines (tables, results and errors are still printed)")
-	f.StringVar(&o.Runtime, "runtime", "process", "where the engines, the builtin cache and the origin run: process (child processes pinned apart from the generator), docker (a container each, host networking) or inproc (builtin and origin inside hlsbench)")
+	f.StringVar(&o.Runtime, "runtime", launch.Runtimes[0].Name, "where the engines, the builtin cache and the origin run: "+launch.RuntimeHelp())
 
-	f.StringArrayVar(&o.Images, "image", nil, "with --runtime docker: `NAME=IMAGE`, the image of an engine or of hlsbench (origin and builtin); default: the newest one hlsbench images build made (repeatable)")
-	f.Var(&o.Memory, "memory", "with --runtime docker: each container's memory limit, e.g. 1GiB; auto (the default) is twice the run's largest cache store, 1GiB for the 512MiB store, as the reference gave malloc,256m 512 MB; none for no limit. A limit that cannot hold the store and 128MiB more is refused")
+	f.StringArrayVar(&o.Images, "image", nil, "with --runtime "+runtimesWhere(inImage)+": `NAME=IMAGE`, the image of an engine or of hlsbench (origin and builtin); default: the newest one hlsbench images build made (repeatable)")
+	f.Var(&o.Memory, "memory", "with --runtime "+runtimesWhere(limited)+": each container's memory limit, e.g. 1GiB; auto (the default) is twice the run's largest cache store, 1GiB for the 512MiB store, as the reference gave malloc,256m 512 MB; none for no limit. A limit that cannot hold the store and 128MiB more is refused")
 	f.BoolVar(&o.AllowOOM, "allow-oom", false, "with --memory SIZE: run even when the limit cannot hold the cache store, to see what an engine does when its container is too small (a kill for memory fails the pass it happens in)")
-	f.Float64Var(&o.CPUs, "cpus", defaultContainerCPUs, "with --runtime docker: each container's CPU quota, as docker run --cpus (the reference's 4; at most this host's CPUs; 0: none), besides the cores hlsbench pins it to")
+	f.Float64Var(&o.CPUs, "cpus", defaultContainerCPUs, "with --runtime "+runtimesWhere(limited)+": each container's CPU quota, as docker run --cpus (the reference's 4; at most this host's CPUs; 0: none), besides the cores hlsbench pins it to")
 	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how the workloads measured over topologies reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), proxyv2 (a TLS terminator in front speaking PROXY v2 to the engine), a comma list, or all")
 	f.StringVar(&o.Terminator, "terminator", engines.DefaultTerminator, "the TLS terminator of topology proxyv2: hitch (write-proxy-v2) or haproxy (send-proxy-v2)")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
@@ -236,8 +236,8 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 		return err
 	}
 	defer endRun()
-	rs, closeDocker, err := p.prepare(ctx, stderr, o)
-	defer closeDocker()
+	rs, closeRuntime, err := p.prepare(ctx, stderr, o)
+	defer closeRuntime()
 	if err != nil {
 		return err
 	}
@@ -259,6 +259,7 @@ type runPlan struct {
 	cfg         workloads.Config
 	topologies  []string
 	term        engines.Terminator // nil unless topology proxyv2 runs
+	rt          launch.Runtime     // --runtime
 	imageFlags  map[string]string  // --image, by row
 	lim         limits
 	// externalURLs and originListens are the external rows' --url and
@@ -284,14 +285,14 @@ func checkRun(ctx context.Context, stderr io.Writer, o RunOptions) (*runPlan, er
 	// A process engine that is not installed is a clear error before
 	// anything starts (in a container, the image has it).
 	p.binaries, p.sources = map[string]string{}, map[string]engines.Source{}
-	if o.Runtime != engines.RuntimeDocker {
+	if p.rt.Binaries != launch.InImage {
 		if p.binaries, p.sources, err = resolveBinaries(ctx, stderr, p.sels, o.Binary); err != nil {
 			return nil, err
 		}
 	} else if o.Binary != "" {
-		return nil, usagef("--binary goes with --runtime process; with docker, --image NAME=IMAGE")
+		return nil, usagef("--binary goes with --runtime %s; with %s, --image NAME=IMAGE", runtimesWhere(onHost), p.rt.Name)
 	}
-	if o.Runtime == engines.RuntimeProcess {
+	if p.rt.Binaries == launch.OnHost {
 		if err := checkConfigs(ctx, p.configs, p.sels, p.binaries); err != nil {
 			return nil, err
 		}
@@ -338,26 +339,26 @@ func parseRunFlags(o RunOptions) (*runPlan, error) {
 	if slices.Contains(p.topologies, engines.TopologyProxyV2) {
 		p.term = term
 	}
-	if !slices.Contains(engines.Runtimes, o.Runtime) {
-		return nil, usagef("--runtime %q: want one of %s", o.Runtime, strings.Join(engines.Runtimes, ", "))
+	if p.rt, err = launch.RuntimeNamed(o.Runtime); err != nil {
+		return nil, usagef("--runtime %q: want one of %s", o.Runtime, strings.Join(launch.RuntimeNames(nil), ", "))
 	}
 	if p.imageFlags, err = parseImages(o.Images, p.engineNames); err != nil {
 		return nil, err
 	}
-	if len(p.imageFlags) > 0 && o.Runtime != engines.RuntimeDocker {
-		return nil, usagef("--image goes with --runtime docker")
+	if len(p.imageFlags) > 0 && p.rt.Binaries != launch.InImage {
+		return nil, usagef("--image goes with --runtime %s", runtimesWhere(inImage))
 	}
-	if p.lim, err = containerLimits(o, p.specs, p.cfg); err != nil {
+	if p.lim, err = containerLimits(o, p.rt, p.specs, p.cfg); err != nil {
 		return nil, err
 	}
 	if p.externalURLs, p.originListens, err = parseExternals(p.sels, o.URL, o.OriginListen); err != nil {
 		return nil, err
 	}
-	if o.Runtime == engines.RuntimeInproc && o.Binary != "" {
-		return nil, usagef("--binary goes with --runtime process: inproc serves the built-in cache inside this hlsbench")
+	if p.rt.Binaries == launch.InHlsbench && o.Binary != "" {
+		return nil, usagef("--binary goes with --runtime %s: %s serves the built-in cache inside this hlsbench", runtimesWhere(onHost), p.rt.Name)
 	}
-	if o.Runtime == engines.RuntimeInproc && o.Config != "" {
-		return nil, usagef("--config goes with --runtime process or docker: inproc runs only the built-in cache, which takes no configuration file")
+	if p.rt.Binaries == launch.InHlsbench && o.Config != "" {
+		return nil, usagef("--config goes with --runtime %s: %s runs only the built-in cache, which takes no configuration file", runtimesWhere(notInHlsbench), p.rt.Name)
 	}
 	if p.configs, err = loadConfigs(o.Config, p.sels, p.originListens); err != nil {
 		return nil, err
@@ -413,30 +414,29 @@ func (p *runPlan) record(o RunOptions) map[string]any {
 }
 
 // prepare turns p into the run's spec once the bench lock is held (ctx
-// carries the run's state): the Docker client and images, the launcher,
-// the run's certificates and a suite's hooks. closeDocker is never nil and
-// is to be called, whatever err, once the run is over.
-func (p *runPlan) prepare(ctx context.Context, stderr io.Writer, o RunOptions) (_ workloads.RunSpec, closeDocker func(), err error) {
-	closeDocker = func() {}
+// carries the run's state): the runtime opened for the run (its launcher)
+// and its images, the run's certificates and a suite's hooks. closeRuntime
+// is never nil and is to be called, whatever err, once the run is over.
+func (p *runPlan) prepare(ctx context.Context, stderr io.Writer, o RunOptions) (_ workloads.RunSpec, closeRuntime func(), err error) {
+	closeRuntime = func() {}
 	var progress *workloads.Progress
 	if !o.Quiet {
 		progress = workloads.NewProgress(stderr, isTerminal(stderr))
 	}
-	var docker launch.Docker
-	var imgs map[string]string
-	if o.Runtime == engines.RuntimeDocker {
-		if docker, imgs, err = p.docker(ctx, stderr); err != nil {
-			return workloads.RunSpec{}, closeDocker, err
-		}
-		closeDocker = func() { docker.Client.Close() }
-	}
-	lch, err := engines.LauncherFor(o.Runtime, docker)
+	lch, err := p.rt.Open(ctx, launch.Session{RunID: runstate.From(ctx).ID(), Memory: p.lim.Memory, CPUs: p.lim.CPUs})
 	if err != nil {
-		return workloads.RunSpec{}, closeDocker, err
+		return workloads.RunSpec{}, closeRuntime, fmt.Errorf("--runtime %s: %w", p.rt.Name, err)
+	}
+	closeRuntime = func() { launch.Close(lch) }
+	var imgs map[string]string
+	if p.rt.Binaries == launch.InImage {
+		if imgs, err = p.images(ctx, stderr, lch); err != nil {
+			return workloads.RunSpec{}, closeRuntime, err
+		}
 	}
 	tlsSet, err := runCerts(p.topologies, p.term)
 	if err != nil {
-		return workloads.RunSpec{}, closeDocker, err
+		return workloads.RunSpec{}, closeRuntime, err
 	}
 	rs := workloads.RunSpec{Engines: p.engineNames, Selections: selectionMap(p.sels), Workloads: p.specs, Config: p.cfg, Launcher: lch, Images: imgs,
 		Topologies: p.topologies, TLS: tlsSet, Terminator: p.term,
@@ -444,24 +444,28 @@ func (p *runPlan) prepare(ctx context.Context, stderr io.Writer, o RunOptions) (
 		Version: Version, Commit: Commit, Settings: p.settings, Progress: progress}
 	if o.suite != nil {
 		if err := o.suite.begin(&rs, stderr); err != nil {
-			return workloads.RunSpec{}, closeDocker, err
+			return workloads.RunSpec{}, closeRuntime, err
 		}
 	}
-	return rs, closeDocker, nil
+	return rs, closeRuntime, nil
 }
 
-// docker connects to the daemon and finds each row's image (and the
-// terminator's), for a launcher of containers under the run's limits. An
-// image of ours says where its engine's binary is and what it was built
-// from; the record keeps the images, their packages and the limits.
-func (p *runPlan) docker(ctx context.Context, stderr io.Writer) (launch.Docker, map[string]string, error) {
+// images finds each row's image (and the terminator's) for a runtime of
+// images, whose launcher is lch. An image of ours says where its engine's
+// binary is and what it was built from; the record keeps the images, their
+// packages and the limits.
+func (p *runPlan) images(ctx context.Context, stderr io.Writer, lch launch.Launcher) (map[string]string, error) {
+	store, ok := lch.(launch.ImageStore)
+	if !ok {
+		return nil, fmt.Errorf("--runtime %s: its launcher holds no images", p.rt.Name)
+	}
 	withTerm := p.sels
 	if p.term != nil {
 		withTerm = append(slices.Clone(p.sels), engines.Selection{Name: p.term.Name()})
 	}
-	cli, imgs, found, err := dockerImages(ctx, withTerm, p.imageFlags, Version)
+	imgs, found, err := runImages(ctx, store, p.rt.Name, withTerm, p.imageFlags, Version)
 	if err != nil {
-		return launch.Docker{}, nil, err
+		return nil, err
 	}
 	pkgs := map[string][]string{} // every package of each image, by its ref
 	for sel, im := range found {
@@ -486,7 +490,7 @@ func (p *runPlan) docker(ctx context.Context, stderr io.Writer) (launch.Docker, 
 	if lim.AskedCPU != lim.CPUs {
 		p.settings["container_cpus_asked"] = lim.AskedCPU
 	}
-	return launch.Docker{Client: cli, RunID: runstate.From(ctx).ID(), Memory: lim.Memory, CPUs: lim.CPUs}, imgs, nil
+	return imgs, nil
 }
 
 // runCerts is the run's own certificate authority and the certificate it

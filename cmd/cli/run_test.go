@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads"
 )
@@ -390,7 +391,7 @@ func TestContainerLimits(t *testing.T) {
 		{docker("640MiB", 1), 640 << 20, 1},
 		{RunOptions{Runtime: "process", CPUs: 4}, 0, 0},
 	} {
-		l, err := containerLimits(tc.o, specs, cfg)
+		l, err := containerLimits(tc.o, runtimeOf(t, tc.o), specs, cfg)
 		if err != nil || l.Memory != tc.mem || l.CPUs != tc.cpus {
 			t.Errorf("--memory %s --cpus %g: %+v, %v; want memory %d, cpus %g", tc.o.Memory.String(), tc.o.CPUs, l, err, tc.mem, tc.cpus)
 		}
@@ -399,10 +400,18 @@ func TestContainerLimits(t *testing.T) {
 	if s, _ := workloads.LookupSetting("store-sizes"); s.Set(&cfg, "1GiB") != nil {
 		t.Fatal("store-sizes 1GiB refused")
 	}
-	if l, err := containerLimits(docker("", 4), specs, cfg); err != nil || l.Memory != 2<<30 {
+	if l, err := containerLimits(docker("", 4), launch.DockerRuntime, specs, cfg); err != nil || l.Memory != 2<<30 {
 		t.Errorf("auto with a 1GiB store: %+v, %v; want 2GiB", l, err)
 	}
-	if _, err := containerLimits(docker("1GiB", 4), specs, cfg); err == nil || !strings.Contains(err.Error(), "give --memory 1152MiB or more") {
+	if _, err := containerLimits(docker("1GiB", 4), launch.DockerRuntime, specs, cfg); err == nil || !strings.Contains(err.Error(), "give --memory 1152MiB or more") {
 		t.Errorf("1GiB limit for a 1GiB store: %v; want refused with the least that fits", err)
 	}
+}
+
+func runtimeOf(t *testing.T, o RunOptions) launch.Runtime {
+	rt, err := launch.RuntimeNamed(o.Runtime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }

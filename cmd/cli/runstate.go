@@ -71,7 +71,7 @@ func beginRun(ctx context.Context, stderr io.Writer, lock string) (_ context.Con
 func sweepAll(ctx context.Context, stderr io.Writer, dir string, dryRun bool) (runstate.Swept, int, error) {
 	sw, err := runstate.Sweep(dir, dryRun)
 	printSwept(stderr, sw, dryRun)
-	orphans := sweepContainers(ctx, stderr, sw, dryRun)
+	orphans := sweepLeftovers(ctx, stderr, sw, dryRun)
 	if err != nil && orphans > 0 && !dryRun {
 		again, aerr := runstate.Sweep(dir, false)
 		printSwept(stderr, again, false)

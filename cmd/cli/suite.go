@@ -117,9 +117,9 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 			return usagef("--out %s already holds a suite: --resume %s finishes it, or give a new directory", o.Out, o.Out)
 		}
 		missing := missingEngines()
-		if ro.Runtime == engines.RuntimeDocker {
-			// In containers an engine is there when its image is.
-			missing = missingImages(ctx)
+		if rt, err := launch.RuntimeNamed(ro.Runtime); err == nil && rt.Binaries == launch.InImage {
+			// In a runtime of images an engine is there when its image is.
+			missing = missingImages(ctx, rt)
 		}
 		if ro.Engine == "" {
 			ro.Engine = defaultSuiteEngines(stderr, missing)
@@ -206,16 +206,20 @@ func firstLine(s string) string {
 	return line
 }
 
-// missingImages are the process engines with no image here (the docker
-// runtime), with why. Without a daemon it says nothing: the run fails with
+// missingImages are the process engines with no image in rt, a runtime of
+// images, with why. Without a daemon it says nothing: the run fails with
 // how to start one.
-func missingImages(ctx context.Context) []results.MissingEngine {
-	cli, err := launch.Connect(ctx, 2*time.Second)
+func missingImages(ctx context.Context, rt launch.Runtime) []results.MissingEngine {
+	lch, err := rt.Open(ctx, launch.Session{})
 	if err != nil {
 		return nil
 	}
-	defer cli.Close()
-	built, err := images.List(ctx, cli)
+	defer launch.Close(lch)
+	store, ok := lch.(launch.ImageStore)
+	if !ok {
+		return nil
+	}
+	built, err := images.List(ctx, store)
 	if err != nil {
 		return nil
 	}

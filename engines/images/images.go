@@ -26,8 +26,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
 	"github.com/hlsbench/hlsbench/engines/launch"
@@ -199,17 +197,17 @@ type Image struct {
 }
 
 // List returns the images labelled by hlsbench, sorted by their first tag.
-func List(ctx context.Context, cli *client.Client) ([]Image, error) {
-	sums, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelOwner+"=1"))})
+func List(ctx context.Context, store launch.ImageStore) ([]Image, error) {
+	sums, err := store.Images(ctx, LabelOwner+"=1")
 	if err != nil {
-		return nil, fmt.Errorf("list images: %w", err)
+		return nil, err
 	}
 	out := make([]Image, 0, len(sums))
 	for _, s := range sums {
-		tags := slices.DeleteFunc(slices.Clone(s.RepoTags), func(t string) bool { return t == "<none>:<none>" })
+		tags := slices.Clone(s.Tags)
 		sort.Strings(tags)
 		out = append(out, Image{
-			ID: s.ID, Tags: tags, Size: s.Size, Created: time.Unix(s.Created, 0).UTC(),
+			ID: s.ID, Tags: tags, Size: s.Size, Created: s.Created,
 			Inputs: s.Labels[LabelInputs], Engine: s.Labels[LabelEngine],
 			PackageVersion: s.Labels[LabelPackageVersion], Version: s.Labels[LabelVersion], Source: s.Labels[LabelSource],
 			Daemon: s.Labels[LabelDaemon], Commit: s.Labels[LabelCommit], SourceSHA256: s.Labels[LabelSourceSHA256],

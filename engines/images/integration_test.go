@@ -16,6 +16,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+
+	"github.com/hlsbench/hlsbench/engines/launch"
 )
 
 // The tests below need a Docker daemon (and, for the base, root and
@@ -95,7 +97,7 @@ func TestBuildBase(t *testing.T) {
 	if len(built) != 1+len(EngineNames()) || built[0].Ref != BaseRef {
 		t.Fatalf("built %+v", built)
 	}
-	list, err := List(context.Background(), cli)
+	list, err := List(context.Background(), launch.Docker{Client: cli})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+
+	"github.com/hlsbench/hlsbench/engines/launch"
 )
 
 // throwaway imports a one-file image tagged ref, labelled as hlsbench's
@@ -42,7 +44,7 @@ func throwaway(t *testing.T, cli *client.Client, ref string) string {
 // ours is what List reports of the images tagged under repo.
 func ours(t *testing.T, cli *client.Client, repo string) []Image {
 	t.Helper()
-	all, err := List(context.Background(), cli)
+	all, err := List(context.Background(), launch.Docker{Client: cli})
 	if err != nil {
 		t.Fatal(err)
 	}

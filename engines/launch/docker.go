@@ -21,6 +21,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
@@ -115,8 +116,61 @@ func Connect(ctx context.Context, limit time.Duration) (*client.Client, error) {
 	return cli, nil
 }
 
+// DockerRuntime runs instances as containers through the Docker Engine
+// API (DOCKER_HOST, else the local socket).
+var DockerRuntime = Runtime{
+	Name:      "docker",
+	Help:      "docker (a container each, host networking)",
+	Binaries:  InImage,
+	Pins:      true,
+	Limits:    true,
+	Freezes:   true,
+	Isolation: "other cells paused (docker pause of their origin's, engine's and terminator's containers) during each cell's passes",
+	Open:      openDocker,
+	Leftovers: func(ctx context.Context, limit time.Duration) (Sweeper, error) {
+		cli, err := Connect(ctx, limit)
+		if err != nil {
+			return nil, err
+		}
+		return dockerSweeper{cli}, nil
+	},
+}
+
+// openDocker connects to the daemon for a run (Close ends the connection).
+func openDocker(ctx context.Context, s Session) (Launcher, error) {
+	limit := s.Limit
+	if limit == 0 {
+		limit = 2 * time.Second
+	}
+	cli, err := Connect(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	return Docker{Client: cli, RunID: s.RunID, Memory: s.Memory, CPUs: s.CPUs}, nil
+}
+
 // Name is the runtime's name.
-func (Docker) Name() string { return "docker" }
+func (Docker) Name() string { return DockerRuntime.Name }
+
+// Close closes the connection to the daemon.
+func (d Docker) Close() error { return d.Client.Close() }
+
+// MemoryLimit is each container's memory limit in bytes (0: none).
+func (d Docker) MemoryLimit() int64 { return d.Memory }
+
+// Images lists the daemon's images that carry label.
+func (d Docker) Images(ctx context.Context, label string) ([]ImageSummary, error) {
+	sums, err := d.Client.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", label))})
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	out := make([]ImageSummary, 0, len(sums))
+	for _, s := range sums {
+		tags := slices.DeleteFunc(slices.Clone(s.RepoTags), func(t string) bool { return t == "<none>:<none>" })
+		out = append(out, ImageSummary{ID: s.ID, Tags: tags, Size: s.Size, Created: time.Unix(s.Created, 0).UTC(), Labels: s.Labels})
+	}
+	return out, nil
+}
 
 func (d Docker) create(ctx context.Context, s Spec) (string, error) {
 	if d.Client == nil {
@@ -329,13 +383,13 @@ func (d Docker) run(ctx context.Context, s Spec) (Output, error) {
 	return o, nil
 }
 
-// ImageID is the id of the image ref names ("" when it has none).
-func (d Docker) ImageID(ctx context.Context, ref string) string {
+// ImageID is the id of the image ref names.
+func (d Docker) ImageID(ctx context.Context, ref string) (string, error) {
 	in, err := d.Client.ImageInspect(ctx, ref)
 	if err != nil {
-		return ""
+		return "", err
 	}
-	return in.ID
+	return in.ID, nil
 }
 
 // Remove removes every container of run (every run's when run is ""),
@@ -383,7 +437,7 @@ func creatorLabels() map[string]string {
 	return map[string]string{LabelPID: strconv.Itoa(os.Getpid()), LabelStart: strconv.FormatUint(st.Start, 10), LabelBoot: procfs.BootID()}
 }
 
-// Orphan is a container whose run's hlsbench is gone.
+// Orphan is an instance (a container) whose run's hlsbench is gone.
 type Orphan struct {
 	ID, Name, Run string
 	Image         string
@@ -482,6 +536,24 @@ func Runs(ctx context.Context, cli *client.Client) (map[string][]string, error) 
 		runs[c.Labels[LabelRun]] = append(runs[c.Labels[LabelRun]], c.ID)
 	}
 	return runs, nil
+}
+
+// dockerSweeper finds and removes the containers of runs that are gone.
+type dockerSweeper struct{ cli *client.Client }
+
+func (w dockerSweeper) Kind() string { return "containers" }
+func (w dockerSweeper) Close() error { return w.cli.Close() }
+func (w dockerSweeper) Orphans(ctx context.Context, dead func(run string) bool) ([]Orphan, error) {
+	return Orphans(ctx, w.cli, dead)
+}
+func (w dockerSweeper) RemoveOrphans(ctx context.Context, orphans []Orphan) ([]string, error) {
+	return RemoveOrphans(ctx, w.cli, orphans)
+}
+func (w dockerSweeper) RemoveRun(ctx context.Context, run string) ([]string, error) {
+	if run == "" {
+		return nil, errors.New("docker: remove a run's containers: no run")
+	}
+	return Remove(ctx, w.cli, run)
 }
 
 func safeName(s string) string {
@@ -748,9 +820,12 @@ func (c *containerInstance) Stop(ctx context.Context) error {
 }
 
 var (
-	_ Launcher   = Docker{}
-	_ Instance   = (*containerInstance)(nil)
-	_ Freezer    = (*containerInstance)(nil)
-	_ Exiter     = (*containerInstance)(nil)
-	_ OOMCounter = (*containerInstance)(nil)
+	_ Launcher      = Docker{}
+	_ ImageStore    = Docker{}
+	_ MemoryLimiter = Docker{}
+	_ Sweeper       = dockerSweeper{}
+	_ Instance      = (*containerInstance)(nil)
+	_ Freezer       = (*containerInstance)(nil)
+	_ Exiter        = (*containerInstance)(nil)
+	_ OOMCounter    = (*containerInstance)(nil)
 )

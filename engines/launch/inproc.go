@@ -11,6 +11,15 @@ import (
 // pinned or recorded: it lives and dies with this process.
 type Inproc struct{}
 
+// InprocRuntime serves the built-in cache and the origin inside hlsbench.
+var InprocRuntime = Runtime{
+	Name:      "inproc",
+	Help:      "inproc (builtin and origin inside hlsbench)",
+	Binaries:  InHlsbench,
+	Isolation: "none: the in-process runtime serves every cell inside hlsbench, which cannot be stopped, so idle cells run beside the one measured",
+	Open:      func(context.Context, Session) (Launcher, error) { return Inproc{}, nil },
+}
+
 // Name is the runtime's name.
 func (Inproc) Name() string { return "inproc" }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -74,7 +73,7 @@ type Instance interface {
 }
 
 // Launcher starts instances in one runtime. Adding a runtime is one file
-// with one Launcher.
+// with its Launcher and its Runtime, and its entry in Runtimes.
 type Launcher interface {
 	Name() string
 	Start(ctx context.Context, s Spec) (Instance, error)
@@ -141,68 +140,6 @@ func runLocal(ctx context.Context, dir string, env []string, argv []string) (Out
 	return o, err
 }
 
-// Run runs s's command on this host, in s.Dir, to its end.
-func (Local) Run(ctx context.Context, s Spec) (Output, error) {
-	if err := WriteFiles(s.Dir, s.Files); err != nil {
-		return Output{}, fmt.Errorf("run %s: %w", s.Name, err)
-	}
-	return runLocal(ctx, s.Dir, s.Env, s.Command)
-}
-
-// Local runs instances as local processes, each leading a process group
-// of its own that the run's state file records (so a killed run's are
-// ended by the next).
-type Local struct{}
-
-// Name is the runtime's name.
-func (Local) Name() string { return "process" }
-
-// Start writes the spec's files, starts its command and waits until it is
-// ready. Whatever it started is stopped again when a later step fails.
-func (Local) Start(ctx context.Context, s Spec) (inst Instance, err error) {
-	if len(s.Command) == 0 {
-		return nil, fmt.Errorf("start %s: no command", s.Name)
-	}
-	if err := WriteFiles(s.Dir, s.Files); err != nil {
-		return nil, fmt.Errorf("start %s: %w", s.Name, err)
-	}
-	path, args := s.Command[0], s.Command[1:]
-	if len(s.CPUs) > 0 {
-		switch ts, err := exec.LookPath("taskset"); {
-		case s.PinFlag != "":
-			args = append(append([]string{}, args...), s.PinFlag, CPUList(s.CPUs))
-		case err == nil:
-			path, args = ts, append([]string{"-c", CPUList(s.CPUs), path}, args...)
-		}
-	}
-	p, err := StartProcess(ctx, ProcessSpec{Name: s.Name, Path: path, Args: args, Env: s.Env, Dir: s.Dir, StopTimeout: s.StopTimeout})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			p.Stop(context.WithoutCancel(ctx))
-		}
-	}()
-	limit := s.ReadyTimeout
-	if limit == 0 {
-		limit = 30 * time.Second
-	}
-	switch {
-	case s.ReadyLine != "":
-		wctx, cancel := context.WithTimeout(ctx, limit)
-		defer cancel()
-		if p.ready, err = p.WaitLine(wctx, s.ReadyLine); err != nil {
-			return nil, fmt.Errorf("start %s: %w", s.Name, err)
-		}
-	case s.ReadyURL != "":
-		if err := p.WaitHTTP(ctx, s.ReadyURL, s.ReadyTLS, limit); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
-}
-
 // WriteFiles writes files (names relative to dir) into dir, in name order.
 func WriteFiles(dir string, files map[string][]byte) error {
 	names := make([]string, 0, len(files))
@@ -224,9 +161,3 @@ func WriteFiles(dir string, files map[string][]byte) error {
 	}
 	return nil
 }
-
-var (
-	_ Launcher = Local{}
-	_ Instance = (*Process)(nil)
-	_ Exiter   = (*Process)(nil)
-)

@@ -304,3 +304,82 @@ func LastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// LocalRuntime runs instances as child processes on this host.
+var LocalRuntime = Runtime{
+	Name:      "process",
+	Help:      "process (child processes pinned apart from the generator)",
+	Binaries:  OnHost,
+	Pins:      true,
+	Freezes:   true,
+	Isolation: "other cells stopped (SIGSTOP to the process groups of their origin, engine and terminator) during each cell's passes",
+	Open:      func(context.Context, Session) (Launcher, error) { return Local{}, nil },
+}
+
+// Run runs s's command on this host, in s.Dir, to its end.
+func (Local) Run(ctx context.Context, s Spec) (Output, error) {
+	if err := WriteFiles(s.Dir, s.Files); err != nil {
+		return Output{}, fmt.Errorf("run %s: %w", s.Name, err)
+	}
+	return runLocal(ctx, s.Dir, s.Env, s.Command)
+}
+
+// Local runs instances as local processes, each leading a process group
+// of its own that the run's state file records (so a killed run's are
+// ended by the next).
+type Local struct{}
+
+// Name is the runtime's name.
+func (Local) Name() string { return "process" }
+
+// Start writes the spec's files, starts its command and waits until it is
+// ready. Whatever it started is stopped again when a later step fails.
+func (Local) Start(ctx context.Context, s Spec) (inst Instance, err error) {
+	if len(s.Command) == 0 {
+		return nil, fmt.Errorf("start %s: no command", s.Name)
+	}
+	if err := WriteFiles(s.Dir, s.Files); err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	path, args := s.Command[0], s.Command[1:]
+	if len(s.CPUs) > 0 {
+		switch ts, err := exec.LookPath("taskset"); {
+		case s.PinFlag != "":
+			args = append(append([]string{}, args...), s.PinFlag, CPUList(s.CPUs))
+		case err == nil:
+			path, args = ts, append([]string{"-c", CPUList(s.CPUs), path}, args...)
+		}
+	}
+	p, err := StartProcess(ctx, ProcessSpec{Name: s.Name, Path: path, Args: args, Env: s.Env, Dir: s.Dir, StopTimeout: s.StopTimeout})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			p.Stop(context.WithoutCancel(ctx))
+		}
+	}()
+	limit := s.ReadyTimeout
+	if limit == 0 {
+		limit = 30 * time.Second
+	}
+	switch {
+	case s.ReadyLine != "":
+		wctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		if p.ready, err = p.WaitLine(wctx, s.ReadyLine); err != nil {
+			return nil, fmt.Errorf("start %s: %w", s.Name, err)
+		}
+	case s.ReadyURL != "":
+		if err := p.WaitHTTP(ctx, s.ReadyURL, s.ReadyTLS, limit); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+var (
+	_ Launcher = Local{}
+	_ Instance = (*Process)(nil)
+	_ Exiter   = (*Process)(nil)
+)
