@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -149,7 +150,7 @@ func BuildImages(ctx context.Context, stdout, stderr io.Writer, o ImagesBuildOpt
 		built = append(built, b...)
 		if err != nil {
 			printBuilt(stdout, built)
-			return fmt.Errorf("images build: %w", err)
+			return fmt.Errorf("images build: %w", optionError(err))
 		}
 	}
 	if o.Self {
@@ -237,4 +238,21 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// optionFlags are the flags of images build that set images.BaseOptions'
+// fields, with what each takes.
+var optionFlags = map[string]string{"Force": "--force", "Update": "--update", "Mirror": "--mirror URL"}
+
+// optionError says an images.OptionError as the flag that sets its option.
+func optionError(err error) error {
+	var oe *images.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	flag, ok := optionFlags[oe.Option]
+	if !ok {
+		return err
+	}
+	return restate(err, oe, fmt.Sprintf("%v (%s: give %s)", oe.Err, oe.Do, flag))
 }

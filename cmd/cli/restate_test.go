@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/images"
 	"github.com/hlsbench/hlsbench/report"
 )
 
@@ -27,6 +28,10 @@ func TestRestate(t *testing.T) {
 		{fmt.Errorf("hit-path: %w", &engines.NoImageError{Engine: "hitch", Runtime: "docker"}), startError, "hit-path: hitch in docker: no image (hlsbench images build --engine hitch)"},
 		{&engines.NoImageError{Engine: "builtin", Runtime: "docker"}, startError, "builtin in docker: no image (hlsbench images build --self)"},
 		{&engines.NoImageError{Engine: "vinyl", Runtime: "docker"}, startError, "vinyl in docker: no image (hlsbench engines build vinyl --source … --runtime docker)"},
+		{fmt.Errorf("base: %w", &images.OptionError{Option: "Update", Do: "take the mirror's current versions", Err: errors.New("apt failed")}), optionError,
+			"base: apt failed (take the mirror's current versions: give --update)"},
+		{&images.OptionError{Option: "Mirror", Do: "the Debian mirror to build from", Err: errors.New("no deb source")}, optionError,
+			"no deb source (the Debian mirror to build from: give --mirror URL)"},
 		{errors.Join(errors.New("stop: gone"), inproc), startError, "stop: gone\nvarnish cannot run with --runtime inproc: want --runtime process or docker"},
 	} {
 		got := tc.say(tc.err)

@@ -46,8 +46,8 @@ func HostMirrors(suite string) (mirror, security string, err error) {
 		}
 	}
 	if mirror == "" {
-		return "", "", fmt.Errorf("no deb source of %s main in this host's apt sources (%s, %s): give the Debian mirror to build from with --mirror URL",
-			suite, filepath.Join(AptDir, "sources.list"), filepath.Join(AptDir, "sources.list.d"))
+		return "", "", &OptionError{Option: "Mirror", Do: "the Debian mirror to build from", Err: fmt.Errorf("no deb source of %s main in this host's apt sources (%s, %s)",
+			suite, filepath.Join(AptDir, "sources.list"), filepath.Join(AptDir, "sources.list.d"))}
 	}
 	return mirror, security, nil
 }

@@ -82,6 +82,17 @@ func (o BaseOptions) withDefaults() BaseOptions {
 	return o
 }
 
+// OptionError is an error one of BaseOptions would get past: Option names
+// the field (Force, Update, Mirror) and Do what setting it does. The caller
+// says how its user sets it.
+type OptionError struct {
+	Option, Do string
+	Err        error
+}
+
+func (e *OptionError) Error() string { return fmt.Sprintf("%v (%s: set %s)", e.Err, e.Do, e.Option) }
+func (e *OptionError) Unwrap() error { return e.Err }
+
 // Resolve fills in the defaults, the mirrors from this host's apt sources
 // included: an error says none is there to take (give Mirror).
 func (o BaseOptions) Resolve() (BaseOptions, error) {
@@ -191,7 +202,7 @@ func BuildBase(ctx context.Context, cli *client.Client, o BaseOptions) ([]Built,
 		e := engines[n]
 		v, ok := versions[e.VersionPackage]
 		if !ok {
-			return out, fmt.Errorf("%s: %s records no version of %s (rebuild it with --force)", n, BaseRef, e.VersionPackage)
+			return out, &OptionError{Option: "Force", Do: "rebuild it", Err: fmt.Errorf("%s: %s records no version of %s", n, BaseRef, e.VersionPackage)}
 		}
 		ref, err := e.Ref(v)
 		if err != nil {
@@ -358,10 +369,11 @@ func buildRootfs(ctx context.Context, o BaseOptions, pin map[string]string) (_ r
 		"; apt-get clean; rm -rf /var/lib/apt/lists/*"
 	logf(o.Progress, "apt-get install %s …", strings.Join(asked, " "))
 	if err := runLogged(ctx, o.Log, root, exec.Command("/bin/sh", "-c", script)); err != nil {
+		err = fmt.Errorf("install %s in the root filesystem: %w", strings.Join(asked, " "), err)
 		if pin != nil {
-			err = fmt.Errorf("%w\n(pinned to the versions the image it replaces recorded: give --update for the mirror's current ones)", err)
+			err = &OptionError{Option: "Update", Do: "take the mirror's current versions", Err: fmt.Errorf("%w\n(pinned to the versions the image it replaces recorded)", err)}
 		}
-		return rootfs{}, fmt.Errorf("install %s in the root filesystem: %w", strings.Join(asked, " "), err)
+		return rootfs{}, err
 	}
 	var rf rootfs
 	if rf.versions, err = dpkgVersions(ctx, root, pkgs, o); err != nil {
@@ -372,8 +384,8 @@ func buildRootfs(ctx context.Context, o BaseOptions, pin map[string]string) (_ r
 	}
 	if pin != nil {
 		if diff := pinDiff(pin, pinsOf(rf.packages)); len(diff) > 0 {
-			return rootfs{}, fmt.Errorf("the mirror's packages are not the ones %s recorded: %s; give --update to build with the mirror's current versions (the image records them)",
-				BaseRef, strings.Join(diff, ", "))
+			return rootfs{}, &OptionError{Option: "Update", Do: "build with the mirror's current versions (the image records them)",
+				Err: fmt.Errorf("the mirror's packages are not the ones %s recorded: %s", BaseRef, strings.Join(diff, ", "))}
 		}
 	}
 	if err := scrubRootfs(root); err != nil {

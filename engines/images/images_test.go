@@ -98,8 +98,9 @@ func TestHostMirrors(t *testing.T) {
 	old := AptDir
 	defer func() { AptDir = old }()
 	AptDir = t.TempDir()
-	if _, _, err := HostMirrors("bookworm"); err == nil || !strings.Contains(err.Error(), "--mirror") {
-		t.Errorf("no sources: %v; want an error naming --mirror", err)
+	var oe *OptionError
+	if _, _, err := HostMirrors("bookworm"); !errors.As(err, &oe) || oe.Option != "Mirror" || strings.Contains(err.Error(), "--") {
+		t.Errorf("no sources: %v; want an OptionError naming the Mirror option, no flag", err)
 	}
 	write := func(name, data string) {
 		p := filepath.Join(AptDir, name)

@@ -28,7 +28,7 @@ func Remove(ctx context.Context, cli *client.Client, list []Image, dryRun bool, 
 				name = strings.Join(im.Tags, ", ")
 			}
 			if dryRun {
-				fmt.Fprintf(w, "hlsbench: would remove image %s (--dry-run)\n", name)
+				fmt.Fprintf(w, "hlsbench: would remove image %s (a dry run)\n", name)
 				continue
 			}
 			// Force only removes several tags at once; it never removes an
