@@ -15,6 +15,7 @@ import (
 
 	"github.com/hlsbench/hlsbench/engines/builtin"
 	"github.com/hlsbench/hlsbench/engines/certs"
+	"github.com/hlsbench/hlsbench/engines/freeport"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/results"
@@ -431,7 +432,7 @@ func listenAddr(own *UserConfig) (string, error) {
 	if own != nil && own.Listen != "" {
 		return own.Listen, nil
 	}
-	return FreePort()
+	return freeport.Addr()
 }
 
 // makeScratch makes the engine's work and cache directories through the
@@ -456,7 +457,7 @@ func (l *localInstance) makeScratch(inContainer bool, group string) error {
 func (l *localInstance) setTopology(s LocalSpec) (err error) {
 	switch s.Topology {
 	case TopologyTLS:
-		if l.cfg.TLSListen, err = FreePort(); err != nil {
+		if l.cfg.TLSListen, err = freeport.Addr(); err != nil {
 			return err
 		}
 		if s.TLS == nil {
@@ -475,7 +476,7 @@ func (l *localInstance) setTopology(s LocalSpec) (err error) {
 		if s.TLS == nil {
 			return fmt.Errorf("%s: topology proxyv2 without certificates", l.e.Name())
 		}
-		if l.cfg.ProxyListen, err = FreePort(); err != nil {
+		if l.cfg.ProxyListen, err = freeport.Addr(); err != nil {
 			return err
 		}
 		l.cfg.Topology = TopologyProxyV2
@@ -641,7 +642,7 @@ func (l *localInstance) startTerminator(ctx context.Context, s LocalSpec, lch la
 		// workers take the image's user, not one this host may lack.
 		tc.User = HitchImageUser
 	}
-	if tc.Listen, err = FreePort(); err != nil {
+	if tc.Listen, err = freeport.Addr(); err != nil {
 		return err
 	}
 	dir := filepath.Join(l.termWork, "tls")

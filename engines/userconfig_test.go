@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/freeport"
 	"github.com/hlsbench/hlsbench/origin"
 )
 
@@ -233,7 +234,7 @@ func TestStartLocalOwnNGINX(t *testing.T) {
 	bin := needNGINX(t)
 	srv, addr := ownOrigin(t)
 	defer srv.Close()
-	listen, err := FreePort()
+	listen, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hlsbench/hlsbench/engines/freeport"
 )
 
 func startServer(t *testing.T, cfg Config) (*Origin, *Server, *Client) {
@@ -19,7 +21,7 @@ func startServer(t *testing.T, cfg Config) (*Origin, *Server, *Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Start(o, "127.0.0.1:0", "127.0.0.1:0")
+	s, err := Start(o, dataAddr(t), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,6 +31,18 @@ func startServer(t *testing.T, cfg Config) (*Origin, *Server, *Client) {
 		}
 	})
 	return o, s, &Client{BaseURL: "http://" + s.ControlAddr()}
+}
+
+// dataAddr is a data address below the ephemeral range: tests that refuse
+// and then recover (or squat the address) bind it again, and an ephemeral
+// port may meanwhile be any outgoing connection's local port (it was, in CI).
+func dataAddr(t *testing.T) string {
+	t.Helper()
+	a, err := freeport.Addr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -366,7 +380,7 @@ func TestModeChangeInstant(t *testing.T) {
 	clk := &clock{}
 	clk.set(time.Unix(1_700_000_000, 0))
 	o.now = clk.now // before the Server starts: no race
-	s, err := Start(o, "127.0.0.1:0", "127.0.0.1:0")
+	s, err := Start(o, dataAddr(t), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hlsbench/hlsbench/engines/certs"
 	"github.com/hlsbench/hlsbench/engines/cost"
 	"github.com/hlsbench/hlsbench/engines/cpuload"
+	"github.com/hlsbench/hlsbench/engines/freeport"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/origin"
@@ -163,7 +164,13 @@ func selfIn(spec RunSpec) string {
 // as a process or in hlsbench's image, or the same server in-process.
 func startOrigin(ctx context.Context, spec RunSpec, lch launch.Launcher, cfg origin.Config, listen string, cpus []int) (*originHandle, error) {
 	if listen == "" {
-		listen = "127.0.0.1:0"
+		// Below the ephemeral range: the origin closes its data listener
+		// when it refuses and binds the port again when it recovers, and
+		// an ephemeral port may meanwhile be an outgoing connection's.
+		var err error
+		if listen, err = freeport.Addr(); err != nil {
+			return nil, err
+		}
 	}
 	serve := func() (string, func(context.Context) error, error) {
 		o, err := origin.New(cfg)

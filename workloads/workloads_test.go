@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/freeport"
 	"github.com/hlsbench/hlsbench/results"
 )
 
@@ -157,9 +158,9 @@ func proxy(t *testing.T, originAddr string, h func(rp *httputil.ReverseProxy) ht
 	return srv.URL
 }
 
-// freeAddr is an address for an origin that starts later (engines.FreePort).
+// freeAddr is an address for an origin that starts later (freeport.Addr).
 func freeAddr(t *testing.T) string {
-	a, err := engines.FreePort()
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/freeport"
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads"
@@ -326,9 +326,9 @@ func TestRunFailureIsRecorded(t *testing.T) {
 	}
 }
 
-// freeAddr is an address for an origin that starts later (engines.FreePort).
+// freeAddr is an address for an origin that starts later (freeport.Addr).
 func freeAddr(t *testing.T) string {
-	a, err := engines.FreePort()
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/freeport"
 	"github.com/hlsbench/hlsbench/engines/srcbuild"
 )
 
@@ -201,7 +202,7 @@ func TestParseConfigFlag(t *testing.T) {
 // the compiler's message.
 func TestRunConfigRejected(t *testing.T) {
 	needEngine(t, "varnish")
-	port, err := engines.FreePort()
+	port, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engines
+package freeport
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ var (
 	portsHanded = map[int]bool{}
 )
 
-// FreePort returns a loopback address (127.0.0.1:PORT) that nothing
+// Addr returns a loopback address (127.0.0.1:PORT) that nothing
 // listens on now, for a listener that starts later: engines are given a
 // real port because not all of them can report one they picked.
 //
@@ -23,7 +23,7 @@ var (
 // connection on the host may take it as its local port, and the engine
 // fails with "address already in use" (a test's origin did, in CI).
 // Below the range, only those who ask for a port by number get it.
-func FreePort() (string, error) {
+func Addr() (string, error) {
 	low := ephemeralLow()
 	portsMu.Lock()
 	defer portsMu.Unlock()

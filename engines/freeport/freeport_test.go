@@ -1,4 +1,4 @@
-package engines
+package freeport
 
 import (
 	"net"
@@ -7,11 +7,11 @@ import (
 )
 
 // Every address is free, below the ephemeral range and handed out once.
-func TestFreePortBelowEphemeralRangeAndUnique(t *testing.T) {
+func TestAddrBelowEphemeralRangeAndUnique(t *testing.T) {
 	low := ephemeralLow()
 	seen := map[string]bool{}
 	for range 50 {
-		a, err := FreePort()
+		a, err := Addr()
 		if err != nil {
 			t.Fatal(err)
 		}
