@@ -19,6 +19,7 @@ import (
 
 	"github.com/hlsbench/hlsbench/origin"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
+	"github.com/hlsbench/hlsbench/workloads/loadgen/agent"
 )
 
 // LoadOptions are the flags of `hlsbench load`.
@@ -40,6 +41,10 @@ type LoadOptions struct {
 	Insecure    bool
 	Shards      int
 	Seed        uint64
+	// Agents are hlsbench agents that carry the load instead of this
+	// process: one schedule split over them (--agents).
+	Agents         []string
+	ClockTolerance time.Duration
 }
 
 func newLoadCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -64,13 +69,22 @@ more than 5% (at least 0.05 ms), when its event loop was saturated, when it
 dropped requests it could not queue, or when no request succeeded (its latency
 figures are then null in --json and "—" in text). The reasons say what to do.
 
+--agents sends the load from hlsbench agents (hlsbench agent) on other hosts
+instead: one schedule, request i from agent i mod N, each agent starting at
+the same instant read on its own clock. Before and after every pass each
+agent's clock offset is measured by round trips (as NTP does); a pass where
+an agent's offset, its uncertainty or its start error exceeds
+--clock-tolerance is invalid. The agents' histograms come back whole and
+are merged exactly.
+
 Exit codes: 0 finished and valid; 1 failed; 2 bad flags or URL; 3 finished but
 invalid or without a successful request (the results and reasons are printed,
 and one line on stderr); 130 interrupted (what was measured is still printed).`,
 		Example: `  hlsbench load --rate 5000 --duration 10s --connections 50 http://127.0.0.1:8080/stream/index.m3u8
   hlsbench load --rate 500 --header 'Range: bytes=0-65535' http://127.0.0.1:8080/stream/segment-0.ts
   hlsbench load --burst 200 --repeat 20 'http://127.0.0.1:8080/stream/segment-{rep}.ts?n={nonce}'
-  hlsbench load --rate 0 --duration 10s --json http://127.0.0.1:8080/`,
+  hlsbench load --rate 0 --duration 10s --json http://127.0.0.1:8080/
+  hlsbench load --agents 10.0.0.2:7070,10.0.0.3:7070 --rate 20000 http://10.0.0.9:8080/stream/index.m3u8`,
 		Args: exactArgs(1, "one URL"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.URL = args[0]
@@ -94,6 +108,8 @@ and one line on stderr); 130 interrupted (what was measured is still printed).`,
 	f.BoolVar(&o.Insecure, "insecure", false, "skip TLS certificate verification (test certificates)")
 	f.IntVar(&o.Shards, "shards", 0, "event-loop threads (0: one fewer than the CPUs, at least 1, at most --connections)")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for --arrival poisson (0: random)")
+	f.StringSliceVar(&o.Agents, "agents", nil, "hlsbench agents (host:port, comma-separated) that send the load: request i goes to agent i mod N, all from one instant; --connections and --shards are each agent's")
+	f.DurationVar(&o.ClockTolerance, "clock-tolerance", agent.ClockTolerance, "with --agents: how far an agent's clock (offset, its uncertainty, its start) may be off before its passes are invalid")
 	return c
 }
 
@@ -103,6 +119,7 @@ type loadReport struct {
 	loadgen.Summary
 	URL         string            `json:"url"`
 	Repetitions []loadgen.Summary `json:"repetitions,omitempty"`
+	Agents      []agentReport     `json:"agents,omitempty"`
 }
 
 // RunLoad is `hlsbench load`.
@@ -118,10 +135,17 @@ func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error
 	// Checked before the generator opens its connections: the passes
 	// differ only in their paths.
 	first := loadgen.Pass{Path: paths[0], Rate: o.Rate, Duration: o.Duration, Requests: o.Requests, Burst: o.Burst}
+	if n := len(o.Agents); n > 0 {
+		// The first agent's share is the largest.
+		first.Share = loadgen.Share{Index: 0, Of: n}
+	}
 	if err := first.Validate(o.Connections); err != nil {
 		return flagErr(err)
 	}
 
+	if len(o.Agents) > 0 {
+		return runLoadAgents(ctx, stdout, o, arrival, hdrs, base, paths)
+	}
 	var logFile *os.File
 	opts := loadgen.Options{URL: base, Connections: o.Connections, Timeout: o.Timeout, Header: hdrs, ChecksumHeader: origin.ChecksumHeader,
 		Method: o.Method, CAFile: o.CAFile, Insecure: o.Insecure, Shards: o.Shards}
@@ -148,7 +172,7 @@ func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error
 		return err
 	}
 	res := loadgen.Merge(results)
-	if err := writeLoad(stdout, o, results, res); err != nil {
+	if err := writeLoad(stdout, o, results, res, nil); err != nil {
 		return err
 	}
 	if logFile != nil {
@@ -156,6 +180,11 @@ func RunLoad(ctx context.Context, stdout, stderr io.Writer, o LoadOptions) error
 			return err
 		}
 	}
+	return loadVerdict(res)
+}
+
+// loadVerdict is the error the merged result res ends `hlsbench load` with.
+func loadVerdict(res *loadgen.Result) error {
 	if res.Interrupted {
 		return errInterrupted
 	}
@@ -212,9 +241,7 @@ func runBursts(ctx context.Context, stdout io.Writer, g *loadgen.Generator, o Lo
 		}
 		results = append(results, r)
 		if !o.JSON && len(paths) > 1 {
-			s := r.Summary()
-			fmt.Fprintf(stdout, "burst %d/%d %s: ok %d errors %d  TTFB p50 %sms p99 %sms  total p50 %sms p99 %sms\n",
-				i+1, len(paths), path, s.OK, s.Errors, msText(s.TTFB.P50), msText(s.TTFB.P99), msText(s.Total.P50), msText(s.Total.P99))
+			printBurst(stdout, i, len(paths), path, r)
 		}
 		if r.Interrupted {
 			break
@@ -223,17 +250,28 @@ func runBursts(ctx context.Context, stdout io.Writer, g *loadgen.Generator, o Lo
 	return results, nil
 }
 
+// printBurst is a repeated burst's line for one repetition.
+func printBurst(w io.Writer, i, n int, path string, r *loadgen.Result) {
+	s := r.Summary()
+	fmt.Fprintf(w, "burst %d/%d %s: ok %d errors %d  TTFB p50 %sms p99 %sms  total p50 %sms p99 %sms\n",
+		i+1, n, path, s.OK, s.Errors, msText(s.TTFB.P50), msText(s.TTFB.P99), msText(s.Total.P50), msText(s.Total.P99))
+}
+
 // writeLoad prints the merged result res, as text or (--json) as a
 // loadReport with each repetition's.
-func writeLoad(stdout io.Writer, o LoadOptions, results []*loadgen.Result, res *loadgen.Result) error {
+func writeLoad(stdout io.Writer, o LoadOptions, results []*loadgen.Result, res *loadgen.Result, agents []agentReport) error {
 	if !o.JSON {
 		// A repeated burst says so even when it was interrupted after one.
 		if o.Repeat > 1 {
 			fmt.Fprintf(stdout, "\nAll %d bursts:\n", len(results))
 		}
-		return res.WriteText(stdout)
+		if err := res.WriteText(stdout); err != nil {
+			return err
+		}
+		writeAgents(stdout, agents)
+		return nil
 	}
-	rep := loadReport{Summary: res.Summary(), URL: o.URL}
+	rep := loadReport{Summary: res.Summary(), URL: o.URL, Agents: agents}
 	if len(results) > 1 {
 		for _, r := range results {
 			rep.Repetitions = append(rep.Repetitions, r.Summary())

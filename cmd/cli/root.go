@@ -135,7 +135,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	root.AddCommand(newLoadCmd(stdout, stderr), newRunCmd(stdout, stderr), newServeCacheCmd(stdout, stderr), newServeNullCmd(stdout, stderr), newOriginCmd(stdout, stderr), newEnginesCmd(stdout, stderr))
+	root.AddCommand(newLoadCmd(stdout, stderr), newRunCmd(stdout, stderr), newServeCacheCmd(stdout, stderr), newServeNullCmd(stdout, stderr), newOriginCmd(stdout, stderr), newEnginesCmd(stdout, stderr), newAgentCmd(stdout, stderr))
 	root.AddCommand(newCleanCmd(stdout, stderr), newImagesCmd(stdout, stderr), newCertsCmd(stderr))
 	root.AddCommand(newCompareCmd(stdout, stderr), newSuiteCmd(stdout, stderr), newReportCmd(stdout, stderr))
 	return root

@@ -151,8 +151,11 @@ func (g *Generator) spec(p *Pass) (*passSpec, error) {
 		return nil, err
 	}
 	sp := &passSpec{reqs: reqs, pick: Popularity(len(p.Paths), p.Zipf), ex: ex, timeout: int64(g.opts.Timeout), shards: len(g.shards),
-		arrival: p.Arrival, rate: p.Rate, seed: p.Seed, requests: p.Requests, burst: p.Burst,
+		arrival: p.Arrival, rate: p.Rate, seed: p.Seed, requests: p.Requests, burst: p.Burst, share: p.Share,
 		stop: new(atomic.Bool), late: int64(p.lateBy)}
+	if sp.share.Of == 0 {
+		sp.share.Of = 1
+	}
 	if err := p.Validate(g.opts.Connections); err != nil {
 		return nil, err
 	}
@@ -178,6 +181,9 @@ func (g *Generator) spec(p *Pass) (*passSpec, error) {
 
 // Validate checks a pass against a pool of the given size.
 func (p *Pass) Validate(connections int) error {
+	if err := p.validateShare(); err != nil {
+		return err
+	}
 	if p.Plan != nil {
 		switch {
 		case p.Rate != 0 || p.Burst != 0 || p.Requests != 0:
@@ -192,7 +198,10 @@ func (p *Pass) Validate(connections int) error {
 	switch {
 	case p.Burst < 0:
 		return cfgErr("burst", "%d: want 0 or more", p.Burst)
-	case p.Burst > connections:
+	case p.Share.Of > 1 && p.Burst > 0 && p.burstHere() > int64(connections):
+		return cfgErr("burst", "%d requests over %d generators need %d connections on generator %d; its pool has %d",
+			p.Burst, p.Share.Of, p.burstHere(), p.Share.Index, connections)
+	case p.Share.Of <= 1 && p.Burst > connections:
 		return cfgErr("burst", "%d requests need as many connections; the pool has %d", p.Burst, connections)
 	case p.Burst > 0:
 		return nil
@@ -206,6 +215,29 @@ func (p *Pass) Validate(connections int) error {
 		return cfgErr("duration", "a pass needs a duration or a request count")
 	}
 	return nil
+}
+
+func (p *Pass) validateShare() error {
+	sh := p.Share
+	switch {
+	case sh.Of < 0 || sh.Of > 1024:
+		return cfgErr("share", "%d generators: want 1 to 1024", sh.Of)
+	case sh.Of == 0 && sh.Index != 0, sh.Of > 0 && (sh.Index < 0 || sh.Index >= sh.Of):
+		return cfgErr("share", "generator %d of %d: want 0 to %d", sh.Index, sh.Of, max(sh.Of-1, 0))
+	case sh.Of > 1 && p.Plan != nil:
+		return cfgErr("share", "a planned pass cannot be split: its plan is one generator's")
+	case sh.Of > 1 && p.Arrival == Poisson && p.Seed == 0 && p.Rate > 0 && p.Burst == 0:
+		return cfgErr("seed", "a Poisson schedule split over %d generators needs the same nonzero seed on each", sh.Of)
+	case !p.StartAt.IsZero() && time.Until(p.StartAt) > MaxStartAhead:
+		return cfgErr("start_at", "%s is %v ahead: want at most %v", p.StartAt.Format(time.RFC3339Nano),
+			time.Until(p.StartAt).Round(time.Millisecond), MaxStartAhead)
+	}
+	return nil
+}
+
+// burstHere is how many of a shared burst's requests are this generator's.
+func (p *Pass) burstHere() int64 {
+	return slotsBelow(int64(p.Burst), int64(p.Share.Index), int64(max(p.Share.Of, 1)))
 }
 
 // Run executes one pass and returns what it measured. A cancelled ctx ends the
@@ -228,6 +260,13 @@ func (g *Generator) Run(ctx context.Context, p Pass) (*Result, error) {
 	sp.left.Store(int32(len(g.shards)))
 	// A short lead lets every shard reach t0 asleep, so all start together.
 	sp.t0 = nanotime() + int64(2*time.Millisecond)
+	if !p.StartAt.IsZero() {
+		lead := time.Until(p.StartAt)
+		if lead < 0 {
+			return nil, fmt.Errorf("loadgen: the pass was to start at %s, %v ago", p.StartAt.Format(time.RFC3339Nano), -lead.Round(time.Microsecond))
+		}
+		sp.t0, start = nanotime()+int64(lead), p.StartAt
+	}
 	sp.end = math.MaxInt64
 	if p.Duration > 0 && sp.mode != modeBurst {
 		sp.end = sp.t0 + int64(p.Duration)

@@ -170,11 +170,34 @@ type Pass struct {
 	// the objects its requests name; Duration bounds the pass; Rate, Zipf,
 	// Requests and Burst must be zero.
 	Plan func(shard int) Plan
+	// Share, when Of is above one, makes this generator one of Of that
+	// carry the pass together (on other hosts, say): the pass's schedule
+	// is the same one sequence of slots, and this generator sends the
+	// slots k with k mod Of = Index. Rate, Requests and Burst are the
+	// whole pass's; the result's Target is this generator's part. The
+	// merged arrivals of the Of generators are exactly the schedule of one
+	// generator (a Poisson schedule needs the same Seed on each).
+	Share Share
+	// StartAt, when set, is the instant the schedule starts (its slot 0),
+	// on this host's clock: generators sharing a pass start together. It
+	// may be at most MaxStartAhead ahead; a pass whose instant has passed
+	// when it is set up fails.
+	StartAt time.Time
 
 	// lateBy makes every dispatch this late: tests use it to make the
 	// generator late on purpose.
 	lateBy time.Duration
 }
+
+// Share is one generator's part of a pass carried by several: see
+// Pass.Share. The zero value is the whole pass.
+type Share struct {
+	Index int `json:"index"`
+	Of    int `json:"of"`
+}
+
+// MaxStartAhead bounds how far ahead Pass.StartAt may be.
+const MaxStartAhead = time.Minute
 
 // A Plan is one event loop's share of a planned pass: the intended send
 // time of each request is the caller's, and a request may be planned from

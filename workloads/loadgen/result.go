@@ -88,15 +88,15 @@ type Result struct {
 	TLS *TLSInfo
 
 	// Valid and InvalidReasons are Verdict over every published quantile.
-	Valid          bool
-	InvalidReasons []string
+	Valid          bool     `json:"-"`
+	InvalidReasons []string `json:"-"`
 	PoolLimited    bool
 	Interrupted    bool
 	Warnings       []string
 	// LagEffects say, for each published quantile of TTFB and total, how
 	// far the generator's own lateness moved it (empty without a
 	// successful request).
-	LagEffects []LagEffect
+	LagEffects []LagEffect `json:"-"`
 
 	// TTFB and Total count from the intended send time (corrected); the
 	// Uncorrected ones from the moment the request was written; the
@@ -105,16 +105,17 @@ type Result struct {
 	// from the corrected ones only by the generator's own lateness.
 	// ScheduleLag is dispatched − intended, ConnectionWait is written −
 	// dispatched. Timeouts are recorded at the timeout value.
-	TTFB, TTFBUncorrected, Total, TotalUncorrected *hdr.Histogram
-	TTFBFromDispatch, TotalFromDispatch            *hdr.Histogram
-	ScheduleLag, ConnectionWait                    *hdr.Histogram
+	TTFB, TTFBUncorrected, Total, TotalUncorrected *hdr.Histogram `json:"-"`
+	TTFBFromDispatch, TotalFromDispatch            *hdr.Histogram `json:"-"`
+	ScheduleLag, ConnectionWait                    *hdr.Histogram `json:"-"`
 
 	// checks are the reasons the pass is invalid other than lateness.
 	checks []string
 	// worst is the event loop with the highest schedule lag p99.
 	worst loopInfo
-	// stampDelay and rxDelay: see metrics.
-	stampDelay, rxDelay *hdr.Histogram
+	// stampDelay and rxDelay: see metrics; arrive holds the answers'
+	// arrivals (µs after t0), for CarriedRPS of merged shares.
+	stampDelay, rxDelay, arrive *hdr.Histogram
 }
 
 type loopInfo struct {
@@ -180,7 +181,7 @@ type CacheCounts struct {
 
 func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.Time, cpu time.Duration) *Result {
 	m := newMetrics()
-	r := &Result{Start: start, Arrival: p.Arrival, Target: p.Rate, Duration: p.Duration,
+	r := &Result{Start: start, Arrival: p.Arrival, Target: p.Rate / float64(sp.share.Of), Duration: p.Duration,
 		Connections: g.opts.Connections, Shards: len(g.shards), CPUSeconds: cpu.Seconds(), worst: loopInfo{cpu: -1}}
 	switch sp.mode {
 	case modeRate:
@@ -218,7 +219,7 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 	}
 	r.TTFB, r.TTFBUncorrected, r.Total, r.TotalUncorrected = m.ttfb, m.ttfbUnc, m.total, m.totalUnc
 	r.TTFBFromDispatch, r.TotalFromDispatch = m.ttfbDisp, m.totalDisp
-	r.ScheduleLag, r.ConnectionWait, r.stampDelay, r.rxDelay = m.lag, m.wait, m.stampDelay, m.rxDelay
+	r.ScheduleLag, r.ConnectionWait, r.stampDelay, r.rxDelay, r.arrive = m.lag, m.wait, m.stampDelay, m.rxDelay, m.arrive
 	r.Requests, r.OK, r.Queued, r.SocketsOpened, r.BodyBytes = m.requests, m.ok, m.queued, m.sockets, m.bodyBytes
 	r.Dropped, r.Unsolicited = m.dropped, m.unsolicited
 	if g.tlsConfig != nil {
@@ -687,27 +688,67 @@ func (r *Result) WriteText(w io.Writer) error {
 // lateness, and warnings, keep the number of the pass they came from (when
 // there are several); the lateness verdict is taken on the merged
 // histograms, the figures that are published.
-func Merge(rs []*Result) *Result {
+func Merge(rs []*Result) *Result { return merge(rs, false) }
+
+// MergeShares combines the results of the generators that carried one pass
+// together (each with its Pass.Share): their histograms merge exactly, as
+// their slots make up the one schedule, and counts add up. The pass ran
+// as long as its longest part, at the sum of their rates, on all their
+// connections and event loops; it is valid only if every part's checks
+// pass, and the lateness verdict is taken on the merged histograms. Reasons
+// and warnings keep the number of the generator they came from.
+func MergeShares(rs []*Result) *Result { return merge(rs, true) }
+
+// merge is Merge, or MergeShares when shares is set: parts side by side
+// instead of one after another.
+func merge(rs []*Result, shares bool) *Result {
 	if len(rs) == 0 {
 		return nil
 	}
 	f := rs[0]
 	out := &Result{Start: f.Start, Mode: f.Mode, Arrival: f.Arrival, Target: f.Target, Connections: f.Connections,
-		Shards: f.Shards, ErrorsByKind: map[string]int64{}, StatusCodes: map[int]int64{},
-		TTFB: NewHistogram(), TTFBUncorrected: NewHistogram(), Total: NewHistogram(), TotalUncorrected: NewHistogram(),
-		TTFBFromDispatch: NewHistogram(), TotalFromDispatch: NewHistogram(),
-		ScheduleLag: NewHistogram(), ConnectionWait: NewHistogram(), stampDelay: NewHistogram(), worst: f.worst}
+		Shards: f.Shards, ErrorsByKind: map[string]int64{}, StatusCodes: map[int]int64{}, worst: f.worst}
+	m := newMetrics()
+	out.TTFB, out.TTFBUncorrected, out.Total, out.TotalUncorrected = m.ttfb, m.ttfbUnc, m.total, m.totalUnc
+	out.TTFBFromDispatch, out.TotalFromDispatch, out.ScheduleLag, out.ConnectionWait = m.ttfbDisp, m.totalDisp, m.lag, m.wait
+	out.stampDelay, out.rxDelay, out.arrive = m.stampDelay, m.rxDelay, m.arrive
+	part := "pass"
+	if shares {
+		part = "generator"
+		out.Target, out.Connections, out.Shards = 0, 0, 0
+	}
 	prefix := func(i int, s string) string {
 		if len(rs) == 1 {
 			return s
 		}
-		return fmt.Sprintf("pass %d: %s", i+1, s)
+		return fmt.Sprintf("%s %d: %s", part, i+1, s)
 	}
 	var samples sampleSet
 	var answered, span float64 // span: the passes' answers over their own carried rates
+	arrivals := true
 	for i, r := range rs {
-		out.Duration += r.Duration
-		out.Elapsed += r.Elapsed
+		if shares {
+			if r.Start.Before(out.Start) {
+				out.Start = r.Start
+			}
+			out.Duration = max(out.Duration, r.Duration)
+			out.Elapsed = max(out.Elapsed, r.Elapsed)
+			out.SendWindow = max(out.SendWindow, r.SendWindow)
+			out.Target += r.Target
+			out.Connections += r.Connections
+			out.Shards += r.Shards
+			out.ShardCPU = append(out.ShardCPU, r.ShardCPU...)
+		} else {
+			out.Duration += r.Duration
+			out.Elapsed += r.Elapsed
+			out.SendWindow += r.SendWindow
+			for j, v := range r.ShardCPU {
+				if j == len(out.ShardCPU) {
+					out.ShardCPU = append(out.ShardCPU, v)
+				}
+				out.ShardCPU[j] = max(out.ShardCPU[j], v)
+			}
+		}
 		out.Requests += r.Requests
 		out.OK += r.OK
 		out.Errors += r.Errors
@@ -733,7 +774,6 @@ func Merge(rs []*Result) *Result {
 		out.SpinSeconds += r.SpinSeconds
 		out.SendCPUSeconds += r.SendCPUSeconds
 		out.SendSpinSeconds += r.SendSpinSeconds
-		out.SendWindow += r.SendWindow
 		out.SpinMargin = max(out.SpinMargin, r.SpinMargin)
 		answered += r.AchievedRPS * r.Elapsed.Seconds()
 		out.Answered += r.Answered
@@ -751,33 +791,29 @@ func Merge(rs []*Result) *Result {
 		for _, s := range r.Warnings {
 			out.Warnings = append(out.Warnings, prefix(i, s))
 		}
-		for j, v := range r.ShardCPU {
-			if j == len(out.ShardCPU) {
-				out.ShardCPU = append(out.ShardCPU, v)
+		for j, h := range []*hdr.Histogram{r.TTFB, r.TTFBUncorrected, r.Total, r.TotalUncorrected, r.TTFBFromDispatch, r.TotalFromDispatch,
+			r.ScheduleLag, r.ConnectionWait, r.stampDelay, r.rxDelay, r.arrive} {
+			if h != nil {
+				m.hists()[j].Merge(h)
 			}
-			out.ShardCPU[j] = max(out.ShardCPU[j], v)
 		}
-		out.TTFB.Merge(r.TTFB)
-		out.TTFBUncorrected.Merge(r.TTFBUncorrected)
-		out.TTFBFromDispatch.Merge(r.TTFBFromDispatch)
-		out.Total.Merge(r.Total)
-		out.TotalUncorrected.Merge(r.TotalUncorrected)
-		out.TotalFromDispatch.Merge(r.TotalFromDispatch)
-		out.ScheduleLag.Merge(r.ScheduleLag)
-		out.ConnectionWait.Merge(r.ConnectionWait)
-		if r.stampDelay != nil {
-			out.stampDelay.Merge(r.stampDelay)
-		}
+		arrivals = arrivals && r.arrive != nil
 	}
 	out.ErrorSamples = samples.top()
 	out.TLS = mergeTLS(rs)
 	if out.Elapsed > 0 {
 		out.AchievedRPS = answered / out.Elapsed.Seconds()
 	}
-	// Each pass's answers over the time they took to arrive, summed.
-	out.CarriedRPS = out.AchievedRPS
-	if span > 0 {
+	switch {
+	case shares && arrivals:
+		// The parts' answers arrived side by side, counted from their
+		// common start: the merged arrivals are the pass's.
+		out.CarriedRPS = carriedRate(out.arrive, out.AchievedRPS)
+	case span > 0 && !shares:
+		// Each pass's answers over the time they took to arrive, summed.
 		out.CarriedRPS = float64(out.Answered) / span
+	default:
+		out.CarriedRPS = out.AchievedRPS
 	}
 	out.judge()
 	return out

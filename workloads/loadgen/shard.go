@@ -123,8 +123,11 @@ type passSpec struct {
 	requests int64 // 0: unbounded
 	burst    int
 	shards   int
-	stop     *atomic.Bool
-	ivEvery  int64 // HDR log interval, 0 when not logging
+	// share is the generator's part of the pass's schedule (Pass.Share):
+	// slot k is this generator's when k mod share.Of is share.Index.
+	share   Share
+	stop    *atomic.Bool
+	ivEvery int64 // HDR log interval, 0 when not logging
 	// late delays every dispatch by this much: tests make the generator
 	// late on purpose with it (Pass.lateBy).
 	late int64
@@ -191,19 +194,25 @@ type shard struct {
 	busy, connecting, down int
 	scan                   int // where the search for a down connection resumes
 
-	sp       *passSpec
-	nextSlot int64 // global slot index of the next send (uniform)
-	nextAt   int64 // intended time of the next send
-	nextObj  int32 // its object and tag, in a planned pass
-	nextTag  int64
-	plan     Plan // this loop's, in a planned pass
-	sent     int64
-	quota    int64
-	rng      *rand.Rand
-	pathRNG  *rand.Rand // draws Pass.Paths
-	expireAt int64
-	stopped  bool
-	stopAt   int64
+	sp *passSpec
+	// The loop's slots of the pass's schedule are first, first+stride, …
+	// (the schedule is one sequence whichever generators and loops split
+	// it: see setupPacer).
+	first, stride int64
+	nextSlot      int64 // schedule slot of the next send
+	nextAt        int64 // intended time of the next send
+	// poissonAt is the time of slot nextSlot after t0 (ns, a Poisson
+	// schedule's running sum of gaps).
+	poissonAt float64
+	nextObj   int32 // its object and tag, in a planned pass
+	nextTag   int64
+	plan      Plan // this loop's, in a planned pass
+	sent      int64
+	quota     int64
+	rng       *rand.Rand
+	expireAt  int64
+	stopped   bool
+	stopAt    int64
 	// sendEnd is when this loop stopped dispatching (0 while it still
 	// does); cpuSend its thread's CPU from t0 to then.
 	sendEnd int64
@@ -743,36 +752,53 @@ func (s *shard) wait(d int64) int {
 
 func (s *shard) setupPacer() {
 	sp := s.sp
-	shards := int64(sp.shards)
-	id := int64(s.id)
+	// The schedule is one sequence of slots, the same however it is
+	// split: generator share.Index of share.Of takes the slots k with k mod
+	// Of = Index, and its loop id of shards every shards-th of those, so
+	// loop id sends slots first, first+stride, … A pass's request count
+	// and a burst count slots of the whole schedule.
+	s.first = int64(sp.share.Index) + int64(sp.share.Of)*int64(s.id)
+	s.stride = int64(sp.share.Of) * int64(sp.shards)
 	s.quota = math.MaxInt64
 	s.plan = nil
-	if sp.pick != nil {
-		s.pathRNG = rand.New(rand.NewPCG(sp.seed^0x9e3779b97f4a7c15, uint64(id)+1))
+	switch {
+	case sp.mode == modeBurst:
+		s.quota = slotsBelow(int64(sp.burst), s.first, s.stride)
+	case sp.requests > 0:
+		s.quota = slotsBelow(sp.requests, s.first, s.stride)
 	}
-	if sp.requests > 0 {
-		s.quota = sp.requests / shards
-		if id < sp.requests%shards {
-			s.quota++
-		}
-	}
+	s.nextSlot = s.first
 	switch sp.mode {
-	case modeBurst:
-		s.quota = int64(sp.burst) / shards
-		if id < int64(sp.burst)%shards {
-			s.quota++
-		}
 	case modePlan:
 		s.plan = sp.plan(s.id)
 		s.planNext()
 	case modeRate:
-		s.nextSlot = id
-		s.nextAt = sp.t0 + int64(float64(id)*sp.period)
+		s.nextAt = sp.t0 + int64(float64(s.first)*sp.period)
 		if sp.arrival == Poisson {
-			s.rng = rand.New(rand.NewPCG(sp.seed, uint64(id)+1))
-			s.nextAt = sp.t0 + int64(s.rng.ExpFloat64()*sp.period*float64(shards))
+			// Every loop of every generator draws the same gaps from the
+			// same stream and keeps its own slots' times.
+			s.rng = rand.New(rand.NewPCG(sp.seed, 0))
+			s.poissonAt = 0
+			s.poissonStep(s.first + 1)
 		}
 	}
+}
+
+// slotsBelow counts the slots first, first+stride, … below n.
+func slotsBelow(n, first, stride int64) int64 {
+	if first >= n {
+		return 0
+	}
+	return (n-1-first)/stride + 1
+}
+
+// poissonStep adds the next n gaps of the Poisson schedule to poissonAt and
+// sets nextAt: the first slot is one gap after t0.
+func (s *shard) poissonStep(n int64) {
+	for range n {
+		s.poissonAt += s.rng.ExpFloat64() * s.sp.period
+	}
+	s.nextAt = s.sp.t0 + int64(s.poissonAt)
 }
 
 // dispatch releases every slot that is due. The schedule never waits for
@@ -791,10 +817,10 @@ func (s *shard) dispatch(now int64) {
 	}
 	for s.nextAt+sp.late <= now && s.nextAt < sp.end && s.sent < s.quota {
 		p := pending{intended: s.nextAt, dispatched: now}
+		s.nextSlot += s.stride
 		if sp.arrival == Poisson {
-			s.nextAt += int64(s.rng.ExpFloat64() * sp.period * float64(sp.shards))
+			s.poissonStep(s.stride)
 		} else {
-			s.nextSlot += int64(sp.shards)
 			s.nextAt = sp.t0 + int64(float64(s.nextSlot)*sp.period)
 		}
 		s.submit(p, now)
@@ -821,7 +847,9 @@ func (s *shard) canSend(now int64) bool {
 
 func (s *shard) submit(p pending, now int64) {
 	if s.sp.pick != nil {
-		p.obj = int32(Draw(s.sp.pick, s.pathRNG.Float64()))
+		// The loop's sends are its slots in order: the draw is the slot's,
+		// the same whichever generator sends it.
+		p.obj = int32(Draw(s.sp.pick, slotUniform(s.sp.seed, s.first+s.sent*s.stride)))
 	}
 	s.sent++
 	s.m.dispatched++
@@ -1500,4 +1528,15 @@ func Draw(cdf []float64, u float64) int {
 		}
 	}
 	return lo
+}
+
+// slotUniform is slot k's draw in [0, 1) for a pass with the given seed:
+// a splitmix64 hash of the two, so a slot's object does not depend on
+// which generator or event loop sends it.
+func slotUniform(seed uint64, k int64) float64 {
+	z := seed + uint64(k+1)*0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
 }
