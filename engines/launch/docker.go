@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +64,11 @@ type Docker struct {
 	// Binds are extra host:container mounts for every container (a cache
 	// directory outside Dir).
 	Binds []string
+	// Remote is set when the daemon runs on another host (launch.Host):
+	// nothing of this host's is mounted (a spec's Files are copied into
+	// its container at Dir through the API; Binds are refused) and its
+	// processes are not this host's to measure.
+	Remote bool
 }
 
 // StartHint says how to start a daemon the way hlsbench wants it: no bridge
@@ -203,9 +210,16 @@ func (d Docker) create(ctx context.Context, s Spec) (string, error) {
 	for k, v := range s.Labels {
 		cfg.Labels[k] = v
 	}
-	host := &container.HostConfig{NetworkMode: "host", Binds: append([]string{}, d.Binds...)}
-	for _, dir := range mounted(s) {
-		host.Binds = append(host.Binds, dir+":"+dir)
+	host := &container.HostConfig{NetworkMode: "host"}
+	if d.Remote {
+		if len(s.Binds) > 0 || len(d.Binds) > 0 {
+			return "", fmt.Errorf("start %s in docker on another host: it would mount this host's %s", s.Name, strings.Join(append(s.Binds, d.Binds...), ", "))
+		}
+	} else {
+		host.Binds = append(host.Binds, d.Binds...)
+		for _, dir := range mounted(s) {
+			host.Binds = append(host.Binds, dir+":"+dir)
+		}
 	}
 	host.Resources.CpusetCpus = CPUList(s.CPUs)
 	host.Resources.Memory = d.Memory
@@ -217,7 +231,59 @@ func (d Docker) create(ctx context.Context, s Spec) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("start %s in docker (image %s): %w", s.Name, s.Image, err)
 	}
+	if d.Remote && len(s.Files) > 0 {
+		if err := copyFiles(ctx, d.Client, resp.ID, s.Dir, s.Files); err != nil {
+			d.Client.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
+			return "", fmt.Errorf("start %s in docker: %w", s.Name, err)
+		}
+	}
 	return resp.ID, nil
+}
+
+// copyFiles puts files (names relative to dir) into a created container,
+// at dir.
+func copyFiles(ctx context.Context, cli *client.Client, id, dir string, files map[string][]byte) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("copy files into the container: directory %q is not absolute", dir)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	made := map[string]bool{}
+	var mkdir func(d string) error
+	mkdir = func(d string) error {
+		if d == "/" || d == "." || made[d] {
+			return nil
+		}
+		if err := mkdir(filepath.Dir(d)); err != nil {
+			return err
+		}
+		made[d] = true
+		return tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(d, "/") + "/", Mode: 0o755, Typeflag: tar.TypeDir})
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := mkdir(filepath.Dir(p)); err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(p, "/"), Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(files[n]); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := cli.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("copy files into the container: %w", err)
+	}
+	return nil
 }
 
 // Start creates and starts a container for s and waits until it is ready;
@@ -245,7 +311,7 @@ func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
 	// The container's first process leads a session and a process group
 	// of its own on the host: its processes are measured as a local
 	// engine's are (engines/cost, engines/cpuload).
-	if in, err := d.Client.ContainerInspect(ctx, id); err == nil && in.State != nil && in.State.Pid > 0 {
+	if in, err := d.Client.ContainerInspect(ctx, id); !d.Remote && err == nil && in.State != nil && in.State.Pid > 0 {
 		c.pgid, c.pid = in.State.Pid, in.State.Pid
 		if st, err := procfs.ReadStat(in.State.Pid); err == nil && st.PGID > 0 {
 			c.pgid = st.PGID
@@ -276,6 +342,9 @@ func (d Docker) Start(ctx context.Context, s Spec) (_ Instance, err error) {
 // What it wrote in its directories is given back to hlsbench's user.
 func (d Docker) Run(ctx context.Context, s Spec) (Output, error) {
 	o, err := d.run(ctx, s)
+	if d.Remote {
+		return o, err // nothing of this host's was mounted
+	}
 	if gerr := d.giveBack(context.WithoutCancel(ctx), s.Image, mounted(s)); gerr != nil {
 		err = errors.Join(err, gerr)
 	}

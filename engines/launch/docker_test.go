@@ -235,3 +235,23 @@ func TestDockerGiveBack(t *testing.T) {
 		t.Errorf("containers left: %v", runs[run])
 	}
 }
+
+// A daemon on another host mounts nothing of this one's: a spec's files
+// are copied into its container, and a bind is refused.
+func TestDockerRemoteCopiesFiles(t *testing.T) {
+	cli := needDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := "test-remote"
+	d := Docker{Client: cli, RunID: run, Remote: true}
+	t.Cleanup(func() { Remove(context.Background(), cli, run) })
+	dir := filepath.Join(t.TempDir(), "conf")
+	out, err := d.Run(ctx, Spec{Name: "cat", Image: testImage, Dir: dir, Files: map[string][]byte{"a/b.txt": []byte("hi\n"), "c.txt": []byte("yo\n")},
+		Command: []string{"sh", "-c", "cat " + dir + "/a/b.txt " + dir + "/c.txt; grep -c ' " + dir + " ' /proc/mounts || true"}})
+	if string(out.Stdout) != "hi\nyo\n0\n" {
+		t.Errorf("the container read %q (%v), want the files and no mount of %s", out.Stdout, err, dir)
+	}
+	if _, err := d.Run(ctx, Spec{Name: "bind", Image: testImage, Binds: []string{dir}, Command: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "would mount this host's") {
+		t.Errorf("a bind on a remote daemon: %v", err)
+	}
+}

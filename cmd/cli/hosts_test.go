@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/hlsbench/hlsbench/engines/images"
+	"github.com/hlsbench/hlsbench/engines/launch"
+	"github.com/hlsbench/hlsbench/engines/testhosts"
+	"github.com/hlsbench/hlsbench/origin"
+)
+
+// testHost is a test host with its own dockerd, connected, holding
+// hlsbench's image (sent from this host's daemon).
+type testHost struct {
+	*testhosts.Host
+	cli *client.Client
+	lch launch.Docker
+}
+
+// startTestHosts makes a test network with the hosts named, each but ctl
+// with its own dockerd and hlsbench's image, which it returns. Skipped
+// without root, ip or dockerd, except under CI=true.
+func startTestHosts(t *testing.T, ctx context.Context, names ...string) (map[string]*testHost, *testhosts.Host, string) {
+	t.Helper()
+	cli := needDocker(t)
+	if why := testhosts.Missing(true); why != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	refs, _, err := runImages(ctx, launch.Docker{Client: cli}, "docker", nil, nil, Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := refs["hlsbench"]
+	n, err := testhosts.New(ctx, t.TempDir(), append(names, "ctl")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	hosts := map[string]*testHost{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i, name := range names {
+		h := n.Host(name)
+		wg.Go(func() {
+			if errs[i] = h.StartDocker(ctx); errs[i] != nil {
+				return
+			}
+			hc, err := launch.ConnectHost(ctx, launch.Host{Endpoint: h.Docker}, 5*time.Second)
+			if errs[i] = err; err != nil {
+				return
+			}
+			if _, errs[i] = images.Send(ctx, cli, hc, self); errs[i] != nil {
+				hc.Close()
+				return
+			}
+			mu.Lock()
+			hosts[name] = &testHost{Host: h, cli: hc, lch: launch.Docker{Client: hc, RunID: "hosts-test"}}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, h := range hosts {
+			h.cli.Close()
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("host %s: %v", names[i], err)
+		}
+	}
+	return hosts, n.Host("ctl"), self
+}
+
+// start runs hlsbench's image on h with args, until its ready line.
+func (h *testHost) start(t *testing.T, ctx context.Context, self, name, ready string, args ...string) launch.Instance {
+	t.Helper()
+	inst, err := h.lch.Start(ctx, launch.Spec{Name: name, Image: self, Command: append([]string{"/hlsbench"}, args...),
+		ReadyLine: ready, ReadyTimeout: 30 * time.Second, StopTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("%s on %s: %v", name, h.Name, err)
+	}
+	t.Cleanup(func() { inst.Stop(context.Background()) })
+	return inst
+}
+
+func (h *testHost) at(port int) string { return net.JoinHostPort(h.Addr.String(), fmt.Sprint(port)) }
+
+// `hlsbench load --agents` across hosts: agents in containers of
+// hlsbench's image on two hosts (sent to their dockerds through the API),
+// the origin on a third, the controller in a fourth namespace. The pass is
+// one schedule split over both agents, merged exactly; an agent whose
+// clock is a quarter second ahead makes the pass invalid with its offset.
+func TestLoadAgentsOnTestHosts(t *testing.T) {
+	if raceEnabled {
+		t.Skip("end to end: runs once, in the run without the race detector")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	hosts, ctl, self := startTestHosts(t, ctx, "a", "b", "d")
+	a, b, d := hosts["a"], hosts["b"], hosts["d"]
+	// The origin's first byte comes after its default 50 ms, so that the
+	// agents' lateness on this busy 2-core host stays within tolerance
+	// (a pass invalid for it alone is accepted: not what this is about).
+	d.start(t, ctx, self, "origin", origin.ReadyPrefix, "origin", "--listen", d.at(8080), "--control", d.at(8082))
+	a.start(t, ctx, self, "agent", AgentReadyPrefix, "agent", "--listen", a.at(7070))
+	b.start(t, ctx, self, "agent", AgentReadyPrefix, "agent", "--listen", b.at(7070))
+	b.start(t, ctx, self, "agent-skewed", AgentReadyPrefix, "agent", "--listen", b.at(7071), "--skew-clock", "250ms")
+
+	load := func(agents ...string) (loadReport, string, error) {
+		cmd := ctl.Command(ctx, os.Args[0], "load", "--agents", strings.Join(agents, ","), "--rate", "1000", "--duration", "2s",
+			"--connections", "20", "--json", "http://"+d.at(8080)+"/stream/index.m3u8")
+		cmd.Env = append(os.Environ(), asMain+"=1")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		var rep loadReport
+		if jerr := json.Unmarshal(out, &rep); jerr != nil {
+			t.Fatalf("load --agents %v: %v (%v): %s%s", agents, jerr, err, out, stderr.String())
+		}
+		return rep, stderr.String(), err
+	}
+
+	rep, stderr, err := load(a.at(7070), b.at(7070))
+	if err != nil {
+		finishedValid(t, ExitInvalid, stderr)
+	}
+	if rep.Requests != 2000 || rep.OK != 2000 || len(rep.Agents) != 2 {
+		t.Fatalf("requests %d ok %d from %d agents, want 2000 2000 from 2", rep.Requests, rep.OK, len(rep.Agents))
+	}
+	for _, ag := range rep.Agents {
+		clockOK := !strings.Contains(strings.Join(ag.Reasons, " "), "clock")
+		if ag.Requests != 1000 || !clockOK || ag.UncertaintyMs > 1 || ag.OffsetMs > 1 || ag.OffsetMs < -1 {
+			t.Errorf("agent %s: %d requests, offset %.3f ± %.3f ms, %q; want 1000, within 1 ms (one kernel's clock)",
+				ag.Agent, ag.Requests, ag.OffsetMs, ag.UncertaintyMs, ag.Reasons)
+		}
+	}
+
+	rep, _, err = load(a.at(7070), b.at(7071))
+	if err == nil || rep.Valid {
+		t.Fatalf("an agent 250 ms ahead: exit %v, valid %v; want invalid", err, rep.Valid)
+	}
+	bad := rep.Agents[1]
+	if bad.Valid || bad.OffsetMs < 240 || bad.OffsetMs > 260 || !strings.Contains(strings.Join(bad.Reasons, " "), "ms ahead of the controller's") {
+		t.Errorf("skewed agent: valid %v offset %.3f ms reasons %q; want invalid, about 250 ms ahead", bad.Valid, bad.OffsetMs, bad.Reasons)
+	}
+	if why := strings.Join(rep.Agents[0].Reasons, " "); strings.Contains(why, "clock") {
+		t.Errorf("the agent with a good clock is blamed: %q", why)
+	}
+}
