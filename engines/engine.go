@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -286,6 +287,19 @@ type LocalSpec struct {
 	// instead of the one the engine renders: in plaintext only, with the
 	// origin where it fetches from (OriginURL must be there).
 	Own *UserConfig
+	// Host is the address the engine listens at, on the host Launcher
+	// runs it on, and is reached at ("" is loopback: everything on this
+	// host).
+	Host string
+}
+
+// rehost is addr (a loopback host:port) at s.Host's address instead.
+func (s LocalSpec) rehost(addr string) string {
+	if s.Host == "" {
+		return addr
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	return net.JoinHostPort(s.Host, port)
 }
 
 // Source identifies an engine built from source, for its results.
@@ -322,6 +336,7 @@ func StartLocal(ctx context.Context, e Engine, s LocalSpec) (inst Instance, err 
 	if err != nil {
 		return nil, err
 	}
+	listen = s.rehost(listen)
 	li := &localInstance{e: e, bin: bin, run: runstate.From(ctx)}
 	// Registered before anything is made: each step leaves in li what it
 	// made, and Stop undoes what is there.
@@ -460,6 +475,7 @@ func (l *localInstance) setTopology(s LocalSpec) (err error) {
 		if l.cfg.TLSListen, err = freeport.Addr(); err != nil {
 			return err
 		}
+		l.cfg.TLSListen = s.rehost(l.cfg.TLSListen)
 		if s.TLS == nil {
 			return fmt.Errorf("%s: topology tls without certificates", l.e.Name())
 		}
@@ -479,6 +495,7 @@ func (l *localInstance) setTopology(s LocalSpec) (err error) {
 		if l.cfg.ProxyListen, err = freeport.Addr(); err != nil {
 			return err
 		}
+		l.cfg.ProxyListen = s.rehost(l.cfg.ProxyListen)
 		l.cfg.Topology = TopologyProxyV2
 	case "", TopologyPlaintext:
 	default:

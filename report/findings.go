@@ -455,9 +455,16 @@ func summary(rep *Report, cells []cellKey, label func(cellKey) string) string {
 		tests += len(w.Tests)
 	}
 	h := rep.Sources[0].Run.Host
-	return fmt.Sprintf("%s across %d %s (%s): %d tests, from %d result %s measured on one machine (%s, %d cores).",
+	where := fmt.Sprintf("on one machine (%s, %d cores)", orUnknown(h.CPUModel), h.Cores)
+	for _, s := range rep.Sources {
+		if len(s.Run.Placement) > 0 {
+			where = "with the generators, the engine and the origin on hosts of their own (see the conditions)"
+			break
+		}
+	}
+	return fmt.Sprintf("%s across %d %s (%s): %d tests, from %d result %s measured %s.",
 		list(names), len(wls), plural(len(wls), "workload", "workloads"), list(wls), tests,
-		len(rep.Sources), plural(len(rep.Sources), "file", "files"), orUnknown(h.CPUModel), h.Cores)
+		len(rep.Sources), plural(len(rep.Sources), "file", "files"), where)
 }
 
 func orUnknown(s string) string {
@@ -479,6 +486,20 @@ func conditions(in *Input) []Fact {
 		if !hosts[key] {
 			hosts[key] = true
 			add("Machine", key)
+		}
+	}
+	for _, s := range in.Sources {
+		if len(s.Run.Placement) == 0 {
+			continue
+		}
+		var where []string
+		for _, p := range s.Run.Placement {
+			where = append(where, fmt.Sprintf("%s on %s (%s)", p.Role, p.Addr, p.Endpoint))
+		}
+		key := strings.Join(where, ", ") + "; the machine above is the controller's"
+		if !hosts[key] {
+			hosts[key] = true
+			add("Hosts", key)
 		}
 	}
 	tools := map[string]bool{}

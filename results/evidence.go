@@ -24,6 +24,9 @@ type Evidence struct {
 	OtherCPU *OtherCPU    `json:"other_cpu,omitempty"`
 	Cost     *Cost        `json:"cost,omitempty"`
 	Stalls   *Stalls      `json:"stalls,omitempty"`
+	// Hosts are what the pass cost each host of a placed run (hlsbench
+	// run --place), read on the host itself, and its clock.
+	Hosts []HostPass `json:"hosts,omitempty"`
 
 	// Parts are what each workload proves its figures with, by the key
 	// its file declares ("burst", "flap"), beside the common parts in the
@@ -234,6 +237,28 @@ type GeneratorFigures struct {
 	// TLS is what the generator's connections negotiated; absent for plain
 	// http and in files written before it was recorded.
 	TLS *GeneratorTLS `json:"tls,omitempty"`
+	// Hosts are the generator hosts of a pass split over several (a run
+	// with placed generators): what each carried and how its clock stood.
+	Hosts []GeneratorHost `json:"hosts,omitempty"`
+}
+
+// GeneratorHost is one generator host's share of a pass split over
+// several: the generator's own figure (loadgen's Result.Parts) and the run
+// file's, one schema.
+type GeneratorHost struct {
+	Name       string  `json:"name"`
+	Requests   int64   `json:"requests"`
+	OK         int64   `json:"ok"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// ClockOffsetMs is how far its clock was ahead of the controller's
+	// (negative: behind) before the pass, ClockUncertaintyMs how far the
+	// true offset may be from it, StartErrorMs how far from the common
+	// instant it may have started.
+	ClockOffsetMs      float64  `json:"clock_offset_ms"`
+	ClockUncertaintyMs float64  `json:"clock_uncertainty_ms"`
+	StartErrorMs       float64  `json:"start_error_ms"`
+	Valid              bool     `json:"valid"`
+	InvalidReasons     []string `json:"invalid_reasons,omitempty"`
 }
 
 // GeneratorTLS is what TLS a pass's connections negotiated: the
@@ -413,4 +438,32 @@ func evidenceFromExtra(ex map[string]any) *Evidence {
 		e.OtherCPU = &oc
 	}
 	return &e
+}
+
+// HostPass is what one host of a placed run did during a pass: the whole
+// host's CPU, memory and network, whatever ran there, from its /proc read
+// before and after the pass by an agent on it, and its clock before the
+// pass. A figure that could not be read is null, with the reason in Error.
+type HostPass struct {
+	Role string `json:"role"` // "generator", "engine", "origin"
+	Name string `json:"name"`
+	// ClockOffsetMs is how far its clock was ahead of the controller's
+	// before the pass (negative: behind), within ClockUncertaintyMs: the
+	// origin host's is what its stamps are read with.
+	ClockOffsetMs      *float64 `json:"clock_offset_ms"`
+	ClockUncertaintyMs *float64 `json:"clock_uncertainty_ms"`
+	CPUs               int      `json:"cpus,omitempty"`
+	// CPUSeconds is the busy time of all its CPUs over the pass, and
+	// CPUShare that over the time all of them had.
+	CPUSeconds *float64 `json:"cpu_seconds"`
+	CPUShare   *float64 `json:"cpu_share"`
+	// MemUsedBytes is its memory in use (total less available) after the
+	// pass, MemTotalBytes all it has.
+	MemUsedBytes  *int64 `json:"mem_used_bytes"`
+	MemTotalBytes int64  `json:"mem_total_bytes,omitempty"`
+	// NetRxBytes and NetTxBytes are what its interfaces (loopback aside)
+	// received and sent during the pass.
+	NetRxBytes *int64 `json:"net_rx_bytes"`
+	NetTxBytes *int64 `json:"net_tx_bytes"`
+	Error      string `json:"error,omitempty"`
 }

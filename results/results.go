@@ -78,6 +78,16 @@ type Run struct {
 	// Workloads describe each workload of the run as it ran: what it is
 	// and its conditions. Results name theirs in Workload.
 	Workloads []Workload `json:"workloads,omitempty"`
+	// Placement names the hosts of a run whose roles ran on other hosts
+	// (hlsbench run --place); absent when everything ran on Host.
+	Placement []PlacedHost `json:"placement,omitempty"`
+}
+
+// PlacedHost is one host of a placed run and what ran there.
+type PlacedHost struct {
+	Role     string `json:"role"` // "generator", "engine", "origin"
+	Endpoint string `json:"endpoint"`
+	Addr     string `json:"addr"`
 }
 
 // Workload is one workload as it ran.

@@ -18,6 +18,8 @@ const ManifestPath = "/stream/index.m3u8"
 
 type hitPath struct{}
 
+func (hitPath) spreads() {}
+
 func (hitPath) Spec() Spec {
 	p := engines.DefaultPolicy()
 	// A TTL longer than any run: every request is a pure hit.

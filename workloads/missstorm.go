@@ -35,6 +35,7 @@ func (missStorm) conditionFacts(c results.Conditions) (load, rest []results.Fact
 }
 
 func (missStorm) measuresCache() {}
+func (missStorm) spreads()       {}
 
 func (missStorm) Settings() []Setting { return []Setting{clientsSetting} }
 
@@ -61,7 +62,7 @@ type missStormSession struct {
 	cfg      Config
 	tgt      *Target
 	rc       *Recorder
-	g        *loadgen.Generator
+	g        loader
 	ev       *evidenceSet
 	p50, p99 *latencyTest
 	co       *results.Result
@@ -76,7 +77,7 @@ func (missStorm) listTests() []latencyDef {
 
 func (missStorm) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
 	ev := newEvidenceSet(tgt.Seed)
-	g, err := newGenerator(ctx, tgt, &cfg, clientsSetting.Of(cfg), ev, nil)
+	g, err := newLoader(ctx, tgt, &cfg, clientsSetting.Of(cfg), ev, nil)
 	if err != nil {
 		return nil, err
 	}

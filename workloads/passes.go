@@ -70,6 +70,13 @@ type Target struct {
 	// CacheBytes, when set, is what the engine's cache files take (NGINX
 	// caches in files, outside its processes' memory).
 	CacheBytes func() (int64, error)
+	// Agents, when set, are the generator hosts of a placed run (Placed):
+	// a workload that can (spreads) runs its passes on them, the others
+	// are not applicable. ClockTolerance bounds their clocks.
+	Agents         []AgentHost
+	ClockTolerance time.Duration
+	// Probes tell what each host of a placed run did during each pass.
+	Probes []HostProbe
 }
 
 // The names of Target.Groups.
@@ -563,7 +570,8 @@ type snapshot struct {
 	origin  origin.Stats
 	engine  map[string]float64
 	cpu     *cpuload.Sample
-	meter   *cost.Meter // started with the snapshot
+	hosts   []hostSample // a placed run's, by Target.Probes
+	meter   *cost.Meter  // started with the snapshot
 	errs    []string
 	takenAt time.Time
 }
@@ -571,14 +579,17 @@ type snapshot struct {
 // take is the snapshot before a pass: it starts the cost meter (which
 // resets the peaks); takeAfter is the one after, which does not.
 func take(ctx context.Context, tgt *Target) snapshot {
-	s := takeAfter(ctx, tgt)
+	s := takeAt(ctx, tgt, true)
 	if len(tgt.Groups) > 0 {
 		s.meter = cost.Start(tgt.Groups)
 	}
 	return s
 }
 
-func takeAfter(ctx context.Context, tgt *Target) snapshot {
+func takeAfter(ctx context.Context, tgt *Target) snapshot { return takeAt(ctx, tgt, false) }
+
+// takeAt is a snapshot, before a pass with the placed hosts' clocks.
+func takeAt(ctx context.Context, tgt *Target, before bool) snapshot {
 	s := snapshot{takenAt: time.Now()}
 	if tgt.Ours != nil {
 		cs := cpuload.Take(tgt.CPUs, tgt.Ours())
@@ -593,6 +604,9 @@ func takeAfter(ctx context.Context, tgt *Target) snapshot {
 			s.errs = append(s.errs, "engine counters: "+err.Error())
 		}
 	}
+	if len(tgt.Probes) > 0 {
+		s.hosts = sampleHosts(ctx, tgt.Probes, before)
+	}
 	return s
 }
 
@@ -602,7 +616,7 @@ func takeAfter(ctx context.Context, tgt *Target) snapshot {
 func delta(tgt *Target, a, b snapshot) *results.Evidence {
 	o := &results.OriginCounts{Fetches: b.origin.Fetches - a.origin.Fetches, Failed: b.origin.Failed - a.origin.Failed,
 		Errors: append(append([]string{}, a.errs...), b.errs...)}
-	ev := &results.Evidence{Origin: o}
+	ev := &results.Evidence{Origin: o, Hosts: hostPasses(tgt.Probes, a.hosts, b.hosts)}
 	if b.engine != nil && a.engine != nil {
 		o.EngineCounters = map[string]float64{}
 		for k, v := range b.engine {

@@ -26,7 +26,7 @@ type rateSession struct {
 	cfg    Config
 	tgt    *Target
 	rc     *Recorder
-	g      *loadgen.Generator
+	g      loader
 	series []series
 	log    *sendLog
 }
@@ -102,7 +102,7 @@ func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Reco
 	ev := newEvidenceSet(tgt.Seed)
 	ev.segN = segN
 	log := &sendLog{}
-	g, err := newGenerator(ctx, tgt, &cfg, pick(cfg.Connections, spec.Connections), ev, log.onRecord)
+	g, err := newLoader(ctx, tgt, &cfg, pick(cfg.Connections, spec.Connections), ev, log.onRecord)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func newGenerator(ctx context.Context, tgt *Target, cfg *Config, conns int, ev *
 
 // warm fetches an object until the cache holds it. Failed requests do not
 // stop the workload (its passes will show them) but are noted in the run.
-func warm(ctx context.Context, g *loadgen.Generator, rc *Recorder, path string, header [][2]string) error {
+func warm(ctx context.Context, g loader, rc *Recorder, path string, header [][2]string) error {
 	r, err := g.Run(ctx, loadgen.Pass{Path: path, Header: header, Requests: 3, Duration: time.Minute})
 	if err != nil {
 		return err
@@ -152,7 +152,7 @@ func warm(ctx context.Context, g *loadgen.Generator, rc *Recorder, path string, 
 func generatorFigures(r *loadgen.Result, quantiles ...float64) *results.GeneratorFigures {
 	g := &results.GeneratorFigures{TTFBUncorrectedP50Ms: msq(r.TTFBUncorrected, 50), TotalP50Ms: msq(r.Total, 50),
 		TotalP99Ms: msq(r.Total, 99), ScheduleLagP99Ms: msq(r.ScheduleLag, 99), CPUSeconds: round3(r.CPUSeconds)}
-	g.TLS = r.TLS
+	g.TLS, g.Hosts = r.TLS, r.Parts
 	for _, e := range r.LagEffects {
 		if slices.Contains(quantiles, e.Quantile) {
 			g.LagEffect = append(g.LagEffect, e.Ms())

@@ -79,6 +79,11 @@ type RunSpec struct {
 	Terminator engines.Terminator
 	// Started, when set, is told the results file's path once it exists.
 	Started func(path string)
+	// Placed, when set, runs the origin, the engine and the generators on
+	// the hosts it opened (hlsbench run --place).
+	Placed *Placed
+
+	agents *agents // a placed run's, started by Execute
 }
 
 // CPUPlan splits the machine: the generator gets the last CPUs (one event
@@ -162,7 +167,7 @@ func selfIn(spec RunSpec) string {
 
 // startOrigin starts the origin with the run's launcher: `hlsbench origin`
 // as a process or in hlsbench's image, or the same server in-process.
-func startOrigin(ctx context.Context, spec RunSpec, lch launch.Launcher, cfg origin.Config, listen string, cpus []int) (*originHandle, error) {
+func startOrigin(ctx context.Context, spec RunSpec, lch launch.Launcher, cfg origin.Config, listen, control string, cpus []int) (*originHandle, error) {
 	if listen == "" {
 		// Below the ephemeral range: the origin closes its data listener
 		// when it refuses and binds the port again when it recovers, and
@@ -184,8 +189,15 @@ func startOrigin(ctx context.Context, spec RunSpec, lch launch.Launcher, cfg ori
 		line := origin.ReadyLine(srv.DataAddr(), srv.ControlAddr())
 		return strings.TrimPrefix(line, origin.ReadyPrefix), func(context.Context) error { return srv.Close() }, nil
 	}
+	args := origin.ChildArgs(cfg, listen)
+	if control != "" {
+		// Placed: the control API is where the controller reaches it.
+		if i := slices.Index(args, "--control"); i >= 0 {
+			args[i+1] = control
+		}
+	}
 	inst, err := lch.Start(ctx, launch.Spec{Name: "origin", Image: spec.Images["hlsbench"],
-		Command: append([]string{selfIn(spec)}, origin.ChildArgs(cfg, listen)...), CPUs: cpus, PinFlag: "--cpus",
+		Command: append([]string{selfIn(spec)}, args...), CPUs: cpus, PinFlag: "--cpus",
 		ReadyLine: origin.ReadyPrefix, ReadyTimeout: 15 * time.Second, StopTimeout: 5 * time.Second, Serve: serve})
 	if err != nil {
 		return nil, err
@@ -250,8 +262,23 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 		spec.Progress.Note("results: %s (rewritten after every pass)", rc.Path())
 	}
 	plan := CPUPlan{}
-	if rt.Pins {
+	if rt.Pins && spec.Placed == nil {
 		plan = PlanCPUs()
+	}
+	if spec.Placed != nil {
+		a, err := startPlaced(ctx, &spec, run)
+		if a != nil {
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer cancel()
+				if err := a.stop(sctx); err != nil {
+					run.Warnings = append(run.Warnings, "stop the generator agents: "+err.Error())
+				}
+			}()
+		}
+		if err != nil {
+			return run, rc, err
+		}
 	}
 	cfg := spec.Config.withDefaults()
 	cfg.CPUs = plan.Generator
@@ -263,7 +290,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 			run.Warnings = append(run.Warnings, "could not pin the generator: "+err.Error())
 		}
 	}
-	if len(plan.Generator) == 0 {
+	if len(plan.Generator) == 0 && spec.Placed == nil {
 		run.Warnings = append(run.Warnings, "one CPU: the generator shares it with the engine and the origin")
 	}
 
@@ -655,6 +682,7 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 	ocfg := w.OriginConfig()
 	ocfg.Seed = 1
 	lch := spec.Launcher
+	var err error
 	listen := spec.OriginListens[c.name]
 	if own := spec.Configs[c.name]; own != nil {
 		if c.topology != engines.TopologyPlaintext {
@@ -663,7 +691,21 @@ func startCell(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 		}
 		listen = own.Origin
 	}
-	orig, err := startOrigin(ctx, spec, lch, ocfg, listen, plan.Servers)
+	control := ""
+	if p := spec.Placed; p != nil {
+		if why := placedNA(w, c); why != "" {
+			c.na = why
+			// Said once a workload and cell, also where the workload
+			// lists no test to record it under.
+			rc.Run.Warnings = append(rc.Run.Warnings, fmt.Sprintf("%s on %s: not run placed: %s", w.Name, c.label(), why))
+			return nil
+		}
+		lch = p.Origin
+		if listen, control, err = placedOrigin(p); err != nil {
+			return err
+		}
+	}
+	orig, err := startOrigin(ctx, spec, lch, ocfg, listen, control, plan.Servers)
 	if err != nil {
 		return err
 	}
@@ -706,6 +748,10 @@ func restartAt(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Reco
 // makes its target.
 func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, c *cell) error {
 	orig, lch := c.orig, c.lch
+	host := ""
+	if p := spec.Placed; p != nil {
+		lch, host = p.Engine, p.Placement.Engine.Addr
+	}
 	var err error
 	switch c.sel.Name {
 	case "builtin", engines.NullName:
@@ -720,7 +766,7 @@ func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Re
 		}
 		c.inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
 			Binary: bin, CPUs: plan.Servers, Launcher: lch, Image: spec.Images["hlsbench"], Version: version,
-			Name: c.name, Kind: c.kind(), GivenBinary: given,
+			Name: c.name, Kind: c.kind(), GivenBinary: given, Host: host,
 			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec)})
 	case engines.ExternalName:
 		c.inst = &engines.External{BaseURL: spec.ExternalURLs[c.name], Name: c.name, Kind: c.kind()}
@@ -733,7 +779,7 @@ func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Re
 		c.inst, err = engines.StartLocal(ctx, e, engines.LocalSpec{Policy: w.Policy, OriginURL: orig.dataURL,
 			Binary: spec.Binaries[c.name], CPUs: plan.Servers, Launcher: lch, Image: spec.Images[c.name],
 			Name: c.name, Kind: c.kind(), Version: src.Version, Commit: src.Commit, SourceSHA256: src.SHA256,
-			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec), Own: spec.Configs[c.name]})
+			Topology: c.topology, TLS: spec.TLS, Terminator: spec.Terminator, TermImage: termImage(spec), Own: spec.Configs[c.name], Host: host})
 	}
 	var na *engines.NotApplicableError
 	if errors.As(err, &na) {
@@ -757,13 +803,19 @@ func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Re
 	if c.topology != engines.TopologyPlaintext && spec.TLS != nil {
 		c.tgt.TLS = spec.TLS.ClientConfig()
 	}
+	if spec.agents != nil {
+		c.tgt.Agents, c.tgt.ClockTolerance, c.tgt.Probes = spec.agents.hosts, spec.Placed.ClockTolerance, spec.agents.probes
+		// Nothing of this host's measures a placed run's processes.
+		c.tgt.CPUs, c.tgt.Ours = nil, nil
+	}
 	if tp, ok := c.inst.(interface{ TermPGID() int }); ok && tp.TermPGID() > 0 {
 		c.tgt.Groups = append(c.tgt.Groups, cost.Group{Name: costTerminator, PGID: tp.TermPGID()})
 	}
 	if cn, ok := c.inst.(engines.Counters); ok {
 		c.tgt.Counters = cn.Counters
 	}
-	if cs, ok := c.inst.(engines.CacheSizer); ok {
+	if cs, ok := c.inst.(engines.CacheSizer); ok && spec.Placed == nil {
+		// Placed, its cache files are on its host, not here.
 		c.tgt.CacheBytes = cs.CacheBytes
 	}
 	if u, ok := c.inst.(engines.UpstreamCounter); ok {

@@ -24,6 +24,8 @@ const rangeBytes = 65536
 
 type segment struct{}
 
+func (segment) spreads() {}
+
 func (segment) Spec() Spec {
 	p := engines.DefaultPolicy()
 	p.SegmentTTL = 24 * time.Hour

@@ -267,6 +267,18 @@ func (s Spec) Configured(cfg Config) Spec {
 // no cell in it.
 type measuresCache interface{ measuresCache() }
 
+// spreads is a workload whose passes can run on generator agents on other
+// hosts (a placed run): its load is a schedule of requests (no plan of
+// follow-ups) and what it measures comes back in the generators' results
+// and from the origin, not from each request's record.
+type spreads interface{ spreads() }
+
+// Spreads says whether the workload runs in a placed run.
+func (s Spec) Spreads() bool {
+	_, ok := s.w.(spreads)
+	return ok
+}
+
 // NeedsCache says whether the workload measures a cache.
 func (s Spec) NeedsCache() bool {
 	_, ok := s.w.(measuresCache)

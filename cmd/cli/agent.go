@@ -21,7 +21,7 @@ type AgentOptions struct {
 }
 
 // AgentReadyPrefix starts the line `hlsbench agent` prints once it listens.
-const AgentReadyPrefix = "hlsbench agent listening on "
+const AgentReadyPrefix = agent.ReadyPrefix
 
 func newAgentCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := AgentOptions{}

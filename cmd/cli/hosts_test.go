@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +16,10 @@ import (
 
 	"github.com/hlsbench/hlsbench/engines/images"
 	"github.com/hlsbench/hlsbench/engines/launch"
+	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/engines/testhosts"
 	"github.com/hlsbench/hlsbench/origin"
+	"github.com/hlsbench/hlsbench/results"
 )
 
 // testHost is a test host with its own dockerd, connected, holding
@@ -165,4 +168,146 @@ func TestLoadAgentsOnTestHosts(t *testing.T) {
 	if why := strings.Join(rep.Agents[0].Reasons, " "); strings.Contains(why, "clock") {
 		t.Errorf("the agent with a good clock is blamed: %q", why)
 	}
+}
+
+// `hlsbench run --place` across four test hosts: two generator hosts, the
+// engine's and the origin's, each its own dockerd sent the images it needs,
+// the controller in a fifth namespace. The results are those of a run on
+// one host, with the coalescing counted at the origin on its host, each
+// pass's generator hosts and clocks in its evidence, and the hosts in the
+// run file.
+func TestRunPlaced(t *testing.T) {
+	if raceEnabled {
+		t.Skip("end to end: runs once, in the run without the race detector")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	hosts, ctl, _ := startTestHosts(t, ctx, "a", "b", "c", "d")
+	place := func(name string) string { h := hosts[name]; return h.Docker + "@" + h.Addr.String() }
+	out := t.TempDir()
+	cmd := ctl.Command(ctx, os.Args[0], "run", "--place", "generator="+place("a")+","+place("b")+",engine="+place("c")+",origin="+place("d"),
+		"--engine", "varnish", "--workload", "hit-path,miss-storm", "--quick", "--out", out, "--json", "--quiet")
+	cmd.Env = append(os.Environ(), asMain+"=1", runstate.DirEnv+"="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	var run results.Run
+	if jerr := json.Unmarshal(b, &run); jerr != nil {
+		t.Fatalf("run --place: %v (%v)\n%s", jerr, err, stderr.String())
+	}
+	if err != nil && !strings.Contains(stderr.String(), "invalid") {
+		t.Fatalf("run --place: %v\n%s", err, stderr.String())
+	}
+	t.Logf("stderr:\n%s", stderr.String())
+	if len(run.Placement) != 4 || run.Placement[0].Addr != hosts["a"].Addr.String() || run.Placement[2].Role != "engine" {
+		t.Errorf("placement in the run file: %+v", run.Placement)
+	}
+	seen := map[string]bool{}
+	for _, r := range run.Results {
+		seen[r.Workload+" "+r.Test] = true
+		if r.Value == nil {
+			// Four hosts' processes share this machine's two cores: a
+			// sub-millisecond p99 may be moved by the agents' lateness,
+			// and is then rightly not a figure.
+			if !strings.Contains(r.NoValue, "lateness") {
+				t.Errorf("%s %s: no value: %s %q", r.Workload, r.Test, r.NoValue, r.InvalidReasons)
+			}
+			continue
+		}
+		t.Logf("%s %s: %.3f %s valid %v", r.Workload, r.Test, *r.Value, r.Unit, r.Valid)
+		for _, p := range r.Passes {
+			if p.Evidence == nil || p.Evidence.Generator == nil || len(p.Evidence.Generator.Hosts) != 2 {
+				t.Errorf("%s %s: a pass without its two generator hosts in its evidence", r.Workload, r.Test)
+				break
+			}
+			for _, h := range p.Evidence.Generator.Hosts {
+				if h.Requests == 0 || h.ClockUncertaintyMs <= 0 {
+					t.Errorf("%s %s: generator host %s: %d requests, clock ±%.3f ms", r.Workload, r.Test, h.Name, h.Requests, h.ClockUncertaintyMs)
+				}
+			}
+			// What the pass cost each host, read on the host.
+			roles := map[string]int{}
+			for _, h := range p.Evidence.Hosts {
+				roles[h.Role]++
+				if h.Error != "" || h.CPUSeconds == nil || h.MemUsedBytes == nil || h.NetTxBytes == nil || *h.NetTxBytes <= 0 || h.ClockOffsetMs == nil {
+					t.Errorf("%s %s: host %s: %+v", r.Workload, r.Test, h.Name, h)
+				}
+			}
+			if roles["generator"] != 2 || roles["engine"] != 1 || roles["origin"] != 1 {
+				t.Errorf("%s %s: the pass's hosts by role %v, want 2 generators, the engine and the origin", r.Workload, r.Test, roles)
+			}
+		}
+		if r.Test == "coalescing" && *r.Value < 1 {
+			t.Errorf("coalescing %.2f x: counted at the origin, want at least 1", *r.Value)
+		}
+	}
+	for _, want := range []string{"hit-path p50-ttfb", "miss-storm coalescing"} {
+		if !seen[want] {
+			t.Errorf("no %s result", want)
+		}
+	}
+	// The page says where each role ran.
+	page := t.TempDir()
+	if code, _, errs := runCLI(t, ctx, "report", "--out", page, out); code != ExitOK {
+		t.Fatalf("report: exit %d: %s", code, errs)
+	}
+	if html, _ := os.ReadFile(filepath.Join(page, "index.html")); !strings.Contains(string(html), "engine on "+hosts["c"].Addr.String()) {
+		t.Errorf("the page does not say where the engine ran")
+	}
+	for name, h := range hosts {
+		if runs, _ := launch.Runs(ctx, h.cli); len(runs[run.ID]) > 0 {
+			t.Errorf("host %s: the finished run left %v", name, runs[run.ID])
+		}
+	}
+
+	// kill -9 of the controller mid-pass: hlsbench clean removes every
+	// container it left on every placed host.
+	state := t.TempDir()
+	cmd = ctl.Command(ctx, os.Args[0], "run", "--place", "generator="+place("a")+","+place("b")+",engine="+place("c")+",origin="+place("d"),
+		"--engine", "varnish", "--workload", "hit-path", "--passes", "1", "--warmups", "0", "--pass-duration", "60s", "--rate", "200", "--no-save")
+	cmd.Env = append(os.Environ(), asMain+"=1", runstate.DirEnv+"="+state)
+	var progress syncBuffer
+	cmd.Stdout, cmd.Stderr = &progress, &progress
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	counts := func() (n int, on map[string]int) {
+		on = map[string]int{}
+		for name, h := range hosts {
+			runs, _ := launch.Runs(ctx, h.cli)
+			for r, names := range runs {
+				if r != "hosts-test" {
+					on[name] += len(names)
+					n += len(names)
+				}
+			}
+		}
+		return n, on
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		if _, on := counts(); strings.Contains(progress.String(), "pass 1/1") && on["a"] > 0 && on["b"] > 0 && on["c"] > 0 && on["d"] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the placed run did not come up on every host in 2 minutes\n%s", progress.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cmd.Process.Kill() // our child, not yet reaped
+	cmd.Wait()
+	if n, on := counts(); n < 4 {
+		t.Fatalf("after kill -9: containers by host %v; want the agents', the engine's and the origin's left (the test proves nothing)", on)
+	}
+	clean := ctl.Command(ctx, os.Args[0], "clean")
+	clean.Env = append(os.Environ(), asMain+"=1", runstate.DirEnv+"="+state)
+	got, err := clean.CombinedOutput()
+	if err != nil {
+		t.Fatalf("clean: %v\n%s", err, got)
+	}
+	if n, on := counts(); n != 0 {
+		t.Errorf("after clean: containers by host %v\n%s", on, got)
+	}
+	t.Logf("clean:\n%s", got)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,6 +21,7 @@ import (
 	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads"
+	"github.com/hlsbench/hlsbench/workloads/loadgen/agent"
 )
 
 // RunOptions are the flags of `hlsbench run`.
@@ -43,6 +45,11 @@ type RunOptions struct {
 	AllowOOM     bool       // --allow-oom: a --memory below the store runs
 	Quiet        bool
 	Lock         string // wait, fail or none: see runstate.go
+	// Place puts the generators, the engine and the origin on other
+	// hosts (launch.ParsePlacement); ClockTolerance bounds the generator
+	// hosts' clocks.
+	Place          string
+	ClockTolerance time.Duration
 
 	// Settings holds the workloads' settings as their flags set them
 	// (workloads.Settings: a flag each); those not given come from the
@@ -123,6 +130,8 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how the workloads measured over topologies reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), proxyv2 (a TLS terminator in front speaking PROXY v2 to the engine), a comma list, or all")
 	f.StringVar(&o.Terminator, "terminator", engines.DefaultTerminator, "the TLS terminator of topology proxyv2: hitch (write-proxy-v2) or haproxy (send-proxy-v2)")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
+	f.StringVar(&o.Place, "place", "", "run the roles on other hosts, each a Docker daemon: `generator=H[,H…],engine=H,origin=H`, each H an endpoint (unix:///path, tcp://host:port with TLS from DOCKER_CERT_PATH, ssh://[user@]host) or Docker context name, with @ADDR, the address the other hosts reach it at; the images are sent from this host's daemon; each pass's schedule is split over the generator hosts and merged exactly (the docker runtime; plaintext; hit-path, segment and miss-storm)")
+	f.DurationVar(&o.ClockTolerance, "clock-tolerance", agent.ClockTolerance, "with --place: how far a generator host's clock (its offset, the offset's uncertainty, its start) may be off before its passes are invalid")
 
 	settingFlags(f, &o.Settings)
 }
@@ -260,6 +269,7 @@ type runPlan struct {
 	topologies  []string
 	term        engines.Terminator // nil unless topology proxyv2 runs
 	rt          launch.Runtime     // --runtime
+	place       *launch.Placement  // --place; nil: everything here
 	imageFlags  map[string]string  // --image, by row
 	lim         limits
 	// externalURLs and originListens are the external rows' --url and
@@ -342,6 +352,9 @@ func parseRunFlags(o RunOptions) (*runPlan, error) {
 	if p.rt, err = launch.RuntimeNamed(o.Runtime); err != nil {
 		return nil, usagef("--runtime %q: want one of %s", o.Runtime, strings.Join(launch.RuntimeNames(nil), ", "))
 	}
+	if p.place, p.rt, err = parsePlace(o, p.rt); err != nil {
+		return nil, err
+	}
 	if p.imageFlags, err = parseImages(o.Images, p.engineNames); err != nil {
 		return nil, err
 	}
@@ -393,6 +406,9 @@ func (p *runPlan) record(o RunOptions) map[string]any {
 	}
 	settings["workload_settings"] = pols
 	settings["lock"] = o.Lock
+	if p.place != nil {
+		settings["place"], settings["clock_tolerance_ms"] = o.Place, float64(o.ClockTolerance)/1e6
+	}
 	settings["topologies"] = p.topologies
 	if p.term != nil {
 		settings["terminator"] = p.term.Name()
@@ -434,6 +450,15 @@ func (p *runPlan) prepare(ctx context.Context, stderr io.Writer, o RunOptions) (
 			return workloads.RunSpec{}, closeRuntime, err
 		}
 	}
+	var placed *workloads.Placed
+	if p.place != nil {
+		var closeHosts func()
+		placed, closeHosts, err = p.openPlaced(ctx, stderr, o, lch, imgs)
+		closeRuntime = func() { closeHosts(); launch.Close(lch) }
+		if err != nil {
+			return workloads.RunSpec{}, closeRuntime, err
+		}
+	}
 	tlsSet, err := runCerts(p.topologies, p.term)
 	if err != nil {
 		return workloads.RunSpec{}, closeRuntime, err
@@ -441,7 +466,7 @@ func (p *runPlan) prepare(ctx context.Context, stderr io.Writer, o RunOptions) (
 	rs := workloads.RunSpec{Engines: p.engineNames, Selections: selectionMap(p.sels), Workloads: p.specs, Config: p.cfg, Launcher: lch, Images: imgs,
 		Topologies: p.topologies, TLS: tlsSet, Terminator: p.term,
 		Runtime: o.Runtime, ExternalURLs: p.externalURLs, OriginListens: p.originListens, Binaries: p.binaries, Sources: p.sources, Configs: p.configs, OutDir: p.out, Self: p.self,
-		Version: Version, Commit: Commit, Settings: p.settings, Progress: progress}
+		Version: Version, Commit: Commit, Settings: p.settings, Progress: progress, Placed: placed}
 	if o.suite != nil {
 		if err := o.suite.begin(&rs, stderr); err != nil {
 			return workloads.RunSpec{}, closeRuntime, err

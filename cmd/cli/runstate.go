@@ -52,6 +52,9 @@ func beginRun(ctx context.Context, stderr io.Writer, lock string) (_ context.Con
 	}
 	end = func() {
 		reapOwn(stderr, r.ID())
+		for _, ep := range r.State().Hosts {
+			removeOnHost(context.Background(), stderr, ep, r.ID(), false)
+		}
 		rep, err := r.Close()
 		if !rep.Empty() {
 			fmt.Fprintf(stderr, "hlsbench: stopped what this run left running: %s\n", rep.What())
@@ -71,7 +74,7 @@ func beginRun(ctx context.Context, stderr io.Writer, lock string) (_ context.Con
 func sweepAll(ctx context.Context, stderr io.Writer, dir string, dryRun bool) (runstate.Swept, int, error) {
 	sw, err := runstate.Sweep(dir, dryRun)
 	printSwept(stderr, sw, dryRun)
-	orphans := sweepLeftovers(ctx, stderr, sw, dryRun)
+	orphans := sweepLeftovers(ctx, stderr, sw, dryRun) + sweepHosts(ctx, stderr, sw, dryRun)
 	if err != nil && orphans > 0 && !dryRun {
 		again, aerr := runstate.Sweep(dir, false)
 		printSwept(stderr, again, false)

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,9 +64,11 @@ type Docker struct {
 	// directory outside Dir).
 	Binds []string
 	// Remote is set when the daemon runs on another host (launch.Host):
-	// nothing of this host's is mounted (a spec's Files are copied into
-	// its container at Dir through the API; Binds are refused) and its
-	// processes are not this host's to measure.
+	// nothing of this host's is mounted — the directories a spec would
+	// mount (Dir, with its Files written, and Binds) are copied into its
+	// container at the same paths through the API, and what it writes
+	// there stays in the container — and its processes are not this
+	// host's to measure.
 	Remote bool
 }
 
@@ -211,11 +212,7 @@ func (d Docker) create(ctx context.Context, s Spec) (string, error) {
 		cfg.Labels[k] = v
 	}
 	host := &container.HostConfig{NetworkMode: "host"}
-	if d.Remote {
-		if len(s.Binds) > 0 || len(d.Binds) > 0 {
-			return "", fmt.Errorf("start %s in docker on another host: it would mount this host's %s", s.Name, strings.Join(append(s.Binds, d.Binds...), ", "))
-		}
-	} else {
+	if !d.Remote {
 		host.Binds = append(host.Binds, d.Binds...)
 		for _, dir := range mounted(s) {
 			host.Binds = append(host.Binds, dir+":"+dir)
@@ -231,8 +228,12 @@ func (d Docker) create(ctx context.Context, s Spec) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("start %s in docker (image %s): %w", s.Name, s.Image, err)
 	}
-	if d.Remote && len(s.Files) > 0 {
-		if err := copyFiles(ctx, d.Client, resp.ID, s.Dir, s.Files); err != nil {
+	if d.Remote {
+		var dirs []string
+		for _, b := range append(mounted(s), d.Binds...) {
+			dirs = append(dirs, strings.SplitN(b, ":", 2)[0])
+		}
+		if err := copyDirs(ctx, d.Client, resp.ID, dirs); err != nil {
 			d.Client.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
 			return "", fmt.Errorf("start %s in docker: %w", s.Name, err)
 		}
@@ -240,48 +241,76 @@ func (d Docker) create(ctx context.Context, s Spec) (string, error) {
 	return resp.ID, nil
 }
 
-// copyFiles puts files (names relative to dir) into a created container,
-// at dir.
-func copyFiles(ctx context.Context, cli *client.Client, id, dir string, files map[string][]byte) error {
-	if !filepath.IsAbs(dir) {
-		return fmt.Errorf("copy files into the container: directory %q is not absolute", dir)
+// copyDirs copies this host's directories, whole, into a created
+// container at the same paths.
+func copyDirs(ctx context.Context, cli *client.Client, id string, dirs []string) error {
+	if len(dirs) == 0 {
+		return nil
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	made := map[string]bool{}
-	var mkdir func(d string) error
-	mkdir = func(d string) error {
+	var parents func(d string) error
+	parents = func(d string) error {
 		if d == "/" || d == "." || made[d] {
 			return nil
 		}
-		if err := mkdir(filepath.Dir(d)); err != nil {
+		if err := parents(filepath.Dir(d)); err != nil {
 			return err
 		}
 		made[d] = true
 		return tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(d, "/") + "/", Mode: 0o755, Typeflag: tar.TypeDir})
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if err := mkdir(filepath.Dir(p)); err != nil {
+	for _, dir := range dirs {
+		if !filepath.IsAbs(dir) {
+			return fmt.Errorf("copy %s into the container: not an absolute path", dir)
+		}
+		if err := parents(filepath.Dir(dir)); err != nil {
 			return err
 		}
-		if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(p, "/"), Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
+		err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			if !e.IsDir() && !info.Mode().IsRegular() {
+				return nil // sockets, fifos: nothing to carry
+			}
+			h, err := tar.FileInfoHeader(info, "")
+			if err != nil {
+				return err
+			}
+			h.Name = strings.TrimPrefix(p, "/")
+			if e.IsDir() {
+				made[p] = true
+				h.Name += "/"
+			}
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+			if e.IsDir() {
+				return nil
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(tw, f)
 			return err
-		}
-		if _, err := tw.Write(files[n]); err != nil {
-			return err
+		})
+		if err != nil {
+			return fmt.Errorf("copy %s into the container: %w", dir, err)
 		}
 	}
 	if err := tw.Close(); err != nil {
 		return err
 	}
 	if err := cli.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
-		return fmt.Errorf("copy files into the container: %w", err)
+		return fmt.Errorf("copy %s into the container: %w", strings.Join(dirs, ", "), err)
 	}
 	return nil
 }

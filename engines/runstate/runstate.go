@@ -78,6 +78,10 @@ type State struct {
 	Lock  string   `json:"lock,omitempty"`
 	Procs []Proc   `json:"procs"`
 	Dirs  []string `json:"dirs"`
+	// Hosts are the Docker endpoints of other hosts the run starts
+	// containers on (hlsbench run --place): a sweep of the dead run
+	// removes its containers there too.
+	Hosts []string `json:"hosts,omitempty"`
 }
 
 // Options are a run's.
@@ -268,6 +272,19 @@ func (r *Run) drop(change func(st *State)) error {
 	}
 	change(&r.st)
 	return r.write()
+}
+
+// AddHost records a Docker endpoint of another host before the run starts
+// anything there.
+func (r *Run) AddHost(endpoint string) error {
+	if r == nil {
+		return nil
+	}
+	return r.update(func(st *State) {
+		if !slices.Contains(st.Hosts, endpoint) {
+			st.Hosts = append(st.Hosts, endpoint)
+		}
+	})
 }
 
 // Tracked is a process group in the state file.

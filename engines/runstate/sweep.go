@@ -36,7 +36,10 @@ type Report struct {
 	DryRun bool
 	Killed []Killed
 	Dirs   []string // scratch directories that existed
-	Err    error    // what could not be removed; the state file is then kept
+	// Hosts are the Docker endpoints of other hosts it started containers
+	// on: their daemons' to sweep (the caller's, who can reach them).
+	Hosts []string
+	Err   error // what could not be removed; the state file is then kept
 }
 
 // Empty says the run left nothing but its state file.
@@ -199,7 +202,7 @@ func ReadState(path string) (State, error) {
 
 // cleanup ends what st lists and removes its directories.
 func cleanup(st State, dryRun bool) Report {
-	rep := Report{Run: st.Run, PID: st.PID, DryRun: dryRun}
+	rep := Report{Run: st.Run, PID: st.PID, DryRun: dryRun, Hosts: st.Hosts}
 	var errs []error
 	// After a reboot nothing of the run runs, and start times mean nothing.
 	if st.BootID == procfs.BootID() && len(st.Procs) > 0 {

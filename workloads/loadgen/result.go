@@ -86,6 +86,9 @@ type Result struct {
 	SpinMargin  time.Duration
 	// TLS is what the connections negotiated; nil for plain http.
 	TLS *TLSInfo
+	// Parts are the generators that carried a pass split over several
+	// hosts (set by who split it: agent.Shared), one each.
+	Parts []results.GeneratorHost
 
 	// Valid and InvalidReasons are Verdict over every published quantile.
 	Valid          bool     `json:"-"`
@@ -518,6 +521,8 @@ type Summary struct {
 	ScheduleLag       Spread              `json:"schedule_lag"`
 	ConnectionWait    Spread              `json:"connection_wait"`
 	Cache             CacheCounts         `json:"cache"`
+	// Generators are the hosts of a pass split over several.
+	Generators []results.GeneratorHost `json:"generators,omitempty"`
 }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
@@ -558,7 +563,8 @@ func (r *Result) Summary() Summary {
 		SendCPUSeconds: round(r.SendCPUSeconds, 4), SendWindowS: round(r.SendWindow.Seconds(), 4),
 		ShardCPU: slices.Clone(r.ShardCPU), SpinSeconds: round(r.SpinSeconds, 4), SpinMarginMs: round(ms(int64(r.SpinMargin)), 3),
 		LagEffect:   []results.LagEffect{},
-		ScheduleLag: spreadOf(r.ScheduleLag), ConnectionWait: spreadOf(r.ConnectionWait), Cache: r.Cache}
+		ScheduleLag: spreadOf(r.ScheduleLag), ConnectionWait: spreadOf(r.ConnectionWait), Cache: r.Cache,
+		Generators: r.Parts}
 	if s.ErrorSamples == nil {
 		s.ErrorSamples = []ErrorSample{}
 	}

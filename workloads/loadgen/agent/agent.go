@@ -9,6 +9,7 @@
 // The API is versioned under /v1:
 //
 //	GET    /v1/clock                 {"now_unix_ns": …}
+//	GET    /v1/host                  the host's CPU, memory and network counters (HostSample)
 //	POST   /v1/generators            GeneratorSpec → {"id", "connections", "shards"}
 //	POST   /v1/generators/{id}/pass  PassSpec → a result (loadgen.Result.MarshalWire)
 //	POST   /v1/generators/{id}/interrupt   ends the pass running on it early: its
@@ -34,6 +35,10 @@ import (
 
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
+
+// ReadyPrefix starts the line `hlsbench agent` prints once it listens,
+// followed by its address.
+const ReadyPrefix = "hlsbench agent listening on "
 
 // GeneratorSpec is a generator as a controller asks for it: loadgen.Options
 // that can travel.
@@ -99,6 +104,9 @@ type Server struct {
 	// Skew moves the clock the agent tells and reads start instants on
 	// by this much: a test's way to make a host whose clock is wrong.
 	Skew time.Duration
+	// OnRecord, when set, is every generator's loadgen.Options.OnRecord:
+	// a test's way to see each request an agent sent.
+	OnRecord func(shard int, rec *loadgen.Record, check loadgen.BodyCheck)
 
 	mu      sync.Mutex
 	gens    map[string]*loadgen.Generator
@@ -118,6 +126,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/clock", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, clockAnswer{NowUnixNs: time.Now().Add(s.Skew).UnixNano()})
 	})
+	mux.HandleFunc("GET /v1/host", s.host)
 	mux.HandleFunc("POST /v1/generators", s.open)
 	mux.HandleFunc("POST /v1/generators/{id}/pass", s.run)
 	mux.HandleFunc("POST /v1/generators/{id}/interrupt", s.interrupt)
@@ -151,6 +160,7 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	o.OnRecord = s.OnRecord
 	g, err := loadgen.New(r.Context(), o)
 	if err != nil {
 		writeErr(w, err)

@@ -3,24 +3,34 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
 // startAgent serves an agent on loopback, as `hlsbench agent` does.
 func startAgent(t *testing.T, skew time.Duration) *Client {
+	t.Helper()
+	return startAgentWith(t, skew, nil)
+}
+
+// startAgentWith is startAgent with the agent's generators' OnRecord.
+func startAgentWith(t *testing.T, skew time.Duration, onRecord func(int, *loadgen.Record, loadgen.BodyCheck)) *Client {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := NewServer()
-	s.Skew = skew
+	s.Skew, s.OnRecord = skew, onRecord
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
@@ -130,10 +140,34 @@ func TestSharedStallIsCorrected(t *testing.T) {
 		w.Write([]byte("ok"))
 	}))
 	defer srv.Close()
-	parts := openParts(t, srv.URL, 0, 0)
+	// Every request either agent sent, as it recorded it.
+	var mu sync.Mutex
+	recs := loadgen.NewHistogram()
+	onRecord := func(_ int, rec *loadgen.Record, _ loadgen.BodyCheck) {
+		if rec.Err == "" {
+			mu.Lock()
+			loadgen.Clamp(recs, int64(rec.TTFB))
+			mu.Unlock()
+		}
+	}
+	var parts []Part
+	for i := range 2 {
+		r, err := startAgentWith(t, 0, onRecord).Open(context.Background(), GeneratorSpec{URL: srv.URL, Connections: 50, Shards: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close(context.Background()) })
+		parts = append(parts, Part{Name: fmt.Sprintf("generator host %d", i+1), Remote: r})
+	}
 	m, _, err := Shared(context.Background(), parts, PassSpec{Rate: 1000, Duration: 10 * time.Second}, 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The merged histogram, from the agents' histograms through the wire,
+	// is the histogram of every record of both agents.
+	if !m.TTFB.Equals(recs) {
+		t.Errorf("merged TTFB: %d values, p99 %v; the agents' records: %d values, p99 %v", m.TTFB.TotalCount(),
+			time.Duration(m.TTFB.ValueAtQuantile(99)), recs.TotalCount(), time.Duration(recs.ValueAtQuantile(99)))
 	}
 	p99 := time.Duration(m.TTFB.ValueAtQuantile(99))
 	t.Logf("merged: requests %d, TTFB p99 %v, uncorrected p99 %v", m.Requests, p99, time.Duration(m.TTFBUncorrected.ValueAtQuantile(99)))

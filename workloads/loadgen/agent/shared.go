@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
@@ -102,7 +104,26 @@ func Shared(ctx context.Context, parts []Part, spec PassSpec, tolerance time.Dur
 		}
 		rs[i] = reps[i].Result
 	}
-	return loadgen.MergeShares(rs), reps, nil
+	m := loadgen.MergeShares(rs)
+	for _, r := range reps {
+		m.Parts = append(m.Parts, results.GeneratorHost{Name: r.Name, Requests: r.Result.Requests, OK: r.Result.OK,
+			CPUSeconds: round3(r.Result.CPUSeconds), ClockOffsetMs: round3(ms(r.Before.Offset)),
+			ClockUncertaintyMs: round3(ms(r.Before.Uncertainty)), StartErrorMs: round3(ms(r.StartError)),
+			Valid: r.Result.Valid, InvalidReasons: r.Result.InvalidReasons})
+	}
+	return m, reps, nil
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// SpecOf is pass as an agent takes it: everything but a plan (a function
+// of this process's) travels.
+func SpecOf(p loadgen.Pass) (PassSpec, error) {
+	if p.Plan != nil {
+		return PassSpec{}, &loadgen.ConfigError{Field: "plan", Msg: "a planned pass (each request's follow-ups) runs on a generator in this process, not on agents"}
+	}
+	return PassSpec{Path: p.Path, Paths: p.Paths, Zipf: p.Zipf, Header: p.Header, Rate: p.Rate, Arrival: p.Arrival,
+		Duration: p.Duration, Requests: p.Requests, Burst: p.Burst, Seed: p.Seed}, nil
 }
 
 // clockChecks are the reasons the part's clock makes the pass invalid.

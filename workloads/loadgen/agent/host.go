@@ -1,0 +1,164 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// HostSample is a host's CPU, memory and network counters at one instant,
+// as the agent on it reads them from /proc: the whole host's, whatever ran
+// there (an agent runs with the host's network, and /proc/stat and
+// /proc/meminfo are the host's). Two samples give what a pass cost it.
+type HostSample struct {
+	At   time.Time `json:"at"`
+	CPUs int       `json:"cpus"`
+	// TotalTicks and BusyTicks are the CPUs' time in USER_HZ ticks
+	// (TicksPerSecond): busy is every state but idle and iowait.
+	TotalTicks     uint64 `json:"total_ticks"`
+	BusyTicks      uint64 `json:"busy_ticks"`
+	TicksPerSecond int    `json:"ticks_per_second"`
+	MemTotal       int64  `json:"mem_total_bytes"`
+	MemAvailable   int64  `json:"mem_available_bytes"`
+	// NetRx and NetTx are the bytes every interface but loopback received
+	// and sent.
+	NetRx int64 `json:"net_rx_bytes"`
+	NetTx int64 `json:"net_tx_bytes"`
+}
+
+// userHZ is the kernel's USER_HZ, the unit of /proc/stat: 100 on every
+// Linux architecture hlsbench runs on.
+const userHZ = 100
+
+// ReadHost samples this host.
+func ReadHost() (HostSample, error) {
+	s := HostSample{At: time.Now(), TicksPerSecond: userHZ}
+	var errs []error
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		s.CPUs, s.TotalTicks, s.BusyTicks, err = parseStat(b)
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, err)
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		s.MemTotal, s.MemAvailable, err = parseMeminfo(b)
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, err)
+	}
+	if b, err := os.ReadFile("/proc/net/dev"); err == nil {
+		s.NetRx, s.NetTx, err = parseNetDev(b)
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, err)
+	}
+	return s, errors.Join(errs...)
+}
+
+// parseStat reads /proc/stat's cpu lines: the CPUs, and the aggregate's
+// total and busy ticks.
+func parseStat(b []byte) (cpus int, total, busy uint64, err error) {
+	found := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
+			continue
+		}
+		if f[0] != "cpu" {
+			cpus++
+			continue
+		}
+		if len(f) < 5 {
+			return 0, 0, 0, fmt.Errorf("/proc/stat: short cpu line %q", line)
+		}
+		// user nice system idle iowait irq softirq steal (guest and
+		// guest_nice are counted in user and nice already).
+		for i, v := range f[1:min(len(f), 9)] {
+			n, perr := strconv.ParseUint(v, 10, 64)
+			if perr != nil {
+				return 0, 0, 0, fmt.Errorf("/proc/stat: %q: %w", line, perr)
+			}
+			total += n
+			if i != 3 && i != 4 {
+				busy += n
+			}
+		}
+		found = true
+	}
+	if !found || cpus == 0 {
+		return 0, 0, 0, errors.New("/proc/stat: no cpu lines")
+	}
+	return cpus, total, busy, nil
+}
+
+// parseMeminfo reads MemTotal and MemAvailable, in bytes.
+func parseMeminfo(b []byte) (total, avail int64, err error) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	seen := 0
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || (f[0] != "MemTotal:" && f[0] != "MemAvailable:") {
+			continue
+		}
+		kb, perr := strconv.ParseInt(f[1], 10, 64)
+		if perr != nil {
+			return 0, 0, fmt.Errorf("/proc/meminfo: %q: %w", sc.Text(), perr)
+		}
+		if f[0] == "MemTotal:" {
+			total = kb << 10
+		} else {
+			avail = kb << 10
+		}
+		seen++
+	}
+	if seen != 2 {
+		return 0, 0, errors.New("/proc/meminfo: no MemTotal or MemAvailable")
+	}
+	return total, avail, nil
+}
+
+// parseNetDev sums the received and sent bytes of every interface but lo.
+func parseNetDev(b []byte) (rx, tx int64, err error) {
+	for _, line := range strings.Split(string(b), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "lo" || strings.Contains(name, "|") {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 9 {
+			return 0, 0, fmt.Errorf("/proc/net/dev: short line %q", line)
+		}
+		r, err1 := strconv.ParseInt(f[0], 10, 64)
+		t, err2 := strconv.ParseInt(f[8], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, 0, fmt.Errorf("/proc/net/dev: %q", line)
+		}
+		rx += r
+		tx += t
+	}
+	return rx, tx, nil
+}
+
+func (s *Server) host(w http.ResponseWriter, _ *http.Request) {
+	h, err := ReadHost()
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+// Host samples the agent's host.
+func (c *Client) Host(ctx context.Context) (HostSample, error) {
+	var h HostSample
+	err := c.do(ctx, http.MethodGet, "/v1/host", nil, &h, nil)
+	return h, err
+}
