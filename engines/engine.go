@@ -662,6 +662,7 @@ func (l *localInstance) startTerminator(ctx context.Context, s LocalSpec, lch la
 	if tc.Listen, err = freeport.Addr(); err != nil {
 		return err
 	}
+	tc.Listen = s.rehost(tc.Listen)
 	dir := filepath.Join(l.termWork, "tls")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err

@@ -383,8 +383,9 @@ type nginxConf struct {
 	Work, CacheDir, Listen, Origin string
 	// TLSListen, Cert and Key: the TLS listener of topology tls.
 	TLSListen, Cert, Key string
-	// ProxyListen: the PROXY v2 listener of topology proxyv2.
-	ProxyListen                 string
+	// ProxyListen: the PROXY v2 listener of topology proxyv2; ProxyFrom
+	// its host when not loopback (a placed engine's terminator's address).
+	ProxyListen, ProxyFrom      string
 	AccessLog, ErrorLog, PID    string
 	Workers                     int
 	StoreBytes                  int64
@@ -450,6 +451,11 @@ func nginxData(cfg Config) (nginxConf, error) {
 			return nginxConf{}, fmt.Errorf("PROXY listener %q: want host:port", cfg.ProxyListen)
 		}
 		c.ProxyListen = cfg.ProxyListen
+		// Placed on another host, the terminator beside it connects
+		// from that host's address.
+		if h, _, _ := net.SplitHostPort(cfg.ProxyListen); !net.ParseIP(h).IsLoopback() {
+			c.ProxyFrom = h
+		}
 	}
 	var err error
 	// proxy_cache_valid counts whole seconds; a TTL NGINX would round is refused
@@ -578,6 +584,9 @@ http {
         listen {{.ProxyListen}} proxy_protocol;
         set_real_ip_from 127.0.0.1;
         set_real_ip_from ::1;
+{{- if .ProxyFrom}}
+        set_real_ip_from {{.ProxyFrom}};
+{{- end}}
         real_ip_header proxy_protocol;
         add_header ` + ClientHeader + ` $remote_addr:$remote_port always;
 {{- end}}

@@ -53,11 +53,11 @@ var (
 )
 
 func (e *evidence) Begin(info *loadgen.ResponseInfo, offset int64) {
-	e.stamp = headerInt(info.Header, generatedKey)
-	e.version = headerInt(info.Header, versionKey)
+	e.stamp = loadgen.HeaderInt(info.Header, generatedKey)
+	e.version = loadgen.HeaderInt(info.Header, versionKey)
 	e.edge = -1
-	if v := headerValue(info.Header, edgeKey); v != nil {
-		if n := headerInt(info.Header, edgeKey); n > 0 || string(v) == "0" {
+	if v := loadgen.HeaderValue(info.Header, edgeKey); v != nil {
+		if n := loadgen.HeaderInt(info.Header, edgeKey); n > 0 || string(v) == "0" {
 			e.edge = n
 		}
 	}
@@ -65,7 +65,7 @@ func (e *evidence) Begin(info *loadgen.ResponseInfo, offset int64) {
 	e.bad = false
 	// A whole 200 body is already checked against the declared CRC-32C by
 	// the generator; comparing every byte too would only cost CPU.
-	e.compare = !(info.Status == 200 && len(headerValue(info.Header, checksumKey)) == 8)
+	e.compare = !(info.Status == 200 && len(loadgen.HeaderValue(info.Header, checksumKey)) == 8)
 }
 
 func (e *evidence) Write(p []byte) {
@@ -89,34 +89,4 @@ func (e *evidence) End() error {
 		return errBytes
 	}
 	return nil
-}
-
-// headerValue finds "Name: value" in a raw header block, case-insensitively;
-// nil when absent.
-func headerValue(h, key []byte) []byte {
-	for len(h) > 0 {
-		i := bytes.IndexByte(h, '\n')
-		line := h
-		if i >= 0 {
-			line, h = h[:i], h[i+1:]
-		} else {
-			h = nil
-		}
-		if len(line) > len(key) && bytes.EqualFold(line[:len(key)], key) {
-			return bytes.TrimSpace(line[len(key):])
-		}
-	}
-	return nil
-}
-
-// headerInt reads a decimal header value; 0 when absent or not a number.
-func headerInt(h, key []byte) int64 {
-	var n int64
-	for _, c := range headerValue(h, key) {
-		if c < '0' || c > '9' {
-			return 0
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n
 }

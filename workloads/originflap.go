@@ -58,6 +58,7 @@ func (originFlap) conditionFacts(c results.Conditions) (load, rest []results.Fac
 }
 
 func (originFlap) measuresCache() {}
+func (originFlap) spreads()       {}
 
 func (originFlap) Settings() []Setting {
 	return []Setting{cyclesSetting, healthyPhaseSetting, failPhaseSetting, failModeSetting}
@@ -99,7 +100,7 @@ type flapSession struct {
 	cfg  Config
 	tgt  *Target
 	rc   *Recorder
-	g    *loadgen.Generator
+	g    loader
 	log  *flapLog
 	path string
 	rate float64
@@ -112,7 +113,7 @@ type flapSession struct {
 func (originFlap) Open(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Recorder) (Session, error) {
 	log := &flapLog{}
 	ev := newEvidenceSet(tgt.Seed)
-	g, err := newGenerator(ctx, tgt, &cfg, pick(cfg.Connections, s.Connections), ev, log.record)
+	g, err := newLoader(ctx, tgt, &cfg, pick(cfg.Connections, s.Connections), ev, log.record)
 	if err != nil {
 		return nil, err
 	}
@@ -218,16 +219,17 @@ func (o *flapSession) fail(ctx context.Context) flip {
 		return f
 	}
 	f.lastGen = st.Objects[o.path].LastGenerated
-	// The origin's clock is this machine's: its instant must fall within
-	// the call, or it is of another change.
-	since := time.Unix(0, st.ModeSince)
+	// The origin's instant, on this machine's clock (moved by its host's
+	// offset when placed, within u), must fall within the call, or it is
+	// of another change.
+	since, u := time.Unix(0, st.ModeSince), clockUncertainty(o.tgt.Origin)
 	switch {
 	case st.ModeSince == 0:
 		f.err = errors.Join(f.err, fmt.Errorf("the origin did not report when it started failing (an hlsbench origin older than this one?): the failing phase is counted from when it answered the mode change, %v after it was asked",
 			returned.Sub(asked).Round(time.Millisecond)))
 	case st.Mode != failModeSetting.Of(o.cfg):
 		f.err = errors.Join(f.err, fmt.Errorf("the origin reports mode %v since %v after it was asked for %v", st.Mode, since.UTC().Format(time.RFC3339Nano), failModeSetting.Of(o.cfg)))
-	case since.Before(asked) || since.After(returned):
+	case since.Before(asked.Add(-u)) || since.After(returned.Add(u)):
 		f.err = errors.Join(f.err, fmt.Errorf("the origin reports it started failing at %v, outside the %v it took to answer the mode change (from %v): the failing phase is counted from when it answered",
 			since.UTC().Format(time.RFC3339Nano), returned.Sub(asked).Round(time.Millisecond), asked.UTC().Format(time.RFC3339Nano)))
 	default:

@@ -41,8 +41,10 @@ type Target struct {
 	// Nonce makes this run's objects cold (and distinct per engine).
 	Nonce string
 	// TLS is the client's configuration for an https URL (topology tls):
-	// it trusts the run's authority alone.
-	TLS *tls.Config
+	// it trusts the run's authority alone, whose certificate CAPEM is,
+	// for generators on other hosts.
+	TLS   *tls.Config
+	CAPEM string
 	// UpstreamKey names the engine counter of its requests to the origin
 	// (health probes excluded), compared with the origin's own count.
 	UpstreamKey string

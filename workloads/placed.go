@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines"
@@ -207,19 +208,65 @@ type loader interface {
 }
 
 // agentLoader is a generator on each agent, each pass one schedule split
-// over them (agent.Shared) and merged exactly.
+// over them (agent.Shared) and merged exactly. With onRecord, each pass's
+// records come back and are handed to it once the pass is over, as a
+// generator here hands them during the pass: their times moved onto this
+// host's clock by each agent's offset, and the origin's stamps by the
+// origin host's (origin).
 type agentLoader struct {
 	parts     []agent.Part
 	tolerance time.Duration
+	onRecord  func(int, *loadgen.Record, loadgen.BodyCheck)
+	origin    *agent.Client // the origin host's probe
 }
+
+// captured are the headers a loader with onRecord has its agents keep:
+// what evidence reads of the origin's stamps.
+var captured = []string{origin.GeneratedHeader, origin.VersionHeader}
 
 func (l *agentLoader) Run(ctx context.Context, p loadgen.Pass) (*loadgen.Result, error) {
 	spec, err := agent.SpecOf(p)
 	if err != nil {
 		return nil, err
 	}
-	r, _, err := agent.Shared(ctx, l.parts, spec, l.tolerance)
-	return r, err
+	var originClock agent.Clock
+	if l.onRecord != nil {
+		spec.Records = true
+		if l.origin == nil {
+			return nil, errors.New("records from agents: no probe on the origin's host to read its stamps' clock")
+		}
+		if originClock, err = l.origin.Clock(ctx); err != nil {
+			return nil, fmt.Errorf("the origin host's clock: %w", err)
+		}
+	}
+	r, reps, err := agent.Shared(ctx, l.parts, spec, l.tolerance)
+	if err != nil || l.onRecord == nil {
+		return r, err
+	}
+	l.replay(reps, originClock.Offset)
+	return r, nil
+}
+
+// replay hands every part's records to onRecord, their event loops
+// numbered after the parts before them.
+func (l *agentLoader) replay(reps []agent.PartReport, originOffset time.Duration) {
+	base := 0
+	for i, rep := range reps {
+		for _, rc := range rep.Records {
+			rec := loadgen.Record{Intended: time.Unix(0, rc.Intended).Add(-rep.Before.Offset), Lag: time.Duration(rc.Lag),
+				Object: rc.Object, Tag: rc.Tag, TTFB: time.Duration(rc.TTFB), Total: time.Duration(rc.Total), Status: rc.Status,
+				Err: rc.Err, Cache: loadgen.CacheClaim(rc.Cache), BodyBytes: rc.BodyBytes}
+			ev := &evidence{edge: -1}
+			if len(rc.Captured) == len(captured) {
+				if rc.Captured[0] != 0 {
+					ev.stamp = rc.Captured[0] - int64(originOffset)
+				}
+				ev.version = rc.Captured[1]
+			}
+			l.onRecord(base+rc.Shard, &rec, ev)
+		}
+		base += l.parts[i].Remote.Shards()
+	}
 }
 
 func (l *agentLoader) Shards() int {
@@ -242,16 +289,26 @@ func (l *agentLoader) Close() error {
 
 // newLoader is the generator of a workload that can run on agents: on the
 // target's agents when it has some (conns split between them), else
-// newGenerator's. The agents check answers by their checksums alone:
-// ev's byte-for-byte checks and onRecord's records are this process's.
+// newGenerator's. The agents check answers by their checksums; ev's
+// byte-for-byte checks of ranged segments are this process's alone. With
+// onRecord, the agents keep each request's record and the origin's stamps
+// on it, handed to onRecord after each pass (agentLoader).
 func newLoader(ctx context.Context, tgt *Target, cfg *Config, conns int, ev *evidenceSet, onRecord func(int, *loadgen.Record, loadgen.BodyCheck)) (loader, error) {
 	if len(tgt.Agents) == 0 {
 		return newGenerator(ctx, tgt, cfg, conns, ev, onRecord)
 	}
 	n := len(tgt.Agents)
 	spec := agent.GeneratorSpec{URL: tgt.URL, Connections: (conns + n - 1) / n, Timeout: cfg.Timeout,
-		ChecksumHeader: origin.ChecksumHeader}
-	l := &agentLoader{tolerance: tgt.ClockTolerance}
+		ChecksumHeader: origin.ChecksumHeader, CAPEM: tgt.CAPEM}
+	l := &agentLoader{tolerance: tgt.ClockTolerance, onRecord: onRecord}
+	if onRecord != nil {
+		spec.Capture = captured
+		for _, p := range tgt.Probes {
+			if p.Role == "origin" {
+				l.origin = p.Client
+			}
+		}
+	}
 	for _, a := range tgt.Agents {
 		r, err := a.Client.Open(ctx, spec)
 		if err != nil {
@@ -301,11 +358,66 @@ func placedOrigin(p *Placed) (listen, control string, err error) {
 func placedNA(w Spec, c *cell) string {
 	switch {
 	case !w.Spreads():
-		return "its load is not a schedule agents on other hosts can carry (it follows each answer, or reads each request's record): run it with everything on one host"
-	case c.topology != engines.TopologyPlaintext:
-		return "a placed run measures plaintext: its generator agents are not given the run's certificate authority"
+		return "its load is not a schedule agents on other hosts can carry (it follows each answer, or purges from this host): run it with everything on one host"
 	case c.sel.Name == engines.ExternalName:
 		return "an external proxy is not started by hlsbench, so it cannot be placed"
 	}
 	return ""
+}
+
+// shiftedOrigin is a placed run's origin: the instants its stats report
+// (when its mode changed, when it generated an object's last copy) are on
+// its host's clock, and are read on this host's, moved by the offset its
+// probe measures at each read.
+type shiftedOrigin struct {
+	OriginControl
+	probe *agent.Client
+
+	mu          sync.Mutex
+	uncertainty time.Duration // of the last read's offset
+}
+
+func (o *shiftedOrigin) Stats(ctx context.Context) (origin.Stats, error) {
+	c, err := o.probe.Clock(ctx)
+	if err != nil {
+		return origin.Stats{}, fmt.Errorf("the origin host's clock: %w", err)
+	}
+	st, err := o.OriginControl.Stats(ctx)
+	if err != nil {
+		return st, err
+	}
+	o.mu.Lock()
+	o.uncertainty = c.Uncertainty
+	o.mu.Unlock()
+	shift := func(ns int64) int64 {
+		if ns == 0 {
+			return 0
+		}
+		return ns - int64(c.Offset)
+	}
+	st.ModeSince = shift(st.ModeSince)
+	objs := make(map[string]origin.ObjectStats, len(st.Objects))
+	for k, v := range st.Objects {
+		v.LastGenerated = shift(v.LastGenerated)
+		objs[k] = v
+	}
+	st.Objects = objs
+	return st, nil
+}
+
+// ClockUncertainty is how far the instants of the last Stats may be from
+// where they were put on this host's clock.
+func (o *shiftedOrigin) ClockUncertainty() time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.uncertainty
+}
+
+// clockUncertainty is how far an origin's reported instants may be off
+// this host's clock: 0 for an origin on this host.
+func clockUncertainty(o OriginControl) time.Duration {
+	if u, ok := o.(interface{ ClockUncertainty() time.Duration }); ok {
+		return u.ClockUncertainty()
+	}
+	return 0
 }

@@ -102,7 +102,13 @@ func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Reco
 	ev := newEvidenceSet(tgt.Seed)
 	ev.segN = segN
 	log := &sendLog{}
-	g, err := newLoader(ctx, tgt, &cfg, pick(cfg.Connections, spec.Connections), ev, log.onRecord)
+	onRecord := log.onRecord
+	if len(tgt.Agents) > 0 {
+		// The send log serves this host's stall watch, which does not
+		// watch other hosts: their records would only cost the transfer.
+		onRecord = nil
+	}
+	g, err := newLoader(ctx, tgt, &cfg, pick(cfg.Connections, spec.Connections), ev, onRecord)
 	if err != nil {
 		return nil, err
 	}

@@ -801,10 +801,15 @@ func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Re
 		CPUs: append(append([]int{}, plan.Generator...), plan.Servers...), GeneratorCPUs: plan.Generator, ServerCPUs: plan.Servers,
 		Ours: func() cpuload.Ours { return cpuload.Self(runstate.From(ctx).PGIDs()) }}
 	if c.topology != engines.TopologyPlaintext && spec.TLS != nil {
-		c.tgt.TLS = spec.TLS.ClientConfig()
+		c.tgt.TLS, c.tgt.CAPEM = spec.TLS.ClientConfig(), string(spec.TLS.CAPEM)
 	}
 	if spec.agents != nil {
 		c.tgt.Agents, c.tgt.ClockTolerance, c.tgt.Probes = spec.agents.hosts, spec.Placed.ClockTolerance, spec.agents.probes
+		for _, p := range spec.agents.probes {
+			if p.Role == "origin" {
+				c.tgt.Origin = &shiftedOrigin{OriginControl: orig.control, probe: p.Client}
+			}
+		}
 		// Nothing of this host's measures a placed run's processes.
 		c.tgt.CPUs, c.tgt.Ours = nil, nil
 	}

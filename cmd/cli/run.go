@@ -130,7 +130,7 @@ func protocolFlags(f *pflag.FlagSet, o *RunOptions) {
 	f.StringVar(&o.Topology, "topology", engines.TopologyPlaintext, "how the workloads measured over topologies reach each engine: plaintext, tls (the engine's own TLS listener, a certificate made for the run), proxyv2 (a TLS terminator in front speaking PROXY v2 to the engine), a comma list, or all")
 	f.StringVar(&o.Terminator, "terminator", engines.DefaultTerminator, "the TLS terminator of topology proxyv2: hitch (write-proxy-v2) or haproxy (send-proxy-v2)")
 	f.StringVar(&o.Lock, "lock", "wait", "another benchmark running on this machine: wait for it, fail, or none (run beside it)")
-	f.StringVar(&o.Place, "place", "", "run the roles on other hosts, each a Docker daemon: `generator=H[,H…],engine=H,origin=H`, each H an endpoint (unix:///path, tcp://host:port with TLS from DOCKER_CERT_PATH, ssh://[user@]host) or Docker context name, with @ADDR, the address the other hosts reach it at; the images are sent from this host's daemon; each pass's schedule is split over the generator hosts and merged exactly (the docker runtime; plaintext; hit-path, segment and miss-storm)")
+	f.StringVar(&o.Place, "place", "", "run the roles on other hosts, each a Docker daemon: `generator=H[,H…],engine=H,origin=H`, each H an endpoint (unix:///path, tcp://host:port with TLS from DOCKER_CERT_PATH, ssh://[user@]host) or Docker context name, with @ADDR, the address the other hosts reach it at; the images are sent from this host's daemon; each pass's schedule is split over the generator hosts and merged exactly (the docker runtime; hit-path, segment, miss-storm and origin-flap)")
 	f.DurationVar(&o.ClockTolerance, "clock-tolerance", agent.ClockTolerance, "with --place: how far a generator host's clock (its offset, the offset's uncertainty, its start) may be off before its passes are invalid")
 
 	settingFlags(f, &o.Settings)
@@ -459,7 +459,7 @@ func (p *runPlan) prepare(ctx context.Context, stderr io.Writer, o RunOptions) (
 			return workloads.RunSpec{}, closeRuntime, err
 		}
 	}
-	tlsSet, err := runCerts(p.topologies, p.term)
+	tlsSet, err := runCerts(p.topologies, p.term, p.place)
 	if err != nil {
 		return workloads.RunSpec{}, closeRuntime, err
 	}
@@ -520,13 +520,18 @@ func (p *runPlan) images(ctx context.Context, stderr io.Writer, lch launch.Launc
 
 // runCerts is the run's own certificate authority and the certificate it
 // signs for this host, when a topology runs over TLS; else nil.
-func runCerts(topologies []string, term engines.Terminator) (*certs.Set, error) {
+func runCerts(topologies []string, term engines.Terminator, place *launch.Placement) (*certs.Set, error) {
 	if !slices.Contains(topologies, engines.TopologyTLS) && term == nil {
 		return nil, nil
 	}
-	// The run's own authority: trusted by this run's generator alone, its
-	// files only in each engine's work directory.
-	return certs.New([]string{"127.0.0.1", "::1", "localhost"})
+	// The run's own authority: trusted by this run's generators alone, its
+	// files only in each engine's work directory. Placed, the engine is
+	// reached at its host's address.
+	hosts := []string{"127.0.0.1", "::1", "localhost"}
+	if place != nil {
+		hosts = append(hosts, place.Engine.Addr)
+	}
+	return certs.New(hosts)
 }
 
 // finishRun ends a suite's cell bookkeeping, prints the run's warnings,

@@ -117,6 +117,9 @@ func RunSuite(ctx context.Context, stdout, stderr io.Writer, o SuiteOptions) err
 			return usagef("--out %s already holds a suite: --resume %s finishes it, or give a new directory", o.Out, o.Out)
 		}
 		missing := missingEngines()
+		if ro.Place != "" && !o.set["runtime"] {
+			ro.Runtime = launch.DockerRuntime.Name // --place's runtime
+		}
 		if rt, err := launch.RuntimeNamed(ro.Runtime); err == nil && rt.Binaries == launch.InImage {
 			// In a runtime of images an engine is there when its image is.
 			missing = missingImages(ctx, rt)
@@ -146,6 +149,8 @@ func readSuiteFlags(fs *pflag.FlagSet, o *SuiteOptions) {
 	}
 	o.CPUs, _ = fs.GetFloat64("cpus")
 	o.AllowOOM, _ = fs.GetBool("allow-oom")
+	o.Place = str("place")
+	o.ClockTolerance, _ = fs.GetDuration("clock-tolerance")
 }
 
 // suiteArgs are the settings flags a suite started with, for --resume.
@@ -166,6 +171,8 @@ func suiteArgs(set map[string]bool, o *SuiteOptions, engine string) []string {
 	add("origin-listen", o.OriginListen)
 	add("binary", o.Binary)
 	add("config", absPairs(o.Config))
+	add("place", o.Place)
+	add("clock-tolerance", o.ClockTolerance.String())
 	for _, st := range workloads.Settings() {
 		add(st.Name(), st.Text(o.Settings))
 	}

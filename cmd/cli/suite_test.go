@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -117,5 +118,28 @@ func TestSuiteAudienceArgs(t *testing.T) {
 		if got := s.Text(again); got != want {
 			t.Errorf("args %v: --%s read back as %q, want %q", args, name, got, want)
 		}
+	}
+}
+
+// A placed suite resumes placed: --place and --clock-tolerance are in its
+// manifest's arguments.
+func TestSuiteArgsKeepPlace(t *testing.T) {
+	place := "generator=unix:///a.sock@198.18.0.2,engine=unix:///e.sock@198.18.0.4,origin=unix:///o.sock@198.18.0.5"
+	cmd := newSuiteCmd(io.Discard, io.Discard)
+	if err := cmd.ParseFlags([]string{"--place", place, "--clock-tolerance", "2ms"}); err != nil {
+		t.Fatal(err)
+	}
+	o := SuiteOptions{}
+	set := map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { set[f.Name] = true })
+	readSuiteFlags(cmd.Flags(), &o)
+	back := newSuiteCmd(io.Discard, io.Discard)
+	if err := back.ParseFlags(suiteArgs(set, &o, "varnish")); err != nil {
+		t.Fatal(err)
+	}
+	again := SuiteOptions{}
+	readSuiteFlags(back.Flags(), &again)
+	if again.Place != place || again.ClockTolerance != 2*time.Millisecond {
+		t.Errorf("read back: --place %q --clock-tolerance %v", again.Place, again.ClockTolerance)
 	}
 }

@@ -109,6 +109,12 @@ func Connect(ctx context.Context, limit time.Duration) (*client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client (check DOCKER_HOST, DOCKER_API_VERSION, DOCKER_CERT_PATH): %w", err)
 	}
+	return pinged(ctx, cli, cli.DaemonHost(), limit)
+}
+
+// pinged is cli once its daemon (at host, for the error) answered a ping
+// within limit; else cli is closed and the error says no daemon answered.
+func pinged(ctx context.Context, cli *client.Client, host string, limit time.Duration) (*client.Client, error) {
 	pctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if _, err := cli.Ping(pctx); err != nil {
@@ -116,7 +122,7 @@ func Connect(ctx context.Context, limit time.Duration) (*client.Client, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &NoDaemonError{Host: cli.DaemonHost(), Err: err}
+		return nil, &NoDaemonError{Host: host, Err: err}
 	}
 	// Ping negotiated the version; a daemon too old for the client's
 	// minimum says so here rather than on the first real call.

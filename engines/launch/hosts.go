@@ -40,17 +40,7 @@ func ConnectHost(ctx context.Context, h Host, limit time.Duration) (*client.Clie
 	if err != nil {
 		return nil, fmt.Errorf("docker client for %s: %w", h.Endpoint, err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	if _, err := cli.Ping(pctx); err != nil {
-		cli.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &NoDaemonError{Host: h.Endpoint, Err: err}
-	}
-	cli.NegotiateAPIVersion(pctx)
-	return cli, nil
+	return pinged(ctx, cli, h.Endpoint, limit)
 }
 
 // endpointOpts are the client options that reach an endpoint or context.

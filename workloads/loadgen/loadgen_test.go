@@ -26,6 +26,8 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/hlsbench/hlsbench/workloads/loadgen/loadgentest"
 )
 
 // ChecksumHeader is the header the tests' servers declare a body's CRC-32C
@@ -65,17 +67,7 @@ func TestStallIsCorrected(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10 s run")
 	}
-	var first atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now().UnixNano()
-		first.CompareAndSwap(0, now)
-		from := first.Load() + int64(4*time.Second)
-		to := from + int64(time.Second)
-		if now >= from && now < to {
-			time.Sleep(time.Duration(to - now))
-		}
-		w.Write([]byte("ok"))
-	}))
+	srv := httptest.NewServer(loadgentest.StallHandler(4*time.Second, time.Second))
 	defer srv.Close()
 
 	g := newGen(t, Options{URL: srv.URL, Connections: 50})

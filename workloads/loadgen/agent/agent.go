@@ -11,7 +11,7 @@
 //	GET    /v1/clock                 {"now_unix_ns": …}
 //	GET    /v1/host                  the host's CPU, memory and network counters (HostSample)
 //	POST   /v1/generators            GeneratorSpec → {"id", "connections", "shards"}
-//	POST   /v1/generators/{id}/pass  PassSpec → a result (loadgen.Result.MarshalWire)
+//	POST   /v1/generators/{id}/pass  PassSpec → {"result": loadgen.Result.MarshalWire, "records": [Record…]}
 //	POST   /v1/generators/{id}/interrupt   ends the pass running on it early: its
 //	                                 result (Interrupted) still answers the pass
 //	DELETE /v1/generators/{id}
@@ -55,6 +55,9 @@ type GeneratorSpec struct {
 	Shards         int    `json:"shards,omitempty"`
 	CPUs           []int  `json:"cpus,omitempty"`
 	ChecksumHeader string `json:"checksum_header,omitempty"`
+	// Capture names headers whose integer values each Record keeps (the
+	// origin's stamps), for passes that ask for their records.
+	Capture []string `json:"capture,omitempty"`
 }
 
 // PassSpec is one generator's part of a pass: loadgen.Pass that can travel.
@@ -72,6 +75,8 @@ type PassSpec struct {
 	Seed     uint64          `json:"seed,omitempty"`
 	Share    loadgen.Share   `json:"share"`
 	StartAt  time.Time       `json:"start_at"`
+	// Records asks for every request's Record with the result.
+	Records bool `json:"records,omitempty"`
 }
 
 func (s PassSpec) pass(skew time.Duration) loadgen.Pass {
@@ -110,6 +115,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	gens    map[string]*loadgen.Generator
+	logs    map[string]*recordLog         // by generator
 	running map[string]context.CancelFunc // by generator: its pass's
 	next    int
 	closed  bool
@@ -117,7 +123,7 @@ type Server struct {
 
 // NewServer returns an agent with no generator.
 func NewServer() *Server {
-	return &Server{gens: map[string]*loadgen.Generator{}, running: map[string]context.CancelFunc{}}
+	return &Server{gens: map[string]*loadgen.Generator{}, logs: map[string]*recordLog{}, running: map[string]context.CancelFunc{}}
 }
 
 // Handler serves the API.
@@ -160,12 +166,17 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	o.OnRecord = s.OnRecord
+	log := &recordLog{next: s.OnRecord}
+	o.OnRecord = log.add
+	if len(spec.Capture) > 0 {
+		o.BodyCheck = newCapture(spec.Capture)
+	}
 	g, err := loadgen.New(r.Context(), o)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	log.shards = make([][]Record, g.Shards())
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -175,7 +186,7 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request) {
 	}
 	s.next++
 	id := "g" + strconv.Itoa(s.next)
-	s.gens[id] = g
+	s.gens[id], s.logs[id] = g, log
 	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, Opened{ID: id, Connections: g.Connections(), Shards: g.Shards()})
 }
@@ -211,8 +222,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.running[id] = cancel
+	log := s.logs[id]
 	s.mu.Unlock()
+	log.on = spec.Records // no loop runs between passes
 	res, err := g.Run(ctx, spec.pass(s.Skew))
+	recs := log.take()
 	s.mu.Lock()
 	delete(s.running, id)
 	s.mu.Unlock()
@@ -225,8 +239,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(b)
+	writeJSON(w, http.StatusOK, passAnswer{Result: b, Records: recs})
+}
+
+// passAnswer is a pass's answer: its result in loadgen's wire form, and
+// its records when the pass asked for them.
+type passAnswer struct {
+	Result  json.RawMessage `json:"result"`
+	Records []Record        `json:"records,omitempty"`
 }
 
 func (s *Server) interrupt(w http.ResponseWriter, r *http.Request) {
@@ -245,6 +265,7 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	g := s.gens[r.PathValue("id")]
 	delete(s.gens, r.PathValue("id"))
+	delete(s.logs, r.PathValue("id"))
 	s.mu.Unlock()
 	if g == nil {
 		writeJSON(w, http.StatusNotFound, apiError{Error: fmt.Sprintf("no generator %q", r.PathValue("id"))})

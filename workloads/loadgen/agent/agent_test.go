@@ -9,11 +9,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
+	"github.com/hlsbench/hlsbench/workloads/loadgen/loadgentest"
 )
 
 // startAgent serves an agent on loopback, as `hlsbench agent` does.
@@ -128,17 +128,7 @@ func TestSharedStallIsCorrected(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10 s run")
 	}
-	var first atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now().UnixNano()
-		first.CompareAndSwap(0, now)
-		from := first.Load() + int64(4*time.Second)
-		to := from + int64(time.Second)
-		if now >= from && now < to {
-			time.Sleep(time.Duration(to - now))
-		}
-		w.Write([]byte("ok"))
-	}))
+	srv := httptest.NewServer(loadgentest.StallHandler(4*time.Second, time.Second))
 	defer srv.Close()
 	// Every request either agent sent, as it recorded it.
 	var mu sync.Mutex
@@ -198,7 +188,7 @@ func TestAgentRefusals(t *testing.T) {
 	if err := parts[0].Remote.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := parts[0].Remote.Run(context.Background(), PassSpec{Rate: 1, Duration: time.Second}); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+	if _, _, err := parts[0].Remote.Run(context.Background(), PassSpec{Rate: 1, Duration: time.Second}); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
 		t.Fatalf("a pass on a closed generator: %v, want not found", err)
 	}
 }
@@ -226,5 +216,45 @@ func TestSharedInterrupted(t *testing.T) {
 		if !r.Result.Interrupted || r.After.Samples != ClockSamples {
 			t.Errorf("%s: interrupted %v, clock after from %d samples", r.Name, r.Result.Interrupted, r.After.Samples)
 		}
+	}
+}
+
+// A pass that asks for its records gets every request of every part, on
+// its agent's clock, with the headers the generator captures.
+func TestSharedRecords(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Stamp", "1234567")
+		w.Write([]byte("x"))
+	}))
+	defer srv.Close()
+	var parts []Part
+	for i := range 2 {
+		r, err := startAgent(t, 0).Open(context.Background(), GeneratorSpec{URL: srv.URL, Connections: 10, Shards: 1, Capture: []string{"X-Stamp", "X-None"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close(context.Background()) })
+		parts = append(parts, Part{Name: fmt.Sprintf("generator host %d", i+1), Remote: r})
+	}
+	m, reps, err := Shared(context.Background(), parts, PassSpec{Rate: 200, Duration: 500 * time.Millisecond, Records: true}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, rep := range reps {
+		for _, rec := range rep.Records {
+			n++
+			if rec.Status != 200 || len(rec.Captured) != 2 || rec.Captured[0] != 1234567 || rec.Captured[1] != 0 || rec.TTFB <= 0 || rec.Shard != 0 {
+				t.Fatalf("%s: record %+v", rep.Name, rec)
+			}
+		}
+	}
+	if n != int(m.Requests) || n != 100 {
+		t.Errorf("%d records of %d requests, want 100", n, m.Requests)
+	}
+	// A pass that does not ask gets none.
+	_, reps, err = Shared(context.Background(), parts, PassSpec{Rate: 200, Duration: 200 * time.Millisecond}, 0)
+	if err != nil || len(reps[0].Records)+len(reps[1].Records) != 0 {
+		t.Errorf("records of a pass that did not ask: %v", err)
 	}
 }

@@ -155,12 +155,13 @@ func (c *Client) Open(ctx context.Context, spec GeneratorSpec) (*Remote, error) 
 func (r *Remote) Shards() int { return r.opened.Shards }
 
 // Run runs the generator's part of a pass and returns its result, its
-// verdict taken again here on its histograms. Cancelling ctx interrupts
+// verdict taken again here on its histograms, and its records when spec
+// asks for them. Cancelling ctx interrupts
 // the pass on the agent, which still answers with what it measured
 // (Interrupted); the wait for the answer is bounded by the pass's own
 // length (its start, duration and the generator's timeout) plus
 // AnswerSlack, so a host that vanished cannot hold the controller.
-func (r *Remote) Run(ctx context.Context, spec PassSpec) (*loadgen.Result, error) {
+func (r *Remote) Run(ctx context.Context, spec PassSpec) (*loadgen.Result, []Record, error) {
 	limit := time.Until(spec.StartAt) + spec.Duration + r.timeout + AnswerSlack
 	if spec.Duration == 0 {
 		limit += loadgen.DefaultDuration
@@ -173,15 +174,15 @@ func (r *Remote) Run(ctx context.Context, spec PassSpec) (*loadgen.Result, error
 		_ = r.c.do(ictx, http.MethodPost, "/v1/generators/"+r.opened.ID+"/interrupt", nil, nil, nil)
 	})
 	defer stop()
-	var b []byte
-	if err := r.c.do(wait, http.MethodPost, "/v1/generators/"+r.opened.ID+"/pass", spec, nil, &b); err != nil {
-		return nil, err
+	var a passAnswer
+	if err := r.c.do(wait, http.MethodPost, "/v1/generators/"+r.opened.ID+"/pass", spec, &a, nil); err != nil {
+		return nil, nil, err
 	}
-	res, err := loadgen.UnmarshalWire(b)
+	res, err := loadgen.UnmarshalWire(a.Result)
 	if err != nil {
-		return nil, fmt.Errorf("agent %s: %w", r.c.URL, err)
+		return nil, nil, fmt.Errorf("agent %s: %w", r.c.URL, err)
 	}
-	return res, nil
+	return res, a.Records, nil
 }
 
 // Close closes the remote generator's connections.

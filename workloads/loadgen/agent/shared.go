@@ -35,6 +35,10 @@ type PartReport struct {
 	Before, After Clock
 	StartError    time.Duration
 	Result        *loadgen.Result
+	// Records are the part's requests when the pass asked for them
+	// (PassSpec.Records), on the agent's clock: Before.Offset is how far
+	// ahead of the controller's it was.
+	Records []Record
 }
 
 // Shared runs one pass split over parts: request slot k goes to part
@@ -77,7 +81,7 @@ func Shared(ctx context.Context, parts []Part, spec PassSpec, tolerance time.Dur
 		s.Share = loadgen.Share{Index: i, Of: len(parts)}
 		s.StartAt = start.Add(reps[i].Before.Offset)
 		wg.Go(func() {
-			if reps[i].Result, errs[i] = p.Remote.Run(ctx, s); errs[i] != nil {
+			if reps[i].Result, reps[i].Records, errs[i] = p.Remote.Run(ctx, s); errs[i] != nil {
 				errs[i] = fmt.Errorf("%s: %w", p.Name, errs[i])
 				cancel()
 			}
