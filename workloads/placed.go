@@ -327,15 +327,15 @@ func startPlaced(ctx context.Context, spec *RunSpec, run *results.Run) (*agents,
 	if err := CheckPlacement(p.Placement); err != nil {
 		return nil, err
 	}
-	if len(p.Generators) != len(p.Placement.Generators) || p.Origin == nil || p.Engine == nil {
-		return nil, errors.New("placement: a role's host is not open")
-	}
 	pl := p.Placement
 	for _, h := range pl.Generators {
 		run.Placement = append(run.Placement, results.PlacedHost{Role: "generator", Endpoint: h.Endpoint, Addr: h.Addr})
 	}
 	run.Placement = append(run.Placement, results.PlacedHost{Role: "engine", Endpoint: pl.Engine.Endpoint, Addr: pl.Engine.Addr},
 		results.PlacedHost{Role: "origin", Endpoint: pl.Origin.Endpoint, Addr: pl.Origin.Addr})
+	if len(p.Generators) != len(pl.Generators) || p.Origin == nil || p.Engine == nil {
+		return nil, errors.New("placement: a role's host is not open")
+	}
 	a, err := startAgents(ctx, *spec)
 	spec.agents = a
 	return a, err

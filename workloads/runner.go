@@ -265,21 +265,6 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	if rt.Pins && spec.Placed == nil {
 		plan = PlanCPUs()
 	}
-	if spec.Placed != nil {
-		a, err := startPlaced(ctx, &spec, run)
-		if a != nil {
-			defer func() {
-				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-				defer cancel()
-				if err := a.stop(sctx); err != nil {
-					run.Warnings = append(run.Warnings, "stop the generator agents: "+err.Error())
-				}
-			}()
-		}
-		if err != nil {
-			return run, rc, err
-		}
-	}
 	cfg := spec.Config.withDefaults()
 	cfg.CPUs = plan.Generator
 	if len(plan.Generator) > 0 {
@@ -295,9 +280,14 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	}
 
 	var runErr error
+	if spec.Placed != nil {
+		// A placement that cannot start fails the run as a workload's
+		// error does: the file, saved already, says so.
+		_, runErr = startPlaced(ctx, &spec, run)
+	}
 	for _, w := range spec.Workloads {
 		w = w.Configured(cfg)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || runErr != nil {
 			break
 		}
 		if !spec.runs(w) {
@@ -316,6 +306,14 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 			runErr = err
 			break
 		}
+	}
+	if spec.agents != nil {
+		// Stopped before the file is saved, so that a failure to is in it.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if err := spec.agents.stop(sctx); err != nil {
+			run.Warnings = append(run.Warnings, "stop the generator agents: "+err.Error())
+		}
+		cancel()
 	}
 	run.FinishedAt = time.Now().UTC()
 	switch {
