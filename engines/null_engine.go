@@ -5,15 +5,17 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hlsbench/hlsbench/engines/builtin"
 	"github.com/hlsbench/hlsbench/engines/null"
 )
 
 // Null is the instrument's own ceiling and floor as an engine: `hlsbench
 // serve-null`, a static server that answers prebuilt copies of the origin's
 // objects from memory with its own event loops (engines/null). It has no
-// cache: it measures the generator and the host, not an engine. Like
-// Vinyl Cache it has no TLS listener, and topology proxyv2 puts the
-// run's terminator in front of its PROXY v2 listener.
+// cache: it measures the generator and the host, not an engine. Its TLS
+// listener (crypto/tls, the run's certificate) is the ceiling of topology
+// tls, and topology proxyv2 puts the run's terminator in front of its
+// PROXY v2 listener.
 type Null struct{}
 
 // NullName is the null engine's name in --engine and in results.
@@ -33,19 +35,20 @@ func (Null) Render(Config) (Files, error) { return Files{}, nil }
 func (Null) Launch(cfg Config, binary string) LaunchSpec {
 	args := []string{"serve-null", "--listen", cfg.Listen, "--origin", "http://" + cfg.Origin,
 		"--threads", strconv.Itoa(max(cfg.CPUs, 1))}
-	if cfg.Topology == TopologyProxyV2 {
+	switch cfg.Topology {
+	case TopologyTLS:
+		args = append(args, builtin.TLSArgs(cfg.TLSListen, cfg.Certs.Cert, cfg.Certs.Key)...)
+	case TopologyProxyV2:
 		args = append(args, "--proxy-listen", cfg.ProxyListen)
 	}
 	return LaunchSpec{Binary: binary, Args: args, PinFlag: "--cpus", StopTimeout: 5 * time.Second}
 }
 
-// NullNoTLS is why the null engine has no cell in topology tls.
-const NullNoTLS = "null has no TLS listener of its own (it measures the instrument, and TLS in it would measure crypto/tls): the proxyv2 topology puts the terminator in front of it, as for Vinyl Cache"
-
-// TLSSupport: none, by design.
-func (Null) TLSSupport(context.Context, Exec, string) error {
-	return &NotApplicableError{Reason: NullNoTLS}
-}
+// TLSSupport: the null engine serves TLS with crypto/tls, as the built-in
+// cache does: without it an engine's TLS capacity has no ceiling to be read
+// against, and a TLS figure above the same engine's plaintext one would
+// pass for the engine's.
+func (Null) TLSSupport(context.Context, Exec, string) error { return nil }
 
 // ProxySupport: the null engine reads PROXY v2 in its event loop.
 func (Null) ProxySupport(context.Context, Exec, string) error { return nil }
@@ -58,7 +61,10 @@ func (Null) Serve(cfg Config) func() (string, func(context.Context) error, error
 			return "", nil, err
 		}
 		o := null.Options{Listen: cfg.Listen, Threads: max(cfg.CPUs, 1), Objects: objs}
-		if cfg.Topology == TopologyProxyV2 {
+		switch cfg.Topology {
+		case TopologyTLS:
+			o.TLSListen, o.CertFile, o.KeyFile = cfg.TLSListen, cfg.Certs.Cert, cfg.Certs.Key
+		case TopologyProxyV2:
 			o.ProxyListen = cfg.ProxyListen
 		}
 		srv, err := null.Serve(o)
@@ -76,7 +82,8 @@ func (Null) Differences() []string { return NullDifferences() }
 func NullDifferences() []string {
 	return []string{
 		"null is not an engine: it is the instrument's own ceiling and floor. It has no cache: it answers prebuilt copies of the origin's objects (copied once at start: the playlists and segments 0-" + strconv.Itoa(null.DefaultSegments-1) + "), from memory, with its own event loops (one thread per CPU, epoll), and sends no request to the origin while measured.",
-		"null parses requests minimally (request line, Host, Range, Connection): no conditional requests, no Date header, no HTTP/1.0 keep-alive, no TLS listener of its own.",
+		"null parses requests minimally (request line, Host, Range, Connection): no conditional requests, no Date header, no HTTP/1.0 keep-alive.",
+		"null's TLS listener is crypto/tls with a goroutine per connection (the built-in cache's TLS settings and the run's certificate), answering from the same table as its event loops: its TLS ceiling is the generator's and the host's TLS cost, not an engine's.",
 	}
 }
 

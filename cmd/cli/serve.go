@@ -90,7 +90,7 @@ func pinFlag(list string) error {
 const nullReadyPrefix = "null: "
 
 func newServeNullCmd(stdout, stderr io.Writer) *cobra.Command {
-	var listen, originURL, cpus, proxyListen string
+	var listen, originURL, cpus, proxyListen, tlsListen, tlsCert, tlsKey string
 	var threads, segments int
 	c := &cobra.Command{
 		Use:    "serve-null",
@@ -115,9 +115,13 @@ func newServeNullCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--origin %s: %w", originURL, err)
 			}
-			srv, err := null.Serve(null.Options{Listen: listen, ProxyListen: proxyListen, Threads: threads, CPUs: pinned, Objects: objs})
+			if tlsListen != "" && (tlsCert == "" || tlsKey == "") {
+				return usagef("--tls-listen %s: want --tls-cert and --tls-key too", tlsListen)
+			}
+			srv, err := null.Serve(null.Options{Listen: listen, ProxyListen: proxyListen, TLSListen: tlsListen, CertFile: tlsCert, KeyFile: tlsKey,
+				Threads: threads, CPUs: pinned, Objects: objs})
 			if err != nil {
-				return usagef("--listen %s / --proxy-listen %s: %v", listen, proxyListen, err)
+				return usagef("--listen %s / --proxy-listen %s / --tls-listen %s: %v", listen, proxyListen, tlsListen, err)
 			}
 			defer srv.Close()
 			fmt.Fprintln(stdout, nullReadyPrefix+"http://"+srv.Addr())
@@ -132,5 +136,8 @@ func newServeNullCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.IntVar(&threads, "threads", 1, "event loops, one OS thread each")
 	f.IntVar(&segments, "segments", null.DefaultSegments, "segments copied, from 0")
 	f.StringVar(&proxyListen, "proxy-listen", "", "also listen here for connections that begin with a PROXY v2 header")
+	f.StringVar(&tlsListen, "tls-listen", "", "also listen here for TLS (crypto/tls, with --tls-cert and --tls-key)")
+	f.StringVar(&tlsCert, "tls-cert", "", "the TLS listener's certificate (PEM)")
+	f.StringVar(&tlsKey, "tls-key", "", "the TLS listener's key (PEM)")
 	return c
 }

@@ -2,6 +2,7 @@ package null
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -28,6 +29,9 @@ type Options struct {
 	// Threads is how many event loops run, each on its own locked OS
 	// thread with its own listening sockets (SO_REUSEPORT); 0 is one.
 	Threads int
+	// TLSListen, when set, is a TLS listener (crypto/tls, CertFile and
+	// KeyFile) answering what the plaintext one does.
+	TLSListen, CertFile, KeyFile string
 	// CPUs, when set, pins loop i to CPUs[i % len(CPUs)].
 	CPUs []int
 	// Objects are served by path; a query string is ignored.
@@ -47,6 +51,7 @@ const (
 type Server struct {
 	addr, proxyAddr string
 	loops           []*loop
+	tls             *tlsServer
 	wg              sync.WaitGroup
 	closeOnce       sync.Once
 }
@@ -64,6 +69,13 @@ func Serve(o Options) (*Server, error) {
 	table := map[string]*entry{}
 	for _, obj := range o.Objects {
 		table[obj.Path] = newEntry(obj)
+	}
+	var tcfg *tls.Config
+	if o.TLSListen != "" {
+		var err error
+		if tcfg, err = tlsConfig(o.CertFile, o.KeyFile); err != nil {
+			return nil, err
+		}
 	}
 	threads := max(o.Threads, 1)
 	s := &Server{}
@@ -95,6 +107,16 @@ func Serve(o Options) (*Server, error) {
 	if o.ProxyListen != "" {
 		s.proxyAddr = paddr
 	}
+	if tcfg != nil {
+		ts, err := listenTLS(o.TLSListen, tcfg, table)
+		if err != nil {
+			for _, l := range s.loops {
+				l.closeAll()
+			}
+			return nil, err
+		}
+		s.tls = ts
+	}
 	for _, l := range s.loops {
 		s.wg.Go(l.run)
 	}
@@ -107,10 +129,22 @@ func (s *Server) Addr() string { return s.addr }
 // ProxyAddr is the PROXY v2 listener's host:port ("" without one).
 func (s *Server) ProxyAddr() string { return s.proxyAddr }
 
-// Stats sums the loops' counts.
+// TLSAddr is the TLS listener's host:port ("" without one).
+func (s *Server) TLSAddr() string {
+	if s.tls == nil {
+		return ""
+	}
+	return s.tls.ln.Addr().String()
+}
+
+// Stats sums the loops' counts, the TLS listener's among them.
 func (s *Server) Stats() Stats {
 	var t Stats
-	for _, l := range s.loops {
+	loops := s.loops
+	if s.tls != nil {
+		loops = append(loops[:len(loops):len(loops)], s.tls.answers)
+	}
+	for _, l := range loops {
 		t.Accepted += l.accepted.Load()
 		t.Requests += l.requests.Load()
 		t.ProxyRefused += l.refused.Load()
@@ -123,6 +157,9 @@ func (s *Server) Stats() Stats {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+		if s.tls != nil {
+			s.tls.close()
+		}
 		for _, l := range s.loops {
 			unix.Write(l.wake, one)
 		}
