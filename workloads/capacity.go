@@ -489,6 +489,12 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 	return pr, p.ev, nil
 }
 
+// capLate begins the Generator of a probe the generator was late for
+// although another criterion decided it: its lateness moved the SLO's
+// quantile past loadgen's tolerance, so the probe is not decisive (see
+// spoiled).
+const capLate = "late, not decisive: "
+
 // judgeProbe is a probe's verdict. The generator is judged first: when it
 // was late or busy the pass says nothing of the engine, whatever else it
 // shows. Then the engine's criteria, each with what was measured.
@@ -540,14 +546,18 @@ func judgeProbe(r *loadgen.Result, busy string, slo SLO) CapacityProbe {
 	// The generator's lateness only ever adds to TTFB counted from the
 	// intended send: within the SLO with it, the engine met the SLO; over
 	// it from the dispatch instant, without it, the engine missed it.
-	// Only in between is the verdict the generator's.
+	// Only in between, and only when loadgen flagged the lateness (it
+	// moved the quantile past its tolerance), is the verdict the
+	// generator's: lateness within its tolerance is part of the figure,
+	// as in every pass, and a quantile over the SLO with it is the
+	// engine's.
 	fromDispatch := time.Duration(r.TTFBFromDispatch.ValueAtQuantile(slo.Quantile))
 	if len(late) > 0 {
-		pr.Generator = "late, not decisive: " + strings.Join(late, "; ")
+		pr.Generator = capLate + strings.Join(late, "; ")
 	}
 	switch corrected := time.Duration(*pr.QuantileMs * 1e6); {
 	case corrected <= slo.Max:
-	case fromDispatch > slo.Max:
+	case fromDispatch > slo.Max || len(late) == 0:
 		return fail("TTFB %s %.3f ms over the SLO's %v at %s rps offered", quantileName(slo.Quantile), *pr.QuantileMs, slo.Max, rps(r.Target))
 	default:
 		return toGenerator(late)

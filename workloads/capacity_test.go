@@ -311,6 +311,11 @@ func TestJudgeProbe(t *testing.T) {
 		{"late but within", probe(8*time.Millisecond, 2*time.Millisecond, nil), "", CapacityPass, ""},
 		{"over without lateness", probe(30*time.Millisecond, 20*time.Millisecond, nil), "", CapacityFail, "over the SLO"},
 		{"over by lateness", probe(30*time.Millisecond, 2*time.Millisecond, nil), "", CapacityGenerator, "lateness"},
+		// Over the SLO from the intended send, within it from the
+		// dispatch, but the lateness within loadgen's tolerance (not
+		// flagged): the engine at its SLO, not the generator out.
+		{"over, lateness not flagged", probe(11*time.Millisecond, 9*time.Millisecond, func(r *loadgen.Result) { r.LagEffects = nil }),
+			"", CapacityFail, "over the SLO"},
 		{"busy", probe(2*time.Millisecond, 2*time.Millisecond, nil), "the generator used 97% of its 1 core", CapacityGenerator, "97%"},
 		{"errors", probe(2*time.Millisecond, 2*time.Millisecond, func(r *loadgen.Result) {
 			r.Errors, r.OK, r.ErrorsByKind = 3, 997, map[string]int64{"timeout": 3}
