@@ -270,7 +270,7 @@ func (capacity) Estimate(cfg Config) time.Duration {
 }
 
 // capAgg is how a capacity test's value is computed.
-const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate, a probe that decides nothing run again at its rate until one does, twice at most — one the generator failed or was late for (its lateness moved the quantile past its tolerance), or one the engine failed beside other processes taking over 5 % of the measured CPUs, the hypervisor's steal or a pause of every measured CPU at once (the probe's host); the lowest rate the engine failed probed until it failed twice before the search ends under it (a pass there moves the search on); a rate the host spoiled through every retry makes the search invalid, with no value; a rate the generator failed through its retries bounds the search from above as an engine failure would, and a search so bounded, or stopped by the maximum rate or the probe budget, gives a lower bound (lower_bound), and so does a median over any such search; a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
+const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate, a probe that decides nothing run again at its rate until one does, twice at most — one the generator failed or was late for (its lateness moved the quantile past its tolerance), or one the engine failed beside other processes taking over 5 % of the measured CPUs, the hypervisor's steal or a pause of every measured CPU at once (the probe's host); the lowest rate the engine failed probed until it failed twice before the search ends under it (a pass there moves the search on); a rate the host spoiled through every retry makes the search invalid, with no value; a rate the generator failed through its retries bounds the search from above as an engine failure would, and a search so bounded, or stopped by the maximum rate or the probe budget, gives a lower bound (lower_bound); the median counts a bounded search as higher than every exact one (a censored median, as purge's recovery), and is a lower bound only when the median search is bounded (then the median of the searches' values, with which searches were bounded and why); a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
 
 // Tests are capacity's tests, run over every topology.
 func (capacity) Tests() []latencyDef {
@@ -382,27 +382,44 @@ func (t *capTest) add(i int, started time.Time, out *searchOutcome, costs []*res
 }
 
 // summarise sets the test's value, lower bound and MiB/s from its valid
-// searches.
+// searches. A bounded search (its capacity at least its value) counts in
+// the median as purge's recovery counts a pass that did not recover
+// (censoredMedian): higher than every exact search. The value is exact
+// when the median search is; when the median search is itself bounded, the
+// value is a lower bound — the median of every search's value, which no
+// capacity above a bound can lower — and says which searches were bounded
+// and why. One bounded search among exact ones moves nothing.
 func (t *capTest) summarise() {
 	var vals, mib []float64
-	lower := ""
+	var outs []censoredValue
+	var why []string
 	for _, p := range t.r.Passes {
 		if p.Warmup || !p.Valid || p.Value == nil {
 			continue
 		}
 		vals = append(vals, *p.Value)
+		bounded := false
 		if c := results.Part[CapacityEvidence](p.Evidence, capacityPart); c != nil {
 			if c.MiBPerSecond != nil {
 				mib = append(mib, *c.MiBPerSecond)
 			}
-			if c.LowerBound != "" && lower == "" {
-				lower = c.LowerBound
+			if bounded = c.LowerBound != ""; bounded && !slices.Contains(why, c.LowerBound) {
+				why = append(why, c.LowerBound)
 			}
 		}
+		outs = append(outs, censoredValue{v: *p.Value, censored: bounded})
 	}
 	t.r.Value, t.r.MiBPerSecond = nil, nil
+	lower := ""
 	if len(vals) > 0 {
-		t.r.Value = ptr(math.Round(stats.Median(vals)))
+		m, exact := censoredMedian(outs)
+		if !exact {
+			m, lower = stats.Median(vals), strings.Join(why, "; ")
+			if k := countCensored(outs); k < len(outs) {
+				lower = fmt.Sprintf("%d of %d searches bounded: %s", k, len(outs), lower)
+			}
+		}
+		t.r.Value = ptr(math.Round(m))
 		t.r.NoValue = ""
 	}
 	if len(mib) > 0 {
@@ -411,6 +428,17 @@ func (t *capTest) summarise() {
 	if t.r.LowerBound != results.AtInstrumentLimit {
 		t.r.LowerBound = lower
 	}
+}
+
+// countCensored is how many of o are censored.
+func countCensored(o []censoredValue) int {
+	n := 0
+	for _, x := range o {
+		if x.censored {
+			n++
+		}
+	}
+	return n
 }
 
 // probeTimeout bounds each request of a probe: an answer 20 times later

@@ -535,3 +535,37 @@ func TestCapHost(t *testing.T) {
 		t.Errorf("touching stalls: pause %v", d)
 	}
 }
+
+// The median over searches counts a bounded search as "at least" its
+// value (a censored median, as purge's recovery): one search the generator
+// bounded at 200 rps beside two exact ones at 800 leaves 800 exact; the
+// median is a bound only when the median search is one.
+func TestCapacityCensoredMedian(t *testing.T) {
+	search := func(v float64, bound string) *searchOutcome {
+		return &searchOutcome{probes: []CapacityProbe{{OfferedRPS: v, Verdict: CapacityPass, MiBPerSecond: 1}}, best: 0, lowerBound: bound}
+	}
+	gen := "the generator ran out at 210 rps"
+	for _, tc := range []struct {
+		name     string
+		searches []*searchOutcome
+		value    float64
+		lower    string
+	}{
+		{"exact", []*searchOutcome{search(790, ""), search(800, ""), search(810, "")}, 800, ""},
+		{"one bounded below", []*searchOutcome{search(800, ""), search(200, gen), search(800, "")}, 800, ""},
+		{"one bounded above", []*searchOutcome{search(800, ""), search(400000, "the search's maximum rate"), search(820, "")}, 820, ""},
+		{"median bounded", []*searchOutcome{search(800, ""), search(200, gen), search(900, "the search's maximum rate")}, 800,
+			"2 of 3 searches bounded: " + gen + "; the search's maximum rate"},
+		{"all bounded", []*searchOutcome{search(300, gen), search(200, gen)}, 250, gen},
+		{"even, one bounded", []*searchOutcome{search(800, ""), search(900, gen)}, 850, "1 of 2 searches bounded: " + gen},
+		{"five, two bounded", []*searchOutcome{search(800, ""), search(200, gen), search(810, ""), search(190, gen), search(790, "")}, 810, ""},
+	} {
+		ct := &capTest{slo: DefaultSLO[CapHitPath], r: &results.Result{Workload: Capacity, Test: CapHitPath, Unit: "rps"}}
+		for i, o := range tc.searches {
+			ct.add(i, time.Now(), o, []*results.Evidence{nil})
+		}
+		if ct.r.Value == nil || *ct.r.Value != tc.value || ct.r.LowerBound != tc.lower {
+			t.Errorf("%s: value %v, lower bound %q; want %v, %q", tc.name, val(ct.r.Value), ct.r.LowerBound, tc.value, tc.lower)
+		}
+	}
+}
