@@ -13,6 +13,7 @@ import (
 	"github.com/hlsbench/hlsbench/engines/builtin"
 	"github.com/hlsbench/hlsbench/engines/cpuload"
 	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/results/stats"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
@@ -567,5 +568,21 @@ func TestCapacityCensoredMedian(t *testing.T) {
 		if ct.r.Value == nil || *ct.r.Value != tc.value || ct.r.LowerBound != tc.lower {
 			t.Errorf("%s: value %v, lower bound %q; want %v, %q", tc.name, val(ct.r.Value), ct.r.LowerBound, tc.value, tc.lower)
 		}
+	}
+}
+
+// The full profile runs enough searches that a real difference between
+// two engines' capacities can be significant: the page's comparison is a U
+// test over the searches, and 3 against 3 never reaches p < 0.05.
+func TestCapacitySearchesCanDecide(t *testing.T) {
+	n := capacitySearchesSetting.Of(Defaults())
+	if p := stats.SmallestP(n, n); n < 5 || p >= stats.DefaultAlpha {
+		t.Errorf("%d searches a side: the smallest p is %.3g, want at least 5 searches and p < %g", n, p, stats.DefaultAlpha)
+	}
+	if c := (capacity{}).Conditions(Spec{}, Defaults()); c.Passes != n {
+		t.Errorf("conditions: %d passes, want the %d searches", c.Passes, n)
+	}
+	if q := capacitySearchesSetting.Of(Quick()); q != 1 {
+		t.Errorf("--quick: %d searches, want 1", q)
 	}
 }
