@@ -723,7 +723,7 @@ func search(ctx context.Context, b searchBounds, probe func(context.Context, flo
 	}
 	for {
 		h := hi()
-		u, byGen := h, gen > 0 && (h == 0 || gen < h)
+		u, byGen := h, gen > 0 && (h == 0 || gen <= h)
 		if byGen {
 			u = gen
 		}

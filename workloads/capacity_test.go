@@ -458,6 +458,23 @@ func TestCapacitySearchRetestsUpperBracket(t *testing.T) {
 	if hi := *o.lowestFail; (hi-800)/800 > CapTolerance || countOf(rates, hi) != 2 || !strings.Contains(o.stopped, "failed (2 times)") {
 		t.Fatalf("lowest failure %v, probes %v, stopped %q: want it confirmed", hi, rates, o.stopped)
 	}
+	// The re-test the generator fails through its retries: the bracket's
+	// top is then the generator's, and the search ends there as a bound
+	// (not re-tested until the probes run out).
+	rates = nil
+	o, _ = search(context.Background(), searchBounds{start: 100, max: 400000, maxProbes: 20}, func(_ context.Context, rate float64) (CapacityProbe, error) {
+		rates = append(rates, rate)
+		switch {
+		case rate <= 800:
+			return CapacityProbe{Verdict: CapacityPass}, nil
+		case countOf(rates, rate) == 1:
+			return CapacityProbe{Verdict: CapacityFail, Reason: "TTFB p99 40 ms over the SLO's 10ms"}, nil
+		}
+		return CapacityProbe{Verdict: CapacityGenerator, Generator: "the generator used 97% of its 1 core while sending"}, nil
+	})
+	if o.best < 0 || o.probes[o.best].OfferedRPS != 800 || o.lowerBound != "the generator ran out at 825 rps" || len(rates) >= 20 {
+		t.Fatalf("best %d, lower bound %q, probes %v", o.best, o.lowerBound, rates)
+	}
 }
 
 // The CI's rate-limited proxy at 800 rps, once "measured" at 194 rps: the
