@@ -40,15 +40,20 @@ const (
 	capMaxConns   = 512
 	capConnsText  = "4 × rate × the SLO's duration (four times the requests Little's law keeps in flight when every answer takes the SLO's time), at least 16 and at most 512"
 	capProbeLimit = 20 * time.Second // per-probe request timeout at most: see probeTimeout
-	// capRetries is how many times a probe the generator failed is run
-	// again at its rate before the search stops there: a host stall
-	// spoils one probe, a generator out of capacity every one.
+	// capRetries is how many times a probe that decided nothing of the
+	// engine (see spoiled) is run again at its rate: a host stall or a
+	// burst of other processes spoils one probe, a generator out of
+	// capacity or a host busy throughout every one. When the last is
+	// spoiled too, the generator's bounds the search from above and the
+	// host's makes the search invalid.
 	capRetries = 2
-	// capHostShare is the share of the measured CPUs other processes may
-	// take during a probe the engine failed before it is run once more:
-	// beyond it the host, not the engine, may have failed it. The repeat
-	// stands, whatever it shows; both are in the evidence.
-	capHostShare = 0.25
+	// capConfirm is how many decisive failures the lowest failed rate
+	// needs before the search ends under it: one failure during the ramp
+	// that nothing flagged (a stall too short for the sampler, a burst of
+	// another process between two samples) would otherwise cap the whole
+	// search, so the upper bracket is probed once more, and a pass there
+	// moves the search on above it.
+	capConfirm = 2
 	// capMinRequests is how many requests a measured probe sends at least,
 	// within 3 × its duration: see probeDuration.
 	capMinRequests = 500
@@ -198,7 +203,11 @@ var (
 			}
 			return ""
 		}).Record("capacity.tests")
-	capacitySearchesSetting = intSetting("capacity-searches", 3, "capacity: measured searches per test").
+	// Five searches, so that two engines' capacities can differ
+	// significantly: the page and compare test them with the U test over
+	// the searches, which 3 against 3 never passes (p ≥ 0.1) and 5 against
+	// 5 can (p down to 0.008). The nightly leaves capacity out.
+	capacitySearchesSetting = intSetting("capacity-searches", 5, "capacity: measured searches per test").
 				Quick(1).Nightly(3).Accept(atLeast(1, "1 or more")).Record("capacity.searches")
 	capacityProbesSetting = intSetting("capacity-probes", 20, "capacity: the most probes of one search").
 				Accept(atLeast(2, "2 or more probes per search")).Record("capacity.max_probes")
@@ -265,7 +274,7 @@ func (capacity) Estimate(cfg Config) time.Duration {
 }
 
 // capAgg is how a capacity test's value is computed.
-const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate, a probe the generator failed run again twice at most (not again under a rate it already failed) and one the engine failed beside other processes taking over 25 % of the measured CPUs, or beside the hypervisor's steal or a pause of every measured CPU at once (the probe's host), once; a rate the generator failed bounds the search from above as an engine failure would, and a search so bounded, or stopped by the maximum rate or the probe budget, gives a lower bound (lower_bound), and so does a median over any such search; a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
+const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate, a probe that decides nothing run again at its rate until one does, twice at most — one the generator failed or was late for (its lateness moved the quantile past its tolerance), or one the engine failed beside other processes taking over 5 % of the measured CPUs, the hypervisor's steal or a pause of every measured CPU at once (the probe's host); the lowest rate the engine failed probed until it failed twice before the search ends under it (a pass there moves the search on); a rate the host spoiled through every retry makes the search invalid, with no value; a rate the generator failed through its retries bounds the search from above as an engine failure would, and a search so bounded, or stopped by the maximum rate or the probe budget, gives a lower bound (lower_bound); the median counts a bounded search as higher than every exact one (a censored median, as purge's recovery), and is a lower bound only when the median search is bounded (then the median of the searches' values, with which searches were bounded and why); a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
 
 // Tests are capacity's tests, run over every topology.
 func (capacity) Tests() []latencyDef {
@@ -341,6 +350,15 @@ func (s *capSession) Step(ctx context.Context, step int) error {
 	if err != nil {
 		return err
 	}
+	t.add(i, started, out, costs)
+	return s.rc.Save()
+}
+
+// add records search i, which started at started, as a measured pass:
+// its value the capacity found (none when the search is invalid or
+// nothing passed), its evidence every probe, its cost the probe's at
+// capacity (costs[k] is probe k's).
+func (t *capTest) add(i int, started time.Time, out *searchOutcome, costs []*results.Evidence) {
 	p := &passInfo{index: i + 1, started: started, ev: &results.Evidence{}}
 	ce := out.evidence(t.slo)
 	var value *float64
@@ -365,31 +383,47 @@ func (s *capSession) Step(ctx context.Context, step int) error {
 	}
 	t.r.Recount()
 	t.summarise()
-	return s.rc.Save()
 }
 
 // summarise sets the test's value, lower bound and MiB/s from its valid
-// searches.
+// searches. A bounded search (its capacity at least its value) counts in
+// the median as purge's recovery counts a pass that did not recover
+// (censoredMedian): higher than every exact search. The value is exact
+// when the median search is; when the median search is itself bounded, the
+// value is a lower bound — the median of every search's value, which no
+// capacity above a bound can lower — and says which searches were bounded
+// and why. One bounded search among exact ones moves nothing.
 func (t *capTest) summarise() {
 	var vals, mib []float64
-	lower := ""
+	var outs []censoredValue
+	var why []string
 	for _, p := range t.r.Passes {
 		if p.Warmup || !p.Valid || p.Value == nil {
 			continue
 		}
 		vals = append(vals, *p.Value)
+		bounded := false
 		if c := results.Part[CapacityEvidence](p.Evidence, capacityPart); c != nil {
 			if c.MiBPerSecond != nil {
 				mib = append(mib, *c.MiBPerSecond)
 			}
-			if c.LowerBound != "" && lower == "" {
-				lower = c.LowerBound
+			if bounded = c.LowerBound != ""; bounded && !slices.Contains(why, c.LowerBound) {
+				why = append(why, c.LowerBound)
 			}
 		}
+		outs = append(outs, censoredValue{v: *p.Value, censored: bounded})
 	}
 	t.r.Value, t.r.MiBPerSecond = nil, nil
+	lower := ""
 	if len(vals) > 0 {
-		t.r.Value = ptr(math.Round(stats.Median(vals)))
+		m, exact := censoredMedian(outs)
+		if !exact {
+			m, lower = stats.Median(vals), strings.Join(why, "; ")
+			if k := countCensored(outs); k < len(outs) {
+				lower = fmt.Sprintf("%d of %d searches bounded: %s", k, len(outs), lower)
+			}
+		}
+		t.r.Value = ptr(math.Round(m))
 		t.r.NoValue = ""
 	}
 	if len(mib) > 0 {
@@ -398,6 +432,17 @@ func (t *capTest) summarise() {
 	if t.r.LowerBound != results.AtInstrumentLimit {
 		t.r.LowerBound = lower
 	}
+}
+
+// countCensored is how many of o are censored.
+func countCensored(o []censoredValue) int {
+	n := 0
+	for _, x := range o {
+		if x.censored {
+			n++
+		}
+	}
+	return n
 }
 
 // probeTimeout bounds each request of a probe: an answer 20 times later
@@ -489,6 +534,12 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 	return pr, p.ev, nil
 }
 
+// capLate begins the Generator of a probe the generator was late for
+// although another criterion decided it: its lateness moved the SLO's
+// quantile past loadgen's tolerance, so the probe is not decisive (see
+// spoiled).
+const capLate = "late, not decisive: "
+
 // judgeProbe is a probe's verdict. The generator is judged first: when it
 // was late or busy the pass says nothing of the engine, whatever else it
 // shows. Then the engine's criteria, each with what was measured.
@@ -540,14 +591,18 @@ func judgeProbe(r *loadgen.Result, busy string, slo SLO) CapacityProbe {
 	// The generator's lateness only ever adds to TTFB counted from the
 	// intended send: within the SLO with it, the engine met the SLO; over
 	// it from the dispatch instant, without it, the engine missed it.
-	// Only in between is the verdict the generator's.
+	// Only in between, and only when loadgen flagged the lateness (it
+	// moved the quantile past its tolerance), is the verdict the
+	// generator's: lateness within its tolerance is part of the figure,
+	// as in every pass, and a quantile over the SLO with it is the
+	// engine's.
 	fromDispatch := time.Duration(r.TTFBFromDispatch.ValueAtQuantile(slo.Quantile))
 	if len(late) > 0 {
-		pr.Generator = "late, not decisive: " + strings.Join(late, "; ")
+		pr.Generator = capLate + strings.Join(late, "; ")
 	}
 	switch corrected := time.Duration(*pr.QuantileMs * 1e6); {
 	case corrected <= slo.Max:
-	case fromDispatch > slo.Max:
+	case fromDispatch > slo.Max || len(late) == 0:
 		return fail("TTFB %s %.3f ms over the SLO's %v at %s rps offered", quantileName(slo.Quantile), *pr.QuantileMs, slo.Max, rps(r.Target))
 	default:
 		return toGenerator(late)
@@ -564,7 +619,9 @@ type searchBounds struct {
 }
 
 // searchOutcome is what a search found: its probes in order, the index of
-// the one at capacity (-1: none passed), and why it stopped.
+// the one at capacity (-1: none passed, or the search is invalid), and why
+// it stopped. invalid, when set, says why the search has no figure at all
+// (the host spoiled a probe through every retry).
 type searchOutcome struct {
 	probes     []CapacityProbe
 	best       int
@@ -572,6 +629,7 @@ type searchOutcome struct {
 	lowerBound string // short, shown after the value
 	stopped    string
 	noValue    string
+	invalid    string
 }
 
 func (o *searchOutcome) evidence(slo SLO) *CapacityEvidence {
@@ -583,116 +641,173 @@ func (o *searchOutcome) evidence(slo SLO) *CapacityEvidence {
 	return ce
 }
 
+// What spoiled a probe: nothing (it decides), the host or the generator.
+const (
+	spoilNone = iota
+	spoilHost
+	spoilGenerator
+)
+
+// spoiled says what, if anything, kept a probe from deciding anything of
+// the engine. A pass decides: the host and the generator only ever take
+// from the engine, never give. A failure beside the host's interference —
+// the hypervisor's steal or a pause of every CPU (pr.Host), or other
+// processes over BusyShare of the measured CPUs — is the host's as much as
+// the engine's; a probe the generator failed, or an engine failure it was
+// late for (its lateness moved the SLO's quantile past its tolerance), the
+// generator's. The host is named first: a generator late beside a busy
+// host is the host's.
+func spoiled(pr CapacityProbe) int {
+	switch {
+	case pr.Verdict == CapacityPass:
+		return spoilNone
+	case pr.Host != "" || pr.OtherCPUShare != nil && *pr.OtherCPUShare > BusyShare:
+		return spoilHost
+	case pr.Verdict == CapacityGenerator || strings.HasPrefix(pr.Generator, capLate):
+		return spoilGenerator
+	}
+	return spoilNone
+}
+
 // search finds the highest rate probe passes: a ramp ×2 from b.start
 // (capped at b.max) until a probe fails, then bisection until the bracket
-// is within CapTolerance of lo. A probe the generator fails is the
-// generator's, never the engine's: after capRetries more probes at its rate
-// it failed too, it bounds the search from above as the instrument's limit
+// is within CapTolerance of lo. A probe that decides nothing of the engine
+// (spoiled) is run again at its rate, capRetries times at most, wherever
+// it falls in the search. A rate the generator still failed is the
+// instrument's limit, never the engine's: it bounds the search from above
 // and bisection goes on below it, so the capacity found is at least the
 // highest rate that passed, as close under the generator's limit as the
-// tolerance allows (a probe the generator fails below a rate it already
-// failed is not run again). Reaching b.max or
-// b.maxProbes stops it too. A failure while other processes took over
-// capHostShare of the measured CPUs, or beside the host (capHost: the
-// hypervisor's steal, a pause of every CPU), is probed once more, and the
-// repeat decides.
+// tolerance allows. A rate the host still spoiled makes the search
+// invalid: it can say nothing of where the engine's capacity lies. Before
+// the search ends under the engine's lowest failed rate, that rate is
+// probed until it failed capConfirm times; a pass there moves the search
+// on (the ramp resumes above it, or bisection under the next failure).
+// Reaching b.max or b.maxProbes stops it too.
 func search(ctx context.Context, b searchBounds, probe func(context.Context, float64) (CapacityProbe, error)) (*searchOutcome, error) {
 	o := &searchOutcome{best: -1}
-	// Highest passed, lowest the engine failed, lowest the generator
-	// failed; 0: none yet.
-	lo, hi, gen := 0.0, 0.0, 0.0
-	run := func(rate float64) (string, error) {
-		var pr CapacityProbe
-		retries := capRetries
-		if gen > 0 {
-			// Under a rate the generator is known to fail, its failure
-			// is not run again: the bound it sets is then lower, never
-			// the engine's, and the probes go to the bisection.
-			retries = 0
+	// The highest rate passed and the lowest the generator failed through
+	// its retries (0: none yet), and the engine's decisive failures at
+	// each rate.
+	lo, gen := 0.0, 0.0
+	fails := map[float64]int{}
+	hi := func() float64 {
+		h := 0.0
+		for r := range fails {
+			if r > lo && (h == 0 || r < h) {
+				h = r
+			}
 		}
-		genTries, hostTried := 0, false
-		for len(o.probes) < b.maxProbes {
-			var err error
+		return h
+	}
+	defer func() {
+		if h := hi(); h > 0 && o.invalid == "" {
+			o.lowestFail = ptr(h)
+		}
+	}()
+	// run probes rate until a probe decides, or capRetries more were
+	// spoiled; budget says the probes ran out first.
+	run := func(rate float64) (pr CapacityProbe, spoil int, budget bool, err error) {
+		for tries := 0; ; tries++ {
+			if len(o.probes) >= b.maxProbes {
+				return pr, spoil, true, nil
+			}
 			if pr, err = probe(ctx, rate); err != nil {
-				return "", err
+				return pr, spoil, false, err
 			}
 			pr.OfferedRPS = rate
 			o.probes = append(o.probes, pr)
-			switch {
-			case pr.Verdict == CapacityGenerator && genTries < retries:
-				genTries++
-				continue
-			case pr.Verdict == CapacityFail && !hostTried && (pr.Host != "" || pr.OtherCPUShare != nil && *pr.OtherCPUShare > capHostShare):
-				hostTried = true
-				continue
+			if spoil = spoiled(pr); spoil == spoilNone || tries == capRetries {
+				return pr, spoil, false, nil
 			}
-			break
 		}
-		switch pr.Verdict {
-		case CapacityPass:
-			lo, o.best = rate, len(o.probes)-1
-		case CapacityFail:
-			hi = rate
-			o.lowestFail = ptr(rate)
-		case CapacityGenerator:
-			gen = rate
-		}
-		return pr.Verdict, nil
 	}
-	rate := b.start
 	for {
-		if len(o.probes) >= b.maxProbes {
-			o.stopProbes(lo, hi, gen, b)
-			return o, nil
+		h := hi()
+		u, byGen := h, gen > 0 && (h == 0 || gen <= h)
+		if byGen {
+			u = gen
 		}
-		if _, err := run(rate); err != nil {
-			return nil, err
-		}
-		if hi > 0 || gen > 0 {
-			break
-		}
-		if rate >= b.max {
+		var rate float64
+		switch {
+		case u == 0 && lo >= b.max:
 			o.stopped = fmt.Sprintf("the search's maximum rate, %s rps, passed", rps(b.max))
 			o.lowerBound = "the search's maximum rate"
 			return o, nil
-		}
-		rate = min(rate*capRamp, b.max)
-	}
-	if lo == 0 {
-		if gen > 0 {
-			o.stopGenerator(lo, gen)
+		case u == 0 && lo == 0:
+			rate = b.start
+		case u == 0:
+			rate = min(lo*capRamp, b.max)
+		case lo > 0 && (u-lo)/lo > CapTolerance && bisect(lo, u) > lo && bisect(lo, u) < u:
+			rate = bisect(lo, u)
+		case !byGen && fails[u] < capConfirm:
+			// The upper bracket, once more before the search ends.
+			rate = u
+		default:
+			o.finish(lo, u, byGen)
 			return o, nil
-		}
-		pr := o.probes[0]
-		o.noValue = fmt.Sprintf("no probe passed: the lowest, at %s rps offered, failed: %s", rps(pr.OfferedRPS), pr.Reason)
-		o.stopped = o.noValue
-		return o, nil
-	}
-	upper := func() float64 {
-		if hi > 0 && (gen == 0 || hi < gen) {
-			return hi
-		}
-		return gen
-	}
-	for (upper()-lo)/lo > CapTolerance {
-		mid := bisect(lo, upper())
-		if mid <= lo || mid >= upper() {
-			break
 		}
 		if len(o.probes) >= b.maxProbes {
-			o.stopProbes(lo, hi, gen, b)
+			o.stopProbes(lo, hi(), gen, b)
 			return o, nil
 		}
-		if _, err := run(mid); err != nil {
+		pr, spoil, budget, err := run(rate)
+		switch {
+		case err != nil:
 			return nil, err
+		case budget:
+			o.stopProbes(lo, hi(), gen, b)
+			return o, nil
+		case spoil == spoilHost:
+			o.spoiledByHost(lo, rate, pr)
+			return o, nil
+		case spoil == spoilGenerator:
+			if gen == 0 || rate < gen {
+				gen = rate
+			}
+		case pr.Verdict == CapacityPass:
+			lo, o.best = rate, len(o.probes)-1
+		default:
+			fails[rate]++
 		}
 	}
-	if upper() == gen {
-		o.stopGenerator(lo, gen)
-		return o, nil
+}
+
+// finish ends a search whose bracket is closed: under u, the generator's
+// limit when byGen, else the engine's lowest failed rate (confirmed).
+func (o *searchOutcome) finish(lo, u float64, byGen bool) {
+	switch {
+	case byGen:
+		o.stopGenerator(lo, u)
+	case lo == 0:
+		o.noValue = fmt.Sprintf("no probe passed: the lowest, at %s rps offered, failed %d times: %s", rps(u), capConfirm, o.last(u, CapacityFail).Reason)
+		o.stopped = o.noValue
+	default:
+		o.stopped = fmt.Sprintf("bisection: %s rps passed and %s rps failed (%d times), within %.0f %%", rps(lo), rps(u), capConfirm, 100*CapTolerance)
 	}
-	o.stopped = fmt.Sprintf("bisection: %s rps passed and %s rps failed, within %.0f %%", rps(lo), rps(hi), 100*CapTolerance)
-	return o, nil
+}
+
+// spoiledByHost makes the search invalid: the host spoiled every probe at
+// rate, pr the last.
+func (o *searchOutcome) spoiledByHost(lo, rate float64, pr CapacityProbe) {
+	why := pr.Host
+	if pr.OtherCPUShare != nil && *pr.OtherCPUShare > BusyShare {
+		why = strings.TrimPrefix(why+fmt.Sprintf("; other processes took %.0f %% of the measured CPUs", 100**pr.OtherCPUShare), "; ")
+	}
+	o.invalid = fmt.Sprintf("the host spoiled the probe at %s rps %d times (%s): the search cannot say where the engine's capacity lies", rps(rate), capRetries+1, why)
+	if lo > 0 {
+		o.invalid += fmt.Sprintf(" (%s rps passed)", rps(lo))
+	}
+	o.best, o.noValue, o.stopped = -1, o.invalid, o.invalid
+}
+
+// last is the last probe at rate with verdict v.
+func (o *searchOutcome) last(rate float64, v string) CapacityProbe {
+	for i := len(o.probes) - 1; i >= 0; i-- {
+		if pr := o.probes[i]; pr.OfferedRPS == rate && pr.Verdict == v {
+			return pr
+		}
+	}
+	return CapacityProbe{}
 }
 
 // bisect is the middle of lo and hi, in whole requests per second above
@@ -706,12 +821,10 @@ func bisect(lo, hi float64) float64 {
 }
 
 func (o *searchOutcome) stopGenerator(lo, at float64) {
-	var why string
-	for i := len(o.probes) - 1; i >= 0; i-- {
-		if pr := o.probes[i]; pr.Verdict == CapacityGenerator && pr.OfferedRPS == at {
-			why = pr.Generator
-			break
-		}
+	why := o.last(at, CapacityGenerator).Generator
+	if why == "" {
+		// An engine failure the generator was late for.
+		why = strings.TrimPrefix(o.last(at, CapacityFail).Generator, capLate)
 	}
 	if lo == 0 {
 		o.noValue = fmt.Sprintf("no probe passed: the generator ran out at the lowest, %s rps offered, before the engine was measured: %s", rps(at), why)
@@ -851,7 +964,7 @@ type CapacityProbe struct {
 	// Host, when set, says what of the host may have failed the probe:
 	// the hypervisor's steal past 5 % of a measured CPU, or every measured
 	// CPU stalled at once for 10 ms or more (with when). A failure beside
-	// it is probed once more and the repeat decides.
+	// it decides nothing: it is probed again (see spoiled).
 	Host string `json:"host,omitempty"`
 	// Generator is "valid", or why the generator itself failed the probe
 	// (its own lateness, its CPU): then the probe says nothing of the

@@ -244,7 +244,7 @@ type purgeSession struct {
 	p50, p99      *latencyTest
 
 	// Over the valid measured passes.
-	recoveries []recoveryOutcome
+	recoveries []censoredValue
 	durations  []float64
 }
 
@@ -894,7 +894,7 @@ func (pr *purgeRecord) recovery() {
 			results.Sig3(*rec), recoverSpan, results.Sig3(*pe.ReferenceP99Ms), results.Sig3(*rec))
 	}
 	if !rp.Warmup && rp.Valid {
-		ps.recoveries = append(ps.recoveries, recoveryOutcome{v: *rec, censored: censored})
+		ps.recoveries = append(ps.recoveries, censoredValue{v: *rec, censored: censored})
 		if m, ok := censoredMedian(ps.recoveries); ok {
 			ps.recovery.Value = ptr(round3(m))
 		} else {
@@ -1020,18 +1020,20 @@ func missed(pe *PurgeEvidence) string {
 	return ""
 }
 
-// recoveryOutcome is a valid measured pass's recovery, in seconds: when
-// it recovered, or (censored) the least it can be when it did not.
-type recoveryOutcome struct {
+// censoredValue is a valid measured pass's figure: v itself, or (censored)
+// the least it can be — a recovery in seconds when the pass did not
+// recover, a capacity the search could only bound from below.
+type censoredValue struct {
 	v        float64
 	censored bool
 }
 
-// censoredMedian is the median of the outcomes, a pass that did not
-// recover counting as longer than every one that did; ok is false when
-// the median pass (either middle one, for an even count) did not recover.
-func censoredMedian(o []recoveryOutcome) (m float64, ok bool) {
-	s := append([]recoveryOutcome{}, o...)
+// censoredMedian is the median of the outcomes, a censored pass (one that
+// did not recover) counting as higher than every one that is not; ok is
+// false when the median pass (either middle one, for an even count) is
+// censored.
+func censoredMedian(o []censoredValue) (m float64, ok bool) {
+	s := append([]censoredValue{}, o...)
 	sort.Slice(s, func(a, b int) bool {
 		if s[a].censored != s[b].censored {
 			return !s[a].censored
@@ -1050,7 +1052,7 @@ func censoredMedian(o []recoveryOutcome) (m float64, ok bool) {
 
 // notRecovered is the recovery test's reason for no value when the median
 // pass did not recover.
-func notRecovered(o []recoveryOutcome) string {
+func notRecovered(o []censoredValue) string {
 	var k int
 	var w float64
 	for _, x := range o {
