@@ -274,7 +274,7 @@ func (capacity) Estimate(cfg Config) time.Duration {
 }
 
 // capAgg is how a capacity test's value is computed.
-const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate, a probe that decides nothing run again at its rate until one does, twice at most — one the generator failed or was late for (its lateness moved the quantile past its tolerance), or one the engine failed beside other processes taking over 5 % of the measured CPUs, the hypervisor's steal or a pause of every measured CPU at once (the probe's host); the lowest rate the engine failed probed until it failed twice before the search ends under it (a pass there moves the search on); a rate the host spoiled through every retry makes the search invalid, with no value; a rate the generator failed through its retries bounds the search from above as an engine failure would, and a search so bounded, or stopped by the maximum rate or the probe budget, gives a lower bound (lower_bound); the median counts a bounded search as higher than every exact one (a censored median, as purge's recovery), and is a lower bound only when the median search is bounded (then the median of the searches' values, with which searches were bounded and why); a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
+const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate, a probe that decides nothing run again at its rate until one does, twice at most — one the generator failed or was late for (its lateness moved the quantile past its tolerance), or one the engine failed beside other processes taking over 5 % of the measured CPUs, the hypervisor's steal or a pause of every measured CPU at once (the probe's host); the lowest rate the engine failed probed until it failed twice before the search ends under it (a pass there moves the search on); a rate the host spoiled through every retry makes the search invalid, with no value; a rate the generator failed through its retries bounds the search from above as an engine failure would, and a search so bounded, or stopped by the maximum rate or the probe budget, gives a lower bound (lower_bound); the median takes a bounded search as at least its value: it is exact when the median with every bound at its value and the median with every bound above all values are within the search's 5 %, otherwise the former as a lower bound with which searches were bounded and why; a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
 
 // Tests are capacity's tests, run over every topology.
 func (capacity) Tests() []latencyDef {
@@ -386,13 +386,14 @@ func (t *capTest) add(i int, started time.Time, out *searchOutcome, costs []*res
 }
 
 // summarise sets the test's value, lower bound and MiB/s from its valid
-// searches. A bounded search (its capacity at least its value) counts in
-// the median as purge's recovery counts a pass that did not recover
-// (censoredMedian): higher than every exact search. The value is exact
-// when the median search is; when the median search is itself bounded, the
-// value is a lower bound — the median of every search's value, which no
-// capacity above a bound can lower — and says which searches were bounded
-// and why. One bounded search among exact ones moves nothing.
+// searches. A bounded search is only "at least" its value: where it falls
+// among the exact ones is unknown, so the median lies between the median
+// with every bound taken at its value and the median with every bound
+// taken as higher than all (boundedMedian). The value is exact when the
+// two are within the search's resolution; otherwise it is the lower one, as a
+// lower bound that says which searches were bounded and why. One bounded
+// search among exact ones on either side of it moves nothing; a bound
+// that could move the median makes the figure "at least".
 func (t *capTest) summarise() {
 	var vals, mib []float64
 	var outs []censoredValue
@@ -416,9 +417,9 @@ func (t *capTest) summarise() {
 	t.r.Value, t.r.MiBPerSecond = nil, nil
 	lower := ""
 	if len(vals) > 0 {
-		m, exact := censoredMedian(outs)
+		m, exact := boundedMedian(outs)
 		if !exact {
-			m, lower = stats.Median(vals), strings.Join(why, "; ")
+			lower = strings.Join(why, "; ")
 			if k := countCensored(outs); k < len(outs) {
 				lower = fmt.Sprintf("%d of %d searches bounded: %s", k, len(outs), lower)
 			}
@@ -432,6 +433,43 @@ func (t *capTest) summarise() {
 	if t.r.LowerBound != results.AtInstrumentLimit {
 		t.r.LowerBound = lower
 	}
+}
+
+// boundedMedian is the median of o, where a censored value is a lower
+// bound: lo is the median with every bound at its value, and the median is
+// exact only when taking every bound as higher than every value gives the
+// same, within the search's resolution. (purge's censoredMedian takes a censored pass as the highest: right
+// for a recovery that did not come within the window, the longest time
+// there is, and too generous for a capacity bounded at a low rate.)
+func boundedMedian(o []censoredValue) (lo float64, exact bool) {
+	at := make([]float64, len(o))
+	var known []float64
+	for i, x := range o {
+		at[i] = x.v
+		if !x.censored {
+			known = append(known, x.v)
+		}
+	}
+	lo = stats.Median(at)
+	// The bounds as +Inf: the median is then the (n/2)-th of the known
+	// values when enough of them are, else unbounded.
+	n := len(o)
+	slices.Sort(known)
+	var hi float64
+	switch {
+	case n == 0:
+		return 0, false
+	case n%2 == 1 && n/2 < len(known):
+		hi = known[n/2]
+	case n%2 == 0 && n/2 < len(known):
+		hi = (known[n/2-1] + known[n/2]) / 2
+	default:
+		return lo, false
+	}
+	// Within the search's own resolution (CapTolerance: bisection stops
+	// at (hi-lo)/lo <= 5 %) the two are one figure: no search could have
+	// told them apart.
+	return lo, hi-lo <= CapTolerance*lo
 }
 
 // countCensored is how many of o are censored.

@@ -576,7 +576,15 @@ func TestCapacityCensoredMedian(t *testing.T) {
 			"2 of 3 searches bounded: " + gen + "; the search's maximum rate"},
 		{"all bounded", []*searchOutcome{search(300, gen), search(200, gen)}, 250, gen},
 		{"even, one bounded", []*searchOutcome{search(800, ""), search(900, gen)}, 850, "1 of 2 searches bounded: " + gen},
-		{"five, two bounded", []*searchOutcome{search(800, ""), search(200, gen), search(810, ""), search(190, gen), search(790, "")}, 810, ""},
+		// The median is somewhere in 790-810 (where the two bounds fall is
+		// unknown): within the search's 5 %, 790, not 810.
+		{"five, two bounded", []*searchOutcome{search(800, ""), search(200, gen), search(810, ""), search(190, gen), search(790, "")}, 790, ""},
+		// Somewhere in 700-900: at least 700.
+		{"five, two bounded, spread", []*searchOutcome{search(900, ""), search(200, gen), search(800, ""), search(190, gen), search(700, "")}, 700,
+			"2 of 5 searches bounded: " + gen},
+		{"five, two bounded above", []*searchOutcome{search(800, ""), search(900, "the search's maximum rate"), search(810, ""),
+			search(950, "the search's maximum rate"), search(790, "")}, 810, ""},
+		{"five, one low bound", []*searchOutcome{search(800, ""), search(200, gen), search(810, ""), search(805, ""), search(790, "")}, 800, ""},
 	} {
 		ct := &capTest{slo: DefaultSLO[CapHitPath], r: &results.Result{Workload: Capacity, Test: CapHitPath, Unit: "rps"}}
 		for i, o := range tc.searches {
