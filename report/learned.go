@@ -176,12 +176,15 @@ func gapText(g gap) string {
 // isCapacity is a capacity test: a rate, ranked on its own line.
 func isCapacity(t Test) bool { return t.Ranked }
 
-// capacityRanking is one sentence per capacity test: the cells with an
-// exact value, the most first; then the lower bounds ("≥ N (why)": the
-// generator ran out, the instrument's limit) and the instrument's ceiling,
-// each with what it is and never placed among the ranked (a bound above an
-// exact figure says nothing of which engine carries more); then the cells
-// with no value.
+// capacityRanking is one sentence per capacity test and topology, most
+// first: the exact figures by value, and each lower bound ("≥ N (why)": the
+// generator ran out, the instrument's limit) above every exact figure below
+// it — an engine known to carry at least L carries more than one that
+// carries E < L. A bound is listed after an exact figure at or above it,
+// with which it cannot be ordered, and two bounds cannot be ordered against
+// each other: the sentence says so. The instrument's ceiling is never
+// placed among them; the cells with no value come last, and a topology
+// with no ceiling measured says so.
 func capacityRanking(rep *Report) []string {
 	var out []string
 	for _, w := range rep.Workloads {
@@ -191,29 +194,46 @@ func capacityRanking(rep *Report) []string {
 			}
 			groups := byTopology(all)
 			for _, t := range groups {
-				var ranked, bounded []Cell
+				var cells, ceilings []Cell
 				var none []string
+				noCeil := false
 				for _, c := range t.Cells {
+					noCeil = noCeil || c.NoCeiling
 					switch {
 					case c.Value == nil:
 						none = append(none, c.Label)
-					case c.Bounded():
-						bounded = append(bounded, c)
+					case c.LowerBound == "" && c.InstrumentCeiling:
+						ceilings = append(ceilings, c)
 					default:
-						ranked = append(ranked, c)
+						cells = append(cells, c)
 					}
 				}
-				if len(ranked)+len(bounded) == 0 {
+				if len(cells)+len(ceilings) == 0 {
 					continue
 				}
-				most := func(cs []Cell) {
-					sort.SliceStable(cs, func(i, j int) bool { return *cs[i].Value > *cs[j].Value })
-				}
-				most(ranked)
-				most(bounded)
+				// By value, most first; at one value the exact figure
+				// first: a bound equal to it is not above it.
+				sort.SliceStable(cells, func(i, j int) bool {
+					if *cells[i].Value != *cells[j].Value {
+						return *cells[i].Value > *cells[j].Value
+					}
+					return cells[i].LowerBound == "" && cells[j].LowerBound != ""
+				})
 				var parts []string
-				for _, c := range ranked {
-					parts = append(parts, c.Label+" "+valueText(*c.Value, t.Unit))
+				var exactAbove *Cell // the last exact figure listed
+				bounds := 0
+				for i, c := range cells {
+					if c.LowerBound == "" {
+						parts = append(parts, c.Label+" "+valueText(*c.Value, t.Unit))
+						exactAbove = &cells[i]
+						continue
+					}
+					bounds++
+					p := c.Label + " " + valueWithBound(c, t.Unit)
+					if exactAbove != nil {
+						p += ", not ordered against " + exactAbove.Label
+					}
+					parts = append(parts, p)
 				}
 				s := t.Title
 				if len(groups) > 1 {
@@ -222,19 +242,21 @@ func capacityRanking(rep *Report) []string {
 				if len(parts) > 0 {
 					s += ", most first: " + strings.Join(parts, ", ")
 				}
-				var bounds []string
-				for _, c := range bounded {
-					bounds = append(bounds, c.Label+" "+valueWithBound(c, t.Unit))
+				if bounds > 1 {
+					s += "; the bounds cannot be ordered against each other"
 				}
-				if len(bounds) > 0 {
-					sep := "; not ranked: "
-					if len(parts) == 0 {
-						sep = ", not ranked: "
-					}
-					s += sep + strings.Join(bounds, ", ")
+				var cs []string
+				for _, c := range ceilings {
+					cs = append(cs, c.Label+" "+valueWithBound(c, t.Unit))
+				}
+				if len(cs) > 0 {
+					s += "; not ranked: " + strings.Join(cs, ", ")
 				}
 				if len(none) > 0 {
 					s += "; no value: " + list(none)
+				}
+				if noCeil {
+					s += "; no ceiling measured (no null figure in " + topologyName(t.Cells[0].Topology) + "): any may be the instrument's limit"
 				}
 				out = append(out, s+".")
 			}

@@ -33,7 +33,9 @@ func TestLearnedStatesTheLargest(t *testing.T) {
 	bound.LowerBound = "the generator ran out at 54000 rps"
 	ceiling := handCell("null", 60000)
 	ceiling.InstrumentCeiling = true
-	cp := handTest(handCell("varnish", 33000), bound, handCell("nginx", 41000), ceiling, noValueCell("vinyl", "nothing passed"))
+	below := handCell("proxy", 35000)
+	below.LowerBound = "the generator ran out at 36000 rps"
+	cp := handTest(handCell("varnish", 33000), bound, handCell("nginx", 41000), below, ceiling, noValueCell("vinyl", "nothing passed"))
 	cp.Workload, cp.Ranked, cp.Title, cp.Unit, cp.LowerIsBetter = "capacity", true, "Capacity, hit-path", "rps", false
 	rep := &Report{Workloads: []Workload{
 		{Name: "w", Title: "W", Tests: append(tests, tie, few, hit)},
@@ -47,9 +49,13 @@ func TestLearnedStatesTheLargest(t *testing.T) {
 		"The five largest significant differences:",
 		"W — test 3: a 1.00 ms against b 6.00 ms, 6.00× as long (p = 0.000155, 8 and 8 valid passes).",
 		"W — hit ratio: a 90.0 % against b 30.0 %, 60.0 points lower",
-		// The bounds are listed apart, with what they are, never ranked
-		// above an exact figure.
-		"Capacity, hit-path, most first: nginx 41000 rps, varnish 33000 rps; not ranked: null 60000 rps (the instrument's ceiling), builtin ≥ 52000 rps (the generator ran out at 54000 rps); no value: vinyl.",
+		// A bound ranks above every exact figure below it (builtin carries
+		// at least 52000, more than nginx's 41000); one below an exact
+		// figure cannot be ordered against it, nor two bounds against each
+		// other; the instrument's ceiling is never ranked.
+		"Capacity, hit-path, most first: builtin ≥ 52000 rps (the generator ran out at 54000 rps), nginx 41000 rps, " +
+			"proxy ≥ 35000 rps (the generator ran out at 36000 rps), not ordered against nginx, varnish 33000 rps; " +
+			"the bounds cannot be ordered against each other; not ranked: null 60000 rps (the instrument's ceiling); no value: vinyl.",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("learned lacks %q:\n%s", want, text)

@@ -152,6 +152,13 @@ type Cell struct {
 	// and beside the ceiling ("with hitch 1.7.2 in front"): behind a
 	// terminator the limit is often the terminator's, not the generator's.
 	Limit string
+	// NoCeiling marks an engine's capacity with no ceiling measured beside
+	// it (no null figure in its topology on its host): nothing says it is
+	// not the instrument's. CeilingBeaten, on the null engine's capacity,
+	// says which engine carried more than null plus its margin: then null
+	// is no ceiling here.
+	NoCeiling     bool
+	CeilingBeaten string
 }
 
 // Bound is why the cell's value is a lower bound, with what the limit was:

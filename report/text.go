@@ -241,6 +241,10 @@ func valueWithBound(c Cell, unit string) string {
 		s += " (the instrument's ceiling, " + c.Limit + ")"
 	case c.InstrumentCeiling:
 		s += " (the instrument's ceiling)"
+	case c.CeilingBeaten != "":
+		s += " (null is no ceiling here)"
+	case c.NoCeiling:
+		s += " (no ceiling measured)"
 	}
 	return s
 }
