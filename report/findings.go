@@ -260,7 +260,7 @@ func findingIn(t Test, o Options) string {
 			fmt.Fprintf(&b, " %s %s not set apart from it (%s): a tie.", labels(s.ties), plural(len(s.ties), "is", "are"), tieReasons(s.ties, t.Unit, o))
 		}
 		for _, v := range s.behind {
-			fmt.Fprintf(&b, " %s is %s %s (%s).", v.cell.Label, changeText(v.delta), worse(t.LowerIsBetter), pText(v.delta))
+			fmt.Fprintf(&b, " %s is %s (%s).", v.cell.Label, gapWords(*s.leader.Value, *v.cell.Value, t), pText(v.delta))
 		}
 		for _, v := range s.ahead {
 			fmt.Fprintf(&b, " %s's passes are better (%s) though its merged value is not.", v.cell.Label, pText(v.delta))
@@ -268,7 +268,7 @@ func findingIn(t Test, o Options) string {
 		if len(s.unknown) > 0 {
 			var gaps []string
 			for _, v := range s.unknown {
-				gaps = append(gaps, fmt.Sprintf("%s is %s %s", v.cell.Label, changeText(v.delta), worse(t.LowerIsBetter)))
+				gaps = append(gaps, fmt.Sprintf("%s is %s", v.cell.Label, gapWords(*s.leader.Value, *v.cell.Value, t)))
 			}
 			fmt.Fprintf(&b, " %s, but %s cannot be told apart from it: %s.", list(gaps), plural(len(s.unknown), "it", "they"), unknownWhy(s.unknown, o))
 		}
@@ -357,8 +357,36 @@ func saturatedCells(b *strings.Builder, cells []Cell) {
 	}
 }
 
+// gapWords is how far a cell's value is from the leader's, in the one
+// convention of the whole page (findings, takeaways, what we learned):
+// from the values the page shows, never the medians of the passes the U
+// test compares, so that one gap has one size. A percentage is apart by
+// points; where lower is better a value 1.5 times the leader's or more is
+// "N× as long" (or as high), a smaller one "N % higher"; where higher is
+// better, "N % lower".
+func gapWords(lead, other float64, t Test) string {
+	higher := other > lead
+	switch {
+	case lead == other:
+		return "at the same value"
+	case t.Unit == "%":
+		return results.Sig3(math.Abs(other-lead)) + " points " + worse(higher)
+	case t.LowerIsBetter && lead <= 0:
+		return valueText(other-lead, t.Unit) + " higher"
+	case t.LowerIsBetter && other/lead >= 1.5:
+		if t.Unit == "ms" || t.Unit == "s" {
+			return results.Sig3(other/lead) + "× as long"
+		}
+		return results.Sig3(other/lead) + "× as high"
+	case lead == 0:
+		return valueText(math.Abs(other-lead), t.Unit) + " " + worse(higher)
+	}
+	return results.Sig3(math.Abs(other-lead)/math.Abs(lead)*100) + " % " + worse(higher)
+}
+
 // changeText is how far a cell's passes are from the leader's, in percent
-// of the leader's median.
+// of the leader's median: what compare's threshold is held to, so a tie's
+// reason says it.
 func changeText(d stats.Delta) string {
 	if math.IsNaN(d.Change) || math.IsInf(d.Change, 0) {
 		return "further"
@@ -483,7 +511,7 @@ func takeaway(w Workload, o Options) string {
 		case len(s.unknown) > 0:
 			var gaps []string
 			for _, v := range s.unknown {
-				gaps = append(gaps, fmt.Sprintf("%s %s %s", v.cell.Label, changeText(v.delta), worse(t.LowerIsBetter)))
+				gaps = append(gaps, fmt.Sprintf("%s %s", v.cell.Label, gapWords(*s.leader.Value, *v.cell.Value, t)))
 			}
 			p = fmt.Sprintf("%s: %s is %s (%s; too few passes to test)", t.Title, lead, bestWord(t.LowerIsBetter), list(gaps))
 			if len(s.ties) > 0 {

@@ -37,7 +37,10 @@ func learned(rep *Report, o Options) []string {
 			most, o.Compare.Alpha, stats.MinSamples(o.Compare.Alpha)))
 	}
 	var gaps []gap // the largest of each test
-	tests, separated, tied, untested := 0, 0, 0, 0
+	// Every test with a value is counted once: separated, tied, too few
+	// passes, or alone (one ranked cell, nothing to compare it with), so
+	// that the sentence's parts add up to its whole.
+	tests, separated, tied, untested, alone := 0, 0, 0, 0, 0
 	perTopology := false // some test has cells in several topologies
 	for _, w := range rep.Workloads {
 		for _, t := range w.Tests {
@@ -59,12 +62,16 @@ func learned(rep *Report, o Options) []string {
 				}
 				tests++
 				switch {
-				case len(s.behind) > 0:
+				case len(s.behind) > 0 || len(s.ahead) > 0:
+					// Passes significantly better than the leader's
+					// separate the cells too.
 					separated++
 				case len(s.unknown) > 0:
 					untested++
 				case len(s.ties) > 0:
 					tied++
+				default:
+					alone++
 				}
 				for _, v := range s.behind {
 					g := gap{wl: w.Title, t: t, lead: *s.leader, behind: v, size: gapSize(*s.leader.Value, *v.cell.Value, t.LowerIsBetter)}
@@ -91,6 +98,9 @@ func learned(rep *Report, o Options) []string {
 		}
 		if untested > 0 {
 			s += fmt.Sprintf("; %d %s too few valid passes to test", untested, plural(untested, "has", "have"))
+		}
+		if alone > 0 {
+			s += fmt.Sprintf("; %d %s one ranked cell, nothing to compare it with", alone, plural(alone, "has", "have"))
 		}
 		out = append(out, s+".")
 	}
@@ -152,21 +162,7 @@ func gapSize(lead, other float64, lower bool) float64 {
 // 20 and 20 valid passes)."
 func gapText(g gap) string {
 	lead, other := *g.lead.Value, *g.behind.cell.Value
-	var size string
-	switch {
-	case g.t.Unit == "%":
-		size = fmt.Sprintf("%s points %s", results.Sig3(math.Abs(lead-other)), map[bool]string{true: "higher", false: "lower"}[other > lead])
-	case math.IsInf(g.size, 1):
-		size = "against none at all"
-	case !g.t.LowerIsBetter:
-		size = fmt.Sprintf("%s %% of the leader's", results.Sig3(other/lead*100))
-	case g.size >= 1.5 && (g.t.Unit == "ms" || g.t.Unit == "s"):
-		size = fmt.Sprintf("%s× as long", results.Sig3(g.size))
-	case g.size >= 1.5:
-		size = fmt.Sprintf("%s× as high", results.Sig3(g.size))
-	default:
-		size = fmt.Sprintf("%s %% higher", results.Sig3((other-lead)/lead*100))
-	}
+	size := gapWords(lead, other, g.t)
 	d := g.behind.delta
 	return fmt.Sprintf("%s — %s: %s %s against %s %s, %s (p = %s, %d and %d valid passes).",
 		g.wl, g.t.Title, g.lead.Label, valueText(lead, g.t.Unit), g.behind.cell.Label, valueText(other, g.t.Unit), size,
