@@ -255,6 +255,9 @@ type Floor struct {
 	Label    string
 	Topology string
 	Value    float64
+	// Ceiling marks the instrument's ceiling on a capacity's chart
+	// (Ceilings), not a latency's floor.
+	Ceiling bool
 }
 
 // Latency says the test is a latency (milliseconds, lower is better): the
@@ -278,6 +281,26 @@ func (t Test) Floors() []Floor {
 	if len(f) > 1 {
 		for i := range f {
 			f[i].Label = "host floor (null, " + topologyName(f[i].Topology) + ")"
+		}
+	}
+	return f
+}
+
+// Ceilings are the lines a capacity's chart draws: the null engine's
+// capacity in each topology where it is the instrument's ceiling. Where an
+// engine beat it, or no null was measured, there is no line: nothing
+// measured a ceiling there.
+func (t Test) Ceilings() []Floor {
+	var f []Floor
+	for _, c := range t.Instrument {
+		if c.Value == nil || !c.InstrumentCeiling || !finite(*c.Value) {
+			continue
+		}
+		f = append(f, Floor{Label: "instrument's ceiling (null)", Topology: c.Topology, Value: *c.Value, Ceiling: true})
+	}
+	if len(f) > 1 {
+		for i := range f {
+			f[i].Label = "instrument's ceiling (null, " + topologyName(f[i].Topology) + ")"
 		}
 	}
 	return f
