@@ -290,6 +290,18 @@ func TestChartBounds(t *testing.T) {
 	if strings.Contains(svg, "≥ 70400") {
 		t.Error("an exact figure drawn as a bound")
 	}
+	// One ceiling among cells of two topologies is named with its own.
+	tls := builtin
+	tls.Label, tls.Topology = "Built-in (TLS)", "tls"
+	two := tt
+	two.Cells = []Cell{nginx, builtin, tls}
+	for i := range two.Cells[:2] {
+		two.Cells[i].Topology = "plaintext"
+	}
+	two.Instrument[0].Topology = "plaintext"
+	if svg := svgOf(t, two); !strings.Contains(svg, "instrument&#39;s ceiling (null, plaintext): 99200 rps") {
+		t.Error("a ceiling among two topologies' cells does not name its own")
+	}
 	// Without a bound or a ceiling, neither is drawn.
 	plain := tt
 	plain.Cells, plain.Instrument = []Cell{builtin}, nil

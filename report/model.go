@@ -298,7 +298,9 @@ func (t Test) Ceilings() []Floor {
 		}
 		f = append(f, Floor{Label: "instrument's ceiling (null)", Topology: c.Topology, Value: *c.Value, Ceiling: true})
 	}
-	if len(f) > 1 {
+	// Name the topology when the chart has several, even for one line: a
+	// ceiling drawn across every row is one topology's only.
+	if len(f) > 1 || len(byTopology(t)) > 1 {
 		for i := range f {
 			f[i].Label = "instrument's ceiling (null, " + topologyName(f[i].Topology) + ")"
 		}
