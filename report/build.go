@@ -217,6 +217,7 @@ func Build(in *Input, o Options) (*Report, error) {
 		return nil, errors.New("the result files hold no result: no pass of any test finished")
 	}
 	b.orderCells()
+	b.instrumentLimits()
 	rep := &Report{Title: o.Title, Sources: in.Sources, manifest: in.Manifest != nil, manifestRaw: in.ManifestRaw}
 	for _, wl := range b.workloadOrder() {
 		rep.Workloads = append(rep.Workloads, b.workload(wl))
@@ -256,12 +257,16 @@ type builder struct {
 	kinds       map[string]string  // a variant's label: the engine it runs
 	terminators map[cellKey]string // in topology proxyv2: name and version
 	runtimes    map[string]bool
+	// ceilings are the null engine's capacities applied where the cells
+	// meet, by test, topology and host (ceilingKey).
+	ceilings map[string]*results.Ceiling
 }
 
 func newBuilder(in *Input, o Options) *builder {
 	b := &builder{in: in, o: o, complete: map[[3]string]string{}, listed: map[[3]string]bool{}, completeAny: map[[2]string]string{},
 		byTest: map[string]map[cellKey]found{}, versions: map[cellKey]string{}, runVersions: map[string]map[cellKey]string{},
-		kinds: map[string]string{}, terminators: map[cellKey]string{}, runtimes: map[string]bool{}}
+		kinds: map[string]string{}, terminators: map[cellKey]string{}, runtimes: map[string]bool{},
+		ceilings: map[string]*results.Ceiling{}}
 	if in.Manifest != nil {
 		b.engineOrder = append(b.engineOrder, in.Manifest.Engines...)
 	}
@@ -366,6 +371,49 @@ func (b *builder) add(s *Source, r *results.Result) error {
 		b.cellOrder = append(b.cellOrder, k)
 	}
 	return nil
+}
+
+// instrumentLimits applies the null engine's capacity over every merged
+// cell of the same test, topology and host: a run applies it only among its
+// own results, so cells from a resumed suite or another part of the page
+// would otherwise be ranked as exact beside a ceiling they are within, or
+// keep a mark a ceiling they beat no longer supports. A test is a capacity
+// when its workload is ranked, or when a run marked one of its cells.
+func (b *builder) instrumentLimits() {
+	for _, id := range b.testOrder {
+		capacity := b.o.Catalog.Ranked(wlOf(id))
+		groups := map[string][]*results.Result{}
+		var order []string
+		for _, f := range b.byTest[id] {
+			r := f.res
+			capacity = capacity || r.InstrumentCeiling || r.LowerBound == results.AtInstrumentLimit
+			k := ceilingKey(id, r.Topology, f.source)
+			if _, ok := groups[k]; !ok {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], r)
+		}
+		if !capacity {
+			continue
+		}
+		sort.Strings(order) // the map's order is no order: the same cells, the same marks
+		for _, k := range order {
+			rs := groups[k]
+			sort.SliceStable(rs, func(i, j int) bool { return rs[i].Engine < rs[j].Engine })
+			if c := results.ApplyInstrumentLimit(rs); c != nil {
+				b.ceilings[k] = c
+			} else {
+				b.ceilings[k] = nil // a capacity with no ceiling measured
+			}
+		}
+	}
+}
+
+// ceilingKey is a test, topology and host: figures from other machines
+// have other ceilings.
+func ceilingKey(id, topology string, s *Source) string {
+	h := s.Run.Host
+	return id + "\x00" + topology + "\x00" + h.Hostname + "\x00" + h.CPUModel
 }
 
 // orderCells sorts the cells, notes the runtimes, and gives a cell that
@@ -523,6 +571,7 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 			t.Title, t.Unit, t.LowerIsBetter = r.Title, r.Unit, r.LowerIsBetter
 		}
 		*cells = append(*cells, cellOf(r, b.label(k, version), version, f.source.Name))
+		b.ceilingOf(&(*cells)[len(*cells)-1], id, f)
 		if cells == &t.Instrument && r.NotApplicable != "" {
 			continue // the instrument not applicable: no cost to show
 		}
@@ -550,6 +599,24 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 	nameInstrumentLimit(&t, b.terminators)
 	t.Finding = finding(t, b.o) + instrumentFinding(t)
 	return t
+}
+
+// ceilingOf says what the instrument's ceiling is to a capacity's cell: on
+// the null engine's, which engine beat it (then it is no ceiling); on an
+// engine's, that no ceiling was measured beside it (no null figure in its
+// topology on its host: TLS, where null has no listener).
+func (b *builder) ceilingOf(c *Cell, id string, f found) {
+	cl, ok := b.ceilings[ceilingKey(id, f.res.Topology, f.source)]
+	switch {
+	case !ok || c.Value == nil:
+	case cl == nil:
+		c.NoCeiling = baseEngine(c.Engine) != InstrumentEngine
+	case cl.Beaten != nil && cl.Null == f.res:
+		w := cl.Beaten
+		k := cellKey{w.Engine, w.Runtime, w.Topology}
+		c.CeilingBeaten = fmt.Sprintf("%s carried %s, more than null's %s and its margin of %s (its spread across its searches and the search's step)",
+			b.label(k, b.versionIn(k, f.source.Name)), valueText(*w.Value, w.Unit), valueText(*cl.Null.Value, w.Unit), valueText(cl.Margin, w.Unit))
+	}
 }
 
 // nameInstrumentLimit says, beside each capacity at the instrument's limit,

@@ -57,6 +57,11 @@ var (
 	gridColor    = color.RGBA{R: 0xdd, G: 0xdd, B: 0xdd, A: 0xff}
 	// A saturated cell's bar is hatched in these: not the value's blue,
 	// so it cannot be read as a latency beside the others.
+	// boundFade is the bar's colour past a lower bound, fading out: the
+	// figure is at least the bar, and how much more is not known.
+	boundFade      = []color.RGBA{{R: 0xc4, G: 0xd6, B: 0xea, A: 0xff}, {R: 0xd8, G: 0xe4, B: 0xf1, A: 0xff}, {R: 0xeb, G: 0xf1, B: 0xf8, A: 0xff}}
+	boundArrow     = color.RGBA{R: 0x3b, G: 0x5f, B: 0x8a, A: 0xff}
+	ceilingColor   = color.RGBA{R: 0x7b, G: 0x2d, B: 0x8e, A: 0xff}
 	saturatedFill  = color.RGBA{R: 0xfd, G: 0xf0, B: 0xdc, A: 0xff}
 	saturatedColor = color.RGBA{R: 0xb3, G: 0x59, B: 0x00, A: 0xff}
 
@@ -140,7 +145,7 @@ type legendEntry struct {
 func newFigure(t Test) (*figure, error) {
 	// The instrument's cells are drawn as the host's floor beside the
 	// engines, or as the rows when it was measured alone.
-	cells, floors := t.Cells, t.Floors()
+	cells, floors := t.Cells, append(t.Floors(), t.Ceilings()...)
 	if len(cells) == 0 {
 		cells, floors = t.Instrument, nil
 	}
@@ -161,7 +166,7 @@ func newFigure(t Test) (*figure, error) {
 	p := f.p
 	hdlr := p.TextHandler
 	f.style = text.Style{Color: color.Black, Font: sans(10, false), XAlign: draw.XLeft, YAlign: draw.YCenter, Handler: hdlr}
-	f.legend = f.legendLines(append(legendFor(cells), floorLegend(floors)...))
+	f.legend = f.legendLines(append(legendFor(cells), floorLegend(floors, t.Unit)...))
 	f.legendH = legendStrip * vg.Length(max(len(f.legend), 1))
 	f.h = chartFixed + vg.Length(n)*chartRow + f.legendH - legendStrip
 
@@ -204,7 +209,7 @@ func newFigure(t Test) (*figure, error) {
 		if err != nil {
 			return nil, fmt.Errorf("chart %s: %s: %w", t.ID, fl.Label, err)
 		}
-		line.LineStyle = floorStyle(i)
+		line.LineStyle = floorStyle(i, fl.Ceiling)
 		p.Add(line)
 	}
 	f.rows = r
@@ -311,9 +316,10 @@ func (f *figure) draw(c draw.Canvas) {
 // legendFor lists what the chart shows: a bar only when some cell has a
 // value, the invalid-pass marker only when there is one.
 func legendFor(cells []Cell) []legendEntry {
-	var bars, valid, invalid, saturated bool
+	var bars, valid, invalid, saturated, bounds bool
 	for _, c := range cells {
 		bars = bars || (c.Value != nil && !c.Unranked)
+		bounds = bounds || (c.Value != nil && c.LowerBound != "")
 		saturated = saturated || (c.Unranked && c.SaturatedValue != nil)
 		for _, p := range c.Passes {
 			if p.Value == nil || !finite(*p.Value) {
@@ -327,6 +333,13 @@ func legendFor(cells []Cell) []legendEntry {
 	if bars {
 		l = append(l, legendEntry{"value (from the valid passes)", func(c *draw.Canvas, r vg.Rectangle) {
 			c.FillPolygon(barColor, rectangle(r))
+		}})
+	}
+	if bounds {
+		l = append(l, legendEntry{"≥: a lower bound, at least the bar (more not measured)", func(c *draw.Canvas, r vg.Rectangle) {
+			mid := (r.Min.X + r.Max.X) / 2
+			c.FillPolygon(barColor, rectangle(vg.Rectangle{Min: r.Min, Max: vg.Point{X: mid, Y: r.Max.Y}}))
+			openEnd(c, vg.Rectangle{Min: vg.Point{X: mid, Y: r.Min.Y}, Max: r.Max})
 		}})
 	}
 	if valid {
@@ -350,18 +363,22 @@ func legendFor(cells []Cell) []legendEntry {
 var floorColor = color.RGBA{R: 0x2c, G: 0x8a, B: 0x3e, A: 0xff}
 
 // floorStyle is the i-th floor's line: dashed, each topology's dashes
-// their own length.
-func floorStyle(i int) draw.LineStyle {
+// their own length; the instrument's ceiling in a colour of its own.
+func floorStyle(i int, ceiling bool) draw.LineStyle {
 	on := vg.Points(float64(5 + 3*i))
-	return draw.LineStyle{Color: floorColor, Width: vg.Points(1.5), Dashes: []vg.Length{on, vg.Points(3)}}
+	c := floorColor
+	if ceiling {
+		c = ceilingColor
+	}
+	return draw.LineStyle{Color: c, Width: vg.Points(1.5), Dashes: []vg.Length{on, vg.Points(3)}}
 }
 
 // floorLegend names each floor line with its value.
-func floorLegend(floors []Floor) []legendEntry {
+func floorLegend(floors []Floor, unit string) []legendEntry {
 	var l []legendEntry
 	for i, fl := range floors {
-		sty := floorStyle(i)
-		l = append(l, legendEntry{fl.Label + ": " + formatValue(fl.Value, "ms"), func(c *draw.Canvas, r vg.Rectangle) {
+		sty := floorStyle(i, fl.Ceiling)
+		l = append(l, legendEntry{fl.Label + ": " + formatValue(fl.Value, unit), func(c *draw.Canvas, r vg.Rectangle) {
 			c.SetLineStyle(sty)
 			var p vg.Path
 			p.Move(vg.Point{X: r.Min.X, Y: (r.Min.Y + r.Max.Y) / 2})
@@ -402,9 +419,33 @@ func hatched(c *draw.Canvas, r vg.Rectangle) {
 	c.Stroke(outline)
 }
 
+// boundTail is how far past a lower bound's bar its open end reaches:
+// the figure is at least the bar, and the fade says more was not measured.
+const boundTail = vg.Length(22) // points
+
+// openEnd draws a lower bound's open end in r: the bar's colour fading out
+// in steps, and an arrow pointing on.
+func openEnd(c *draw.Canvas, r vg.Rectangle) {
+	w := (r.Max.X - r.Min.X) / vg.Length(len(boundFade))
+	for i, col := range boundFade {
+		x0 := r.Min.X + vg.Length(i)*w
+		c.FillPolygon(col, rectangle(vg.Rectangle{Min: vg.Point{X: x0, Y: r.Min.Y}, Max: vg.Point{X: x0 + w, Y: r.Max.Y}}))
+	}
+	midY, h := (r.Min.Y+r.Max.Y)/2, (r.Max.Y-r.Min.Y)/4
+	c.SetLineStyle(draw.LineStyle{Color: boundArrow, Width: vg.Points(1.25)})
+	var shaft vg.Path
+	shaft.Move(vg.Point{X: r.Min.X, Y: midY})
+	shaft.Line(vg.Point{X: r.Max.X - h, Y: midY})
+	c.Stroke(shaft)
+	c.FillPolygon(boundArrow, []vg.Point{{X: r.Max.X - 1.5*h, Y: midY - h}, {X: r.Max.X, Y: midY}, {X: r.Max.X - 1.5*h, Y: midY + h}})
+}
+
+// bounded says a row's bar is a lower bound: drawn open-ended.
+func bounded(c Cell) bool { return c.Value != nil && c.LowerBound != "" && !c.Unranked }
+
 // bar is the value a row's bar reaches and the text after it: the cell's
-// value, or, for a saturated latency, what a client saw; nil (and the text
-// is the row's reason) for none.
+// value ("≥ N" for a lower bound), or, for a saturated latency, what a
+// client saw; nil (and the text is the row's reason) for none.
 func bar(c Cell, unit string) (*float64, string) {
 	switch {
 	case c.Unranked && c.SaturatedValue != nil && finite(*c.SaturatedValue):
@@ -417,6 +458,9 @@ func bar(c Cell, unit string) (*float64, string) {
 		return nil, carriedText(c)
 	case c.Value != nil:
 		s := formatValue(*c.Value, unit)
+		if c.LowerBound != "" {
+			s = "≥ " + s + " (a lower bound)"
+		}
 		if c.Saturated() {
 			s += fmt.Sprintf(" (saturated in %d of %d passes)", c.SaturatedPasses, c.MeasuredPasses)
 		}
@@ -451,9 +495,13 @@ func (r *rows) Plot(c draw.Canvas, p *plot.Plot) {
 				Min: vg.Point{X: x(0), Y: y(row - barHalf)},
 				Max: vg.Point{X: x(*v), Y: y(row + barHalf)},
 			}
-			if cell.Unranked {
+			switch {
+			case cell.Unranked:
 				hatched(&c, box)
-			} else {
+			case bounded(cell):
+				c.FillPolygon(barColor, rectangle(box))
+				openEnd(&c, vg.Rectangle{Min: vg.Point{X: box.Max.X, Y: box.Min.Y}, Max: vg.Point{X: box.Max.X + boundTail, Y: box.Max.Y}})
+			default:
 				c.FillPolygon(barColor, rectangle(box))
 			}
 		}
@@ -526,6 +574,9 @@ func (r *rows) place(cell Cell, x func(float64) vg.Length) (text vg.Length, edge
 	bv, label := bar(cell, r.unit)
 	if bv != nil {
 		extend(*bv, 0)
+		if bounded(cell) {
+			extend(*bv, boundTail)
+		}
 	}
 	for _, v := range valid {
 		extend(v, passGlyph.Radius)

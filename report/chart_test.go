@@ -266,3 +266,47 @@ func TestReasonText(t *testing.T) {
 		t.Errorf("reasonText(\"\") = %q", got)
 	}
 }
+
+// TestChartBounds: a lower bound is drawn open-ended — its bar, a fade past
+// it and "≥" in its label — never as a plain bar of its value, and the
+// instrument's ceiling is a line named with its value.
+func TestChartBounds(t *testing.T) {
+	nginx := testCell("NGINX (plaintext)", f64(99200), 99200, 67200, 128000)
+	nginx.LowerBound = "at the instrument's limit"
+	builtin := testCell("Built-in (plaintext)", f64(70400), 73600, 70400, 62400)
+	null := testCell("null (plaintext, the instrument, not an engine)", f64(99200), 99200, 105600, 89600)
+	null.InstrumentCeiling = true
+	tt := Test{ID: "capacity/hit-path", Slug: "capacity-hit-path", Workload: "capacity", Name: "hit-path",
+		Title: "Capacity, hit path", Unit: "rps", Ranked: true, Cells: []Cell{nginx, builtin}, Instrument: []Cell{null}}
+	svg := svgOf(t, tt)
+	fade := fmt.Sprintf("fill:#%02X%02X%02X", boundFade[0].R, boundFade[0].G, boundFade[0].B)
+	ceiling := fmt.Sprintf("stroke:#%02X%02X%02X", ceilingColor.R, ceilingColor.G, ceilingColor.B)
+	for _, want := range []string{"≥ 99200 rps (a lower bound)", "70400 rps", fade, ceiling,
+		"instrument&#39;s ceiling (null): 99200 rps", "≥: a lower bound"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("svg lacks %q", want)
+		}
+	}
+	if strings.Contains(svg, "≥ 70400") {
+		t.Error("an exact figure drawn as a bound")
+	}
+	// One ceiling among cells of two topologies is named with its own.
+	tls := builtin
+	tls.Label, tls.Topology = "Built-in (TLS)", "tls"
+	two := tt
+	two.Cells = []Cell{nginx, builtin, tls}
+	for i := range two.Cells[:2] {
+		two.Cells[i].Topology = "plaintext"
+	}
+	two.Instrument[0].Topology = "plaintext"
+	if svg := svgOf(t, two); !strings.Contains(svg, "instrument&#39;s ceiling (null, plaintext): 99200 rps") {
+		t.Error("a ceiling among two topologies' cells does not name its own")
+	}
+	// Without a bound or a ceiling, neither is drawn.
+	plain := tt
+	plain.Cells, plain.Instrument = []Cell{builtin}, nil
+	svg = svgOf(t, plain)
+	if strings.Contains(svg, fade) || strings.Contains(svg, ceiling) || strings.Contains(svg, "≥") {
+		t.Error("a chart with no bound or ceiling draws one")
+	}
+}

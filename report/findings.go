@@ -31,9 +31,15 @@ type standing struct {
 	// saturated cells are never ranked: their latency is queueing, not
 	// the engine's, and even their valid passes ran at its limit.
 	saturated []Cell
-	// bounded cells are lower bounds or the instrument's ceiling: shown,
-	// never ranked (a capacity at the instrument's limit is the host's).
+	// bounded cells are lower bounds or the instrument's ceiling: never
+	// ranked as exact figures (a capacity at the instrument's limit is the
+	// host's). over are the lower bounds above the leader's exact value:
+	// an engine known to carry at least L carries more than one that
+	// carries E < L, so each of them ranks above every exact figure, and
+	// no exact figure is the best. Two bounds, or a bound below an exact
+	// figure, cannot be ordered.
 	bounded []Cell
+	over    []Cell
 }
 
 func stand(t Test, o Options) standing {
@@ -58,6 +64,11 @@ func stand(t Test, o Options) standing {
 	}
 	if s.leader == nil {
 		return s
+	}
+	for _, c := range s.bounded {
+		if c.LowerBound != "" && !t.LowerIsBetter && *c.Value > *s.leader.Value {
+			s.over = append(s.over, c)
+		}
 	}
 	for _, c := range t.Cells {
 		if c.Unranked || c.Bounded() || c.Value == nil || c.Label == s.leader.Label {
@@ -212,14 +223,23 @@ func findingIn(t Test, o Options) string {
 			fmt.Fprintf(&b, "No cell has a value for %s.", t.Title)
 		}
 		saturatedCells(&b, s.saturated)
-		boundedCells(&b, s.bounded, t.Unit)
+		boundedCells(&b, s.bounded, t.Unit, nil)
 		noValues(&b, s.none)
+		noCeiling(&b, t)
 		return b.String()
 	}
 	lead := valueText(*s.leader.Value, t.Unit)
 	best := bestWord(t.LowerIsBetter)
 	others := len(s.ties) + len(s.behind) + len(s.ahead) + len(s.unknown)
+	if len(s.over) > 0 {
+		overCells(&b, s.over, t.Unit)
+		// No exact figure is the best: the leader is the first of the
+		// exact ones, named so.
+		best = "first of the exact figures"
+	}
 	switch {
+	case others == 0 && len(s.over) > 0:
+		fmt.Fprintf(&b, " %s has the only exact value: %s.", s.leader.Label, lead)
 	case others == 0 && len(s.bounded) > 0:
 		fmt.Fprintf(&b, "Only %s has a ranked value: %s.", s.leader.Label, lead)
 	case others == 0 && len(s.saturated) > 0:
@@ -232,12 +252,15 @@ func findingIn(t Test, o Options) string {
 		fmt.Fprintf(&b, "A tie: %s %s not set apart from %s, %s at %s (%s).",
 			labels(s.ties), plural(len(s.ties), "is", "are"), s.leader.Label, best, lead, tieReasons(s.ties, t.Unit, o))
 	default:
+		if len(s.over) > 0 {
+			b.WriteString(" ")
+		}
 		fmt.Fprintf(&b, "%s is %s at %s.", s.leader.Label, best, lead)
 		if len(s.ties) > 0 {
 			fmt.Fprintf(&b, " %s %s not set apart from it (%s): a tie.", labels(s.ties), plural(len(s.ties), "is", "are"), tieReasons(s.ties, t.Unit, o))
 		}
 		for _, v := range s.behind {
-			fmt.Fprintf(&b, " %s is %s %s (%s).", v.cell.Label, changeText(v.delta), worse(t.LowerIsBetter), pText(v.delta))
+			fmt.Fprintf(&b, " %s is %s (%s).", v.cell.Label, gapWords(*s.leader.Value, *v.cell.Value, t), pText(v.delta))
 		}
 		for _, v := range s.ahead {
 			fmt.Fprintf(&b, " %s's passes are better (%s) though its merged value is not.", v.cell.Label, pText(v.delta))
@@ -245,25 +268,69 @@ func findingIn(t Test, o Options) string {
 		if len(s.unknown) > 0 {
 			var gaps []string
 			for _, v := range s.unknown {
-				gaps = append(gaps, fmt.Sprintf("%s is %s %s", v.cell.Label, changeText(v.delta), worse(t.LowerIsBetter)))
+				gaps = append(gaps, fmt.Sprintf("%s is %s", v.cell.Label, gapWords(*s.leader.Value, *v.cell.Value, t)))
 			}
 			fmt.Fprintf(&b, " %s, but %s cannot be told apart from it: %s.", list(gaps), plural(len(s.unknown), "it", "they"), unknownWhy(s.unknown, o))
 		}
 	}
 	saturatedCells(&b, s.saturated)
-	boundedCells(&b, s.bounded, t.Unit)
+	boundedCells(&b, without(s.bounded, s.over), t.Unit, s.leader)
 	noValues(&b, s.none)
+	noCeiling(&b, t)
 	return b.String()
 }
 
-// boundedCells says which cells are lower bounds or the instrument's
-// ceiling, each with its value: none is ranked.
-func boundedCells(b *strings.Builder, cells []Cell, unit string) {
+// overCells says which lower bounds are above every exact figure: each
+// carries more than any engine with an exact figure, and none can be
+// ordered against another.
+func overCells(b *strings.Builder, over []Cell, unit string) {
+	var each []string
+	for _, c := range over {
+		each = append(each, fmt.Sprintf("%s is at least %s (%s)", c.Label, valueText(*c.Value, unit), c.Bound()))
+	}
+	if len(over) == 1 {
+		fmt.Fprintf(b, "%s: above every exact figure, so it carries the most.", each[0])
+		return
+	}
+	fmt.Fprintf(b, "%s: each above every exact figure, so each carries more than any of them; two bounds cannot be ordered.", strings.Join(each, "; "))
+}
+
+// without is cells less those in drop, by label.
+func without(cells, drop []Cell) []Cell {
+	var out []Cell
 	for _, c := range cells {
-		if c.LowerBound != "" {
+		if !slices.ContainsFunc(drop, func(d Cell) bool { return d.Label == c.Label }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// boundedCells says which cells are lower bounds or the instrument's
+// ceiling, each with its value: none is ranked. A lower bound not above the
+// leader's exact figure cannot be ordered against it.
+func boundedCells(b *strings.Builder, cells []Cell, unit string, leader *Cell) {
+	for _, c := range cells {
+		switch {
+		case c.LowerBound != "" && leader != nil:
+			fmt.Fprintf(b, " %s is at least %s (%s): not above %s's %s, so the two cannot be ordered.",
+				c.Label, valueText(*c.Value, unit), c.Bound(), leader.Label, valueText(*leader.Value, unit))
+		case c.LowerBound != "":
 			fmt.Fprintf(b, " %s is at least %s (%s), not ranked.", c.Label, valueText(*c.Value, unit), c.Bound())
-		} else {
+		default:
 			fmt.Fprintf(b, " %s is the instrument's ceiling at %s, not ranked.", c.Label, valueText(*c.Value, unit))
+		}
+	}
+}
+
+// noCeiling says a capacity's cells have no ceiling beside them: nothing
+// measured the instrument in their topology, so any of them may be the
+// instrument's limit rather than the engine's.
+func noCeiling(b *strings.Builder, t Test) {
+	for _, c := range t.Cells {
+		if c.NoCeiling {
+			fmt.Fprintf(b, " No ceiling was measured in %s (no null figure): any of these capacities may be the instrument's limit, not the engine's.", topologyName(c.Topology))
+			return
 		}
 	}
 }
@@ -290,8 +357,36 @@ func saturatedCells(b *strings.Builder, cells []Cell) {
 	}
 }
 
+// gapWords is how far a cell's value is from the leader's, in the one
+// convention of the whole page (findings, takeaways, what we learned):
+// from the values the page shows, never the medians of the passes the U
+// test compares, so that one gap has one size. A percentage is apart by
+// points; where lower is better a value 1.5 times the leader's or more is
+// "N× as long" (or as high), a smaller one "N % higher"; where higher is
+// better, "N % lower".
+func gapWords(lead, other float64, t Test) string {
+	higher := other > lead
+	switch {
+	case lead == other:
+		return "at the same value"
+	case t.Unit == "%":
+		return results.Sig3(math.Abs(other-lead)) + " points " + worse(higher)
+	case t.LowerIsBetter && lead <= 0:
+		return valueText(other-lead, t.Unit) + " higher"
+	case t.LowerIsBetter && other/lead >= 1.5:
+		if t.Unit == "ms" || t.Unit == "s" {
+			return results.Sig3(other/lead) + "× as long"
+		}
+		return results.Sig3(other/lead) + "× as high"
+	case lead == 0:
+		return valueText(math.Abs(other-lead), t.Unit) + " " + worse(higher)
+	}
+	return results.Sig3(math.Abs(other-lead)/math.Abs(lead)*100) + " % " + worse(higher)
+}
+
 // changeText is how far a cell's passes are from the leader's, in percent
-// of the leader's median.
+// of the leader's median: what compare's threshold is held to, so a tie's
+// reason says it.
 func changeText(d stats.Delta) string {
 	if math.IsNaN(d.Change) || math.IsInf(d.Change, 0) {
 		return "further"
@@ -394,6 +489,18 @@ func takeaway(w Workload, o Options) string {
 		others := len(s.behind) + len(s.ahead) + len(s.unknown)
 		var p string
 		switch {
+		case len(s.over) > 0:
+			// A bound above every exact figure comes first: it carries
+			// more than each of them.
+			var bs []string
+			for _, c := range s.over {
+				bs = append(bs, c.Label+" at "+valueWithBound(c, t.Unit))
+			}
+			p = fmt.Sprintf("%s: %s above every exact figure", t.Title, list(bs))
+			if len(s.over) > 1 {
+				p += " (the bounds cannot be ordered)"
+			}
+			p += fmt.Sprintf(", then %s", lead)
 		case len(s.ties) > 0 && others == 0:
 			p = fmt.Sprintf("%s: a tie between %s", t.Title, labels(append([]verdict{{cell: *s.leader}}, s.ties...)))
 		case len(s.behind)+len(s.ahead) > 0:
@@ -404,7 +511,7 @@ func takeaway(w Workload, o Options) string {
 		case len(s.unknown) > 0:
 			var gaps []string
 			for _, v := range s.unknown {
-				gaps = append(gaps, fmt.Sprintf("%s %s %s", v.cell.Label, changeText(v.delta), worse(t.LowerIsBetter)))
+				gaps = append(gaps, fmt.Sprintf("%s %s", v.cell.Label, gapWords(*s.leader.Value, *v.cell.Value, t)))
 			}
 			p = fmt.Sprintf("%s: %s is %s (%s; too few passes to test)", t.Title, lead, bestWord(t.LowerIsBetter), list(gaps))
 			if len(s.ties) > 0 {
@@ -418,9 +525,9 @@ func takeaway(w Workload, o Options) string {
 		if len(sat) > 0 {
 			p += fmt.Sprintf(" (%s saturated, not ranked)", list(sat))
 		}
-		if len(s.bounded) > 0 {
+		if rest := without(s.bounded, s.over); len(rest) > 0 {
 			var bs []string
-			for _, c := range s.bounded {
+			for _, c := range rest {
 				bs = append(bs, c.Label)
 			}
 			p += fmt.Sprintf(" (%s at a lower bound or the instrument's ceiling, not ranked)", list(bs))
@@ -747,6 +854,8 @@ func instrumentFinding(t Test) string {
 		switch {
 		case c.Unranked:
 			parts = append(parts, fmt.Sprintf("%s was saturated (%s): no floor", name, carriedText(c)))
+		case c.Value != nil && c.CeilingBeaten != "":
+			parts = append(parts, fmt.Sprintf("%s carried %s, and null is no ceiling here: %s", name, valueText(*c.Value, t.Unit), c.CeilingBeaten))
 		case c.Value != nil && c.InstrumentCeiling:
 			parts = append(parts, fmt.Sprintf("%s is the instrument's ceiling at %s", name, valueText(*c.Value, t.Unit)))
 		case c.Value != nil && t.Latency():

@@ -37,7 +37,10 @@ func learned(rep *Report, o Options) []string {
 			most, o.Compare.Alpha, stats.MinSamples(o.Compare.Alpha)))
 	}
 	var gaps []gap // the largest of each test
-	tests, separated, tied, untested := 0, 0, 0, 0
+	// Every test with a value is counted once: separated, tied, too few
+	// passes, or alone (one ranked cell, nothing to compare it with), so
+	// that the sentence's parts add up to its whole.
+	tests, separated, tied, untested, alone := 0, 0, 0, 0, 0
 	perTopology := false // some test has cells in several topologies
 	for _, w := range rep.Workloads {
 		for _, t := range w.Tests {
@@ -59,12 +62,16 @@ func learned(rep *Report, o Options) []string {
 				}
 				tests++
 				switch {
-				case len(s.behind) > 0:
+				case len(s.behind) > 0 || len(s.ahead) > 0:
+					// Passes significantly better than the leader's
+					// separate the cells too.
 					separated++
 				case len(s.unknown) > 0:
 					untested++
 				case len(s.ties) > 0:
 					tied++
+				default:
+					alone++
 				}
 				for _, v := range s.behind {
 					g := gap{wl: w.Title, t: t, lead: *s.leader, behind: v, size: gapSize(*s.leader.Value, *v.cell.Value, t.LowerIsBetter)}
@@ -91,6 +98,9 @@ func learned(rep *Report, o Options) []string {
 		}
 		if untested > 0 {
 			s += fmt.Sprintf("; %d %s too few valid passes to test", untested, plural(untested, "has", "have"))
+		}
+		if alone > 0 {
+			s += fmt.Sprintf("; %d %s one ranked cell, nothing to compare it with", alone, plural(alone, "has", "have"))
 		}
 		out = append(out, s+".")
 	}
@@ -152,21 +162,7 @@ func gapSize(lead, other float64, lower bool) float64 {
 // 20 and 20 valid passes)."
 func gapText(g gap) string {
 	lead, other := *g.lead.Value, *g.behind.cell.Value
-	var size string
-	switch {
-	case g.t.Unit == "%":
-		size = fmt.Sprintf("%s points %s", results.Sig3(math.Abs(lead-other)), map[bool]string{true: "higher", false: "lower"}[other > lead])
-	case math.IsInf(g.size, 1):
-		size = "against none at all"
-	case !g.t.LowerIsBetter:
-		size = fmt.Sprintf("%s %% of the leader's", results.Sig3(other/lead*100))
-	case g.size >= 1.5 && (g.t.Unit == "ms" || g.t.Unit == "s"):
-		size = fmt.Sprintf("%s× as long", results.Sig3(g.size))
-	case g.size >= 1.5:
-		size = fmt.Sprintf("%s× as high", results.Sig3(g.size))
-	default:
-		size = fmt.Sprintf("%s %% higher", results.Sig3((other-lead)/lead*100))
-	}
+	size := gapWords(lead, other, g.t)
 	d := g.behind.delta
 	return fmt.Sprintf("%s — %s: %s %s against %s %s, %s (p = %s, %d and %d valid passes).",
 		g.wl, g.t.Title, g.lead.Label, valueText(lead, g.t.Unit), g.behind.cell.Label, valueText(other, g.t.Unit), size,
@@ -176,12 +172,15 @@ func gapText(g gap) string {
 // isCapacity is a capacity test: a rate, ranked on its own line.
 func isCapacity(t Test) bool { return t.Ranked }
 
-// capacityRanking is one sentence per capacity test: the cells with an
-// exact value, the most first; then the lower bounds ("≥ N (why)": the
-// generator ran out, the instrument's limit) and the instrument's ceiling,
-// each with what it is and never placed among the ranked (a bound above an
-// exact figure says nothing of which engine carries more); then the cells
-// with no value.
+// capacityRanking is one sentence per capacity test and topology, most
+// first: the exact figures by value, and each lower bound ("≥ N (why)": the
+// generator ran out, the instrument's limit) above every exact figure below
+// it — an engine known to carry at least L carries more than one that
+// carries E < L. A bound is listed after an exact figure at or above it,
+// with which it cannot be ordered, and two bounds cannot be ordered against
+// each other: the sentence says so. The instrument's ceiling is never
+// placed among them; the cells with no value come last, and a topology
+// with no ceiling measured says so.
 func capacityRanking(rep *Report) []string {
 	var out []string
 	for _, w := range rep.Workloads {
@@ -191,29 +190,46 @@ func capacityRanking(rep *Report) []string {
 			}
 			groups := byTopology(all)
 			for _, t := range groups {
-				var ranked, bounded []Cell
+				var cells, ceilings []Cell
 				var none []string
+				noCeil := false
 				for _, c := range t.Cells {
+					noCeil = noCeil || c.NoCeiling
 					switch {
 					case c.Value == nil:
 						none = append(none, c.Label)
-					case c.Bounded():
-						bounded = append(bounded, c)
+					case c.LowerBound == "" && c.InstrumentCeiling:
+						ceilings = append(ceilings, c)
 					default:
-						ranked = append(ranked, c)
+						cells = append(cells, c)
 					}
 				}
-				if len(ranked)+len(bounded) == 0 {
+				if len(cells)+len(ceilings) == 0 {
 					continue
 				}
-				most := func(cs []Cell) {
-					sort.SliceStable(cs, func(i, j int) bool { return *cs[i].Value > *cs[j].Value })
-				}
-				most(ranked)
-				most(bounded)
+				// By value, most first; at one value the exact figure
+				// first: a bound equal to it is not above it.
+				sort.SliceStable(cells, func(i, j int) bool {
+					if *cells[i].Value != *cells[j].Value {
+						return *cells[i].Value > *cells[j].Value
+					}
+					return cells[i].LowerBound == "" && cells[j].LowerBound != ""
+				})
 				var parts []string
-				for _, c := range ranked {
-					parts = append(parts, c.Label+" "+valueText(*c.Value, t.Unit))
+				var exactAbove *Cell // the last exact figure listed
+				bounds := 0
+				for i, c := range cells {
+					if c.LowerBound == "" {
+						parts = append(parts, c.Label+" "+valueText(*c.Value, t.Unit))
+						exactAbove = &cells[i]
+						continue
+					}
+					bounds++
+					p := c.Label + " " + valueWithBound(c, t.Unit)
+					if exactAbove != nil {
+						p += ", not ordered against " + exactAbove.Label
+					}
+					parts = append(parts, p)
 				}
 				s := t.Title
 				if len(groups) > 1 {
@@ -222,19 +238,21 @@ func capacityRanking(rep *Report) []string {
 				if len(parts) > 0 {
 					s += ", most first: " + strings.Join(parts, ", ")
 				}
-				var bounds []string
-				for _, c := range bounded {
-					bounds = append(bounds, c.Label+" "+valueWithBound(c, t.Unit))
+				if bounds > 1 {
+					s += "; the bounds cannot be ordered against each other"
 				}
-				if len(bounds) > 0 {
-					sep := "; not ranked: "
-					if len(parts) == 0 {
-						sep = ", not ranked: "
-					}
-					s += sep + strings.Join(bounds, ", ")
+				var cs []string
+				for _, c := range ceilings {
+					cs = append(cs, c.Label+" "+valueWithBound(c, t.Unit))
+				}
+				if len(cs) > 0 {
+					s += "; not ranked: " + strings.Join(cs, ", ")
 				}
 				if len(none) > 0 {
 					s += "; no value: " + list(none)
+				}
+				if noCeil {
+					s += "; no ceiling measured (no null figure in " + topologyName(t.Cells[0].Topology) + "): any may be the instrument's limit"
 				}
 				out = append(out, s+".")
 			}

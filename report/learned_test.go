@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,7 +35,9 @@ func TestLearnedStatesTheLargest(t *testing.T) {
 	bound.LowerBound = "the generator ran out at 54000 rps"
 	ceiling := handCell("null", 60000)
 	ceiling.InstrumentCeiling = true
-	cp := handTest(handCell("varnish", 33000), bound, handCell("nginx", 41000), ceiling, noValueCell("vinyl", "nothing passed"))
+	below := handCell("proxy", 35000)
+	below.LowerBound = "the generator ran out at 36000 rps"
+	cp := handTest(handCell("varnish", 33000), bound, handCell("nginx", 41000), below, ceiling, noValueCell("vinyl", "nothing passed"))
 	cp.Workload, cp.Ranked, cp.Title, cp.Unit, cp.LowerIsBetter = "capacity", true, "Capacity, hit-path", "rps", false
 	rep := &Report{Workloads: []Workload{
 		{Name: "w", Title: "W", Tests: append(tests, tie, few, hit)},
@@ -47,9 +51,13 @@ func TestLearnedStatesTheLargest(t *testing.T) {
 		"The five largest significant differences:",
 		"W — test 3: a 1.00 ms against b 6.00 ms, 6.00× as long (p = 0.000155, 8 and 8 valid passes).",
 		"W — hit ratio: a 90.0 % against b 30.0 %, 60.0 points lower",
-		// The bounds are listed apart, with what they are, never ranked
-		// above an exact figure.
-		"Capacity, hit-path, most first: nginx 41000 rps, varnish 33000 rps; not ranked: null 60000 rps (the instrument's ceiling), builtin ≥ 52000 rps (the generator ran out at 54000 rps); no value: vinyl.",
+		// A bound ranks above every exact figure below it (builtin carries
+		// at least 52000, more than nginx's 41000); one below an exact
+		// figure cannot be ordered against it, nor two bounds against each
+		// other; the instrument's ceiling is never ranked.
+		"Capacity, hit-path, most first: builtin ≥ 52000 rps (the generator ran out at 54000 rps), nginx 41000 rps, " +
+			"proxy ≥ 35000 rps (the generator ran out at 36000 rps), not ordered against nginx, varnish 33000 rps; " +
+			"the bounds cannot be ordered against each other; not ranked: null 60000 rps (the instrument's ceiling); no value: vinyl.",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("learned lacks %q:\n%s", want, text)
@@ -146,5 +154,46 @@ func TestCaveatsOwnConfig(t *testing.T) {
 	want := "prod ran a configuration of its own, /etc/varnish/prod.vcl (sha256 0123456789ab), as given: its TTLs are its own."
 	if strings.Count(text, want) != 1 {
 		t.Errorf("caveats, want %q once:\n%s", want, text)
+	}
+}
+
+// TestPageArithmetic: the summary's counts add up to its total (a test with
+// one ranked cell is counted as such, not left out), and one gap has one
+// size on the page: the finding and "What did we learn?" both give the
+// miss-storm gap from the values shown (52.4 and 510 ms: 9.73×), not one
+// from the passes' medians and another from the values.
+func TestPageArithmetic(t *testing.T) {
+	spread := func(v float64) []float64 {
+		return []float64{v * 0.99, v, v * 1.01, v * 0.995, v * 1.005, v, v * 0.998, v * 1.002}
+	}
+	lead, behind := handCell("a", spread(50)...), handCell("b", spread(500)...)
+	lead.Value, behind.Value = f64(52.4), f64(510) // merged histograms' percentiles
+	storm := handTest(lead, behind)
+	storm.Title = "p50 TTFB"
+	alone := handTest(handCell("a", spread(3)...), noValueCell("b", "nothing measured"))
+	alone.Title = "alone"
+	tie := handTest(handCell("a", spread(1)...), handCell("b", spread(1)...))
+	tie.Title = "tied"
+	o := catalogOptions()
+	storm.Finding = finding(storm, o)
+	rep := &Report{Workloads: []Workload{{Name: "w", Title: "Miss-storm coalescing", Tests: []Test{storm, alone, tie}}}}
+	text := strings.Join(learned(rep, o), "\n")
+	var total, sum int
+	m := regexp.MustCompile(`Of (\d+) tests with a value, (\d+) separates?[^;]*; (\d+) (?:is|are) a tie; (\d+) (?:has|have) one ranked cell`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no counts in:\n%s", text)
+	}
+	total, _ = strconv.Atoi(m[1])
+	for _, s := range m[2:] {
+		n, _ := strconv.Atoi(s)
+		sum += n
+	}
+	if total != 3 || sum != total {
+		t.Errorf("counts %v add up to %d of %d:\n%s", m[1:], sum, total, text)
+	}
+	for what, s := range map[string]string{"finding": storm.Finding, "learned": text} {
+		if !strings.Contains(s, "9.73× as long") || strings.Contains(s, "% higher") {
+			t.Errorf("%s: want the gap as 9.73× as long, as the values shown give it:\n%s", what, s)
+		}
 	}
 }

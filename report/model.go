@@ -152,6 +152,13 @@ type Cell struct {
 	// and beside the ceiling ("with hitch 1.7.2 in front"): behind a
 	// terminator the limit is often the terminator's, not the generator's.
 	Limit string
+	// NoCeiling marks an engine's capacity with no ceiling measured beside
+	// it (no null figure in its topology on its host): nothing says it is
+	// not the instrument's. CeilingBeaten, on the null engine's capacity,
+	// says which engine carried more than null plus its margin: then null
+	// is no ceiling here.
+	NoCeiling     bool
+	CeilingBeaten string
 }
 
 // Bound is why the cell's value is a lower bound, with what the limit was:
@@ -248,6 +255,9 @@ type Floor struct {
 	Label    string
 	Topology string
 	Value    float64
+	// Ceiling marks the instrument's ceiling on a capacity's chart
+	// (Ceilings), not a latency's floor.
+	Ceiling bool
 }
 
 // Latency says the test is a latency (milliseconds, lower is better): the
@@ -271,6 +281,28 @@ func (t Test) Floors() []Floor {
 	if len(f) > 1 {
 		for i := range f {
 			f[i].Label = "host floor (null, " + topologyName(f[i].Topology) + ")"
+		}
+	}
+	return f
+}
+
+// Ceilings are the lines a capacity's chart draws: the null engine's
+// capacity in each topology where it is the instrument's ceiling. Where an
+// engine beat it, or no null was measured, there is no line: nothing
+// measured a ceiling there.
+func (t Test) Ceilings() []Floor {
+	var f []Floor
+	for _, c := range t.Instrument {
+		if c.Value == nil || !c.InstrumentCeiling || !finite(*c.Value) {
+			continue
+		}
+		f = append(f, Floor{Label: "instrument's ceiling (null)", Topology: c.Topology, Value: *c.Value, Ceiling: true})
+	}
+	// Name the topology when the chart has several, even for one line: a
+	// ceiling drawn across every row is one topology's only.
+	if len(f) > 1 || len(byTopology(t)) > 1 {
+		for i := range f {
+			f[i].Label = "instrument's ceiling (null, " + topologyName(f[i].Topology) + ")"
 		}
 	}
 	return f

@@ -276,7 +276,7 @@ func TestReportFailingTie(t *testing.T) {
 		t.Fatalf("ties %d, behind %v; want one tie and nginx behind", len(s.ties), s.behind)
 	}
 	for _, want := range []string{builtin.Label, varnish.Label, "is not set apart from it (p = 1.00): a tie",
-		nginx.Label + " is ", "% higher (p < 0.001)"} {
+		nginx.Label + " is ", "× as long (p < 0.001)"} {
 		if !strings.Contains(f, want) {
 			t.Errorf("finding lacks %q:\n%s", want, f)
 		}
@@ -358,7 +358,7 @@ func TestFinding(t *testing.T) {
 		name:    "3 vs 3 different",
 		test:    handTest(handCell("a", 1, 1.1, 1.2), handCell("b", 5, 5.1, 5.2)),
 		unknown: 1,
-		want: []string{"a is lowest at 1.10 ms.", "b is 364 % higher, but it cannot be told apart from it",
+		want: []string{"a is lowest at 1.10 ms.", "b is 4.64× as long, but it cannot be told apart from it",
 			"with 3 and 3 valid passes no difference can reach p < 0.05", fmt.Sprintf("%d passes each can", stats.MinSamples(0.05))},
 		not: []string{"tie"},
 	}, {

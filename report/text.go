@@ -19,11 +19,13 @@ import (
 // what a client saw, not in value. lower_bound says a value is a lower
 // bound and why (a capacity the generator ran out on, or at the
 // instrument's limit), instrument_ceiling marks the null engine's
-// capacity, mib_per_s is a capacity's body carried.
+// capacity, mib_per_s is a capacity's body carried. An invalid row (valid
+// false) has no value: what was seen is in seen_value, and no_value says
+// why it is not the row's value.
 var csvHeader = []string{"workload", "test", "title", "engine", "version", "runtime", "topology", "pass",
 	"value", "unit", "lower_is_better", "valid", "no_value", "valid_passes", "measured_passes",
 	"min", "median", "max", "requests", "errors", "engine_cpu_ms_per_1000", "engine_peak_rss_bytes",
-	"offered_rps", "achieved_rps", "saturated_passes", "saturated_value", "lower_bound", "instrument_ceiling", "mib_per_s", "source"}
+	"offered_rps", "achieved_rps", "saturated_passes", "saturated_value", "lower_bound", "instrument_ceiling", "mib_per_s", "source", "seen_value"}
 
 // WriteCSV writes every figure of the report: each cell's value and each
 // of its measured passes. A figure with nothing measured is empty, with
@@ -40,7 +42,10 @@ func WriteCSV(w io.Writer, rep *Report) error {
 					num(c.Value), t.Unit, strconv.FormatBool(t.LowerIsBetter), strconv.FormatBool(c.Valid), c.NoValue,
 					strconv.Itoa(c.ValidPasses), strconv.Itoa(c.MeasuredPasses), "", "", "",
 					strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10), "", "", "", "", "", "",
-					c.LowerBound, strconv.FormatBool(c.InstrumentCeiling), num(c.MiBPerSecond), c.Source}
+					c.LowerBound, strconv.FormatBool(c.InstrumentCeiling), num(c.MiBPerSecond), c.Source, ""}
+				if !c.Valid && c.Value != nil {
+					invalidRow(row, c.Invalid, "")
+				}
 				if c.Spread != nil {
 					row[15], row[16], row[17] = fnum(c.Spread.Min), fnum(c.Spread.Median), fnum(c.Spread.Max)
 				}
@@ -66,7 +71,10 @@ func WriteCSV(w io.Writer, rep *Report) error {
 					if p.Saturated != "" {
 						pr[24] = "1"
 					}
-					pr[len(pr)-1] = c.Source
+					pr[len(pr)-2] = c.Source
+					if !p.Valid && p.Value != nil {
+						invalidRow(pr, c.Invalid, fmt.Sprintf("pass %d: ", p.Index))
+					}
 					if err := cw.Write(pr); err != nil {
 						return err
 					}
@@ -76,6 +84,24 @@ func WriteCSV(w io.Writer, rep *Report) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// invalidRow moves an invalid row's value to seen_value: a reader summing
+// the value column must not take in a figure the run rejected. Its
+// no_value says why, from the reasons (the pass's own, those starting
+// with prefix, when prefix is set).
+func invalidRow(row, reasons []string, prefix string) {
+	row[len(row)-1], row[8] = row[8], ""
+	if row[12] != "" {
+		return
+	}
+	row[12] = "invalid: its value is in seen_value"
+	for _, why := range reasons {
+		if prefix == "" || strings.HasPrefix(why, prefix) {
+			row[12] = "invalid: " + why
+			break
+		}
+	}
 }
 
 func num(v *float64) string {
@@ -241,6 +267,10 @@ func valueWithBound(c Cell, unit string) string {
 		s += " (the instrument's ceiling, " + c.Limit + ")"
 	case c.InstrumentCeiling:
 		s += " (the instrument's ceiling)"
+	case c.CeilingBeaten != "":
+		s += " (null is no ceiling here)"
+	case c.NoCeiling:
+		s += " (no ceiling measured)"
 	}
 	return s
 }
