@@ -202,20 +202,48 @@ func newFigure(t Test) (*figure, error) {
 	r.reason.Color = reasonColor
 	r.reason.Font.Style = xfont.StyleItalic
 	p.Add(grid, r)
-	// The floors go over the bars, across every row, and the X axis
-	// reaches them (scaleX).
+	// The floors go over the bars, across the rows of their topology (a
+	// PROXYv2 ceiling drawn across the plaintext rows would read as
+	// theirs), and the X axis reaches them (scaleX).
 	for i, fl := range floors {
-		line, err := plotter.NewLine(plotter.XYs{{X: fl.Value, Y: -0.5}, {X: fl.Value, Y: float64(n) - 0.5}})
-		if err != nil {
-			return nil, fmt.Errorf("chart %s: %s: %w", t.ID, fl.Label, err)
+		for _, span := range floorSpans(cells, fl.Topology) {
+			line, err := plotter.NewLine(plotter.XYs{{X: fl.Value, Y: span[0]}, {X: fl.Value, Y: span[1]}})
+			if err != nil {
+				return nil, fmt.Errorf("chart %s: %s: %w", t.ID, fl.Label, err)
+			}
+			line.LineStyle = floorStyle(i, fl.Ceiling)
+			p.Add(line)
 		}
-		line.LineStyle = floorStyle(i, fl.Ceiling)
-		p.Add(line)
 	}
 	f.rows = r
 
 	f.scaleX(r)
 	return f, nil
+}
+
+// floorSpans are the Y ranges a line of topology top covers: each run of
+// consecutive rows of that topology (row i of n is drawn at n-1-i), or
+// every row when the line names no topology or no row is of it.
+func floorSpans(cells []Cell, top string) [][2]float64 {
+	n := len(cells)
+	var spans [][2]float64
+	for i := 0; i < n; {
+		if top == "" || cells[i].Topology != top {
+			i++
+			continue
+		}
+		j := i
+		for j < n && cells[j].Topology == top {
+			j++
+		}
+		// Rows i..j-1 are at n-1-i down to n-j.
+		spans = append(spans, [2]float64{float64(n-j) - 0.5, float64(n-1-i) + 0.5})
+		i = j
+	}
+	if len(spans) == 0 {
+		return [][2]float64{{-0.5, float64(n) - 0.5}}
+	}
+	return spans
 }
 
 // scaleX sets the X axis from 0 (or the lowest value) to where every row's

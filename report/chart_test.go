@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/png"
+	"slices"
 	"strings"
 	"testing"
 
@@ -308,5 +309,22 @@ func TestChartBounds(t *testing.T) {
 	svg = svgOf(t, plain)
 	if strings.Contains(svg, fade) || strings.Contains(svg, ceiling) || strings.Contains(svg, "≥") {
 		t.Error("a chart with no bound or ceiling draws one")
+	}
+}
+
+// A floor or ceiling of one topology is drawn across that topology's rows
+// only: the PROXYv2 ceiling on the plaintext rows would read as theirs.
+func TestFloorSpans(t *testing.T) {
+	cells := []Cell{{Topology: "plaintext"}, {Topology: "tls"}, {Topology: "proxyv2"}, {Topology: "plaintext"}, {Topology: "proxyv2"}}
+	// Row i is drawn at 4-i: proxyv2's rows are at 2 and 0.
+	if got, want := floorSpans(cells, "proxyv2"), [][2]float64{{1.5, 2.5}, {-0.5, 0.5}}; !slices.Equal(got, want) {
+		t.Errorf("proxyv2: spans %v, want %v", got, want)
+	}
+	same := []Cell{{Topology: "tls"}, {Topology: "tls"}}
+	if got, want := floorSpans(same, "tls"), [][2]float64{{-0.5, 1.5}}; !slices.Equal(got, want) {
+		t.Errorf("one topology: spans %v, want %v", got, want)
+	}
+	if got, want := floorSpans(same, ""), [][2]float64{{-0.5, 1.5}}; !slices.Equal(got, want) {
+		t.Errorf("no topology: spans %v, want %v", got, want)
 	}
 }
