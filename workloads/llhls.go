@@ -138,7 +138,10 @@ func (llHLS) Estimate(cfg Config) time.Duration {
 }
 
 // llDeliveryAgg is how part delivery is measured.
-const llDeliveryAgg = "from a part ready at the origin (its X-Origin-Part-Ready stamp) to its first byte at the viewer, for every part asked for before it was ready (at the live edge, by its preload hint) and answered whole with a stamp; parts a viewer asked for later, catching up, are counted apart (the evidence's catch_up_parts); the valid measured passes merged (HDR histogram), per-pass values each pass's own"
+const llDeliveryAgg = "from a part ready at the origin (its X-Origin-Part-Ready stamp) to its first byte at the viewer, for every part answered whole with a stamp: asked for before it was ready (at the live edge, by its preload hint) or after, catching up (the evidence's catch_up_parts), each from its own ready stamp; a pass with an answer before its part existed is invalid; the valid measured passes merged (HDR histogram), per-pass values each pass's own"
+
+// llHoldAgg is how the blocking-reload hold is measured.
+const llHoldAgg = "from a blocking playlist reload's send to its first byte, for every reload sent before the part it waits for was ready (that part's stamp) and answered whole with it: how long the engine (and the origin behind it) held it; reloads sent after their part was ready are counted apart (the evidence's catch_up_reloads), and a pass with an answer before its part existed is invalid; the valid measured passes merged (HDR histogram)"
 
 func (llHLS) listTests() []latencyDef {
 	return []latencyDef{
@@ -146,16 +149,14 @@ func (llHLS) listTests() []latencyDef {
 			agg: llDeliveryAgg},
 		{id: "p99-part-delivery", title: "p99 part delivery", q: 99,
 			agg: llDeliveryAgg},
-		{id: "p50-reload-hold", title: "p50 blocking-reload hold", q: 50,
-			agg: "from a blocking playlist reload's send to its first byte, every reload answered whole: how long the engine (and the origin behind it) held it; the valid measured passes merged (HDR histogram)"},
-		{id: "p99-reload-hold", title: "p99 blocking-reload hold", q: 99,
-			agg: "from a blocking playlist reload's send to its first byte, every reload answered whole; the valid measured passes merged (HDR histogram)"},
+		{id: "p50-reload-hold", title: "p50 blocking-reload hold", q: 50, agg: llHoldAgg},
+		{id: "p99-reload-hold", title: "p99 blocking-reload hold", q: 99, agg: llHoldAgg},
 		{id: "origin-part-requests", title: "Origin requests per part", unit: "x", lower: true,
-			axis: "Origin part requests held for their part, per part published (1 x: the viewers' preload-hinted requests coalesced)",
-			agg:  "part requests the origin held until their part was ready (the live edge's, by preload hint) ÷ parts the channel published during the pass, summed over the valid measured passes; requests for parts that already existed (players catching up) are in the evidence, not here"},
+			axis: "Origin part requests, per part published (1 x: every part fetched once, the viewers' requests coalesced)",
+			agg:  "every part request the origin received (held until its part was ready, answered at once, abandoned, timed out, or past the hint) ÷ parts the channel published during the pass, summed over the valid measured passes; under 1 x is impossible for an engine that fetched every part its viewers played, so such a pass is invalid, saying so"},
 		{id: "origin-reload-requests", title: "Origin blocking reloads per part", unit: "x", lower: true,
-			axis: "Origin blocking reloads held for their part, per part published (1 x: the viewers' held reloads coalesced)",
-			agg:  "blocking playlist reloads the origin held until their part was ready (the live edge's) ÷ parts the channel published during the pass, summed over the valid measured passes; reloads for parts that already existed (players catching up from an older playlist) are in the evidence, not here"},
+			axis: "Origin blocking reloads, per part published (1 x: the viewers' reloads for each part coalesced)",
+			agg:  "every blocking playlist reload the origin received (held until its part was ready, answered at once, abandoned, timed out, or rejected) ÷ parts the channel published during the pass, summed over the valid measured passes; under 1 x is impossible for an engine that passed its viewers' blocking reloads on, so such a pass is invalid, saying so"},
 		{id: "early-answers", title: "Answers before their part existed", unit: "answers", lower: true,
 			agg: "answers whose first byte came before their part's ready stamp, parts failing their checksum, and blocking reloads lacking the part they waited for: must be 0; summed over the valid measured passes"},
 	}
@@ -205,9 +206,13 @@ type LLEvidence struct {
 	Early    map[string]int64 `json:"early"`
 	Unproven int64            `json:"unproven"`
 	CatchUp  int64            `json:"catch_up_parts"`
-	Cut      int64            `json:"cut"`
+	// CatchUpReloads are blocking reloads sent after their part was
+	// ready: no hold, so not in the hold's figure.
+	CatchUpReloads int64 `json:"catch_up_reloads"`
+	Cut            int64 `json:"cut"`
 	// PartsPublished is how many parts the channel published during the
-	// pass; the origin's counts are its answers over the same span.
+	// pass; the origin's counts are its requests and answers over the same
+	// span.
 	PartsPublished int64          `json:"parts_published"`
 	Origin         origin.LLStats `json:"origin"`
 	GeneratorCPU   float64        `json:"generator_cpu_s"`
@@ -237,12 +242,9 @@ func (ls *llSession) Step(ctx context.Context, i int) error {
 	g0, k0 := ls.ll.Edge(started)
 	g1, k1 := ls.ll.Edge(ended)
 	published := (g1*int64(ls.ll.PartsPerSegment) + int64(k1)) - (g0*int64(ls.ll.PartsPerSegment) + int64(k0))
-	o0, o1 := before.origin.LL, after.origin.LL
-	od := origin.LLStats{Playlists: o1.Playlists - o0.Playlists, Blocking: o1.Blocking - o0.Blocking, BlockingHeld: o1.BlockingHeld - o0.BlockingHeld,
-		Parts: o1.Parts - o0.Parts, PartsHeld: o1.PartsHeld - o0.PartsHeld, Segments: o1.Segments - o0.Segments,
-		Rejected: o1.Rejected - o0.Rejected, TimedOut: o1.TimedOut - o0.TimedOut, NotFound: o1.NotFound - o0.NotFound, Abandoned: o1.Abandoned - o0.Abandoned}
+	od := after.origin.LL.Sub(before.origin.LL)
 	ev := &LLEvidence{Viewers: figs.Viewers, Requests: byKind(figs.Requests), Errors: byKind(figs.Errors), Early: byKind(figs.Early),
-		Unproven: figs.Unproven, CatchUp: figs.CatchUp, Cut: figs.Cut, PartsPublished: published, Origin: od, GeneratorCPU: round3(cpu.Seconds()),
+		Unproven: figs.Unproven, CatchUp: figs.CatchUp, CatchUpReloads: figs.CatchUpReloads, Cut: figs.Cut, PartsPublished: published, Origin: od, GeneratorCPU: round3(cpu.Seconds()),
 		PartLatencyP50: msq(figs.PartLatency, 50), ReloadHoldP50: msq(figs.ReloadHold, 50)}
 	p.ev.SetPart(llHLSPart, ev)
 
@@ -254,6 +256,16 @@ func (ls *llSession) Step(ctx context.Context, i int) error {
 	if failed > 0 {
 		latWhy = append(latWhy, fmt.Sprintf("%d of %d viewer requests failed (%s)", failed, asked, kinds(byKind(figs.Errors))))
 	}
+	// An answer before its part existed is a hold that did not hold and a
+	// part that may not be the part, and sends its viewer off the edge to
+	// ask again: no figure made beside it is the engine at the edge,
+	// whatever it comes to, and none may rank.
+	var earlyWhy []string
+	early := figs.EarlyAnswers()
+	if early > 0 {
+		earlyWhy = append(earlyWhy, fmt.Sprintf("%d early answers: the engine answered before the part existed", early))
+		latWhy = append(latWhy, earlyWhy...)
+	}
 	if figs.Unproven > 0 {
 		latWhy = append(latWhy, fmt.Sprintf("%d answers carried no ready stamp from the origin: their delivery is unproven", figs.Unproven))
 	}
@@ -264,20 +276,35 @@ func (ls *llSession) Step(ctx context.Context, i int) error {
 		t := ls.lat[j]
 		v, why := msq(h, t.q), ""
 		if v == nil {
-			why = "no part or reload was answered whole"
+			why = "no part was answered whole"
+			if j >= 2 {
+				why = "no blocking reload was held for its part and answered whole"
+			}
 		}
 		t.addValue(p, h, v, why, latWhy...)
 	}
-	if published <= 0 {
-		ls.parts.add(p, nil, "no part was published during the pass", 0, 0)
-		ls.reloads.add(p, nil, "no part was published during the pass", 0, 0)
-	} else {
-		ls.parts.add(p, ptr(round3(ratio(od.PartsHeld, published))), "", od.PartsHeld, published)
-		ls.reloads.add(p, ptr(round3(ratio(od.BlockingHeld, published))), "", od.BlockingHeld, published)
-	}
-	early := figs.EarlyAnswers()
+	perPart(ls.parts, p, od.PartRequests, published, "origin part requests", "when the viewers play every part: they skipped parts, which is no coalescing", earlyWhy...)
+	perPart(ls.reloads, p, od.BlockingRequests, published, "blocking reloads at the origin", "when the engine passes its viewers' blocking reloads on: it dropped their directives or answered them without waiting", earlyWhy...)
 	ls.early.add(p, ptr(float64(early)), "", early, 0)
 	return ls.rc.Save()
+}
+
+// perPart adds a pass of an origin-requests-per-part test: n requests over
+// the parts published; more are reasons the pass is invalid. Every part a
+// viewer played cost the origin one request at least, so a figure under
+// 1 x is not coalescing but parts no one asked for: the pass is invalid,
+// saying so (what names the requests, when the condition under which 1 x
+// is the floor, and what broke it).
+func perPart(t *sumTest, p *passInfo, n, published int64, what, when string, more ...string) {
+	if published <= 0 {
+		t.add(p, nil, "no part was published during the pass", 0, 0, more...)
+		return
+	}
+	v := round3(ratio(n, published))
+	if n < published {
+		more = append(append([]string{}, more...), fmt.Sprintf("%d %s for %d parts published (%.3g x): under 1 x is impossible %s", n, what, published, v, when))
+	}
+	t.add(p, &v, "", n, published, more...)
 }
 
 // byKind is counts by LLKind as the evidence keeps them.
