@@ -152,11 +152,11 @@ func (llHLS) listTests() []latencyDef {
 		{id: "p50-reload-hold", title: "p50 blocking-reload hold", q: 50, agg: llHoldAgg},
 		{id: "p99-reload-hold", title: "p99 blocking-reload hold", q: 99, agg: llHoldAgg},
 		{id: "origin-part-requests", title: "Origin requests per part", unit: "x", lower: true,
-			axis: "Origin part requests, per part published (1 x: every part fetched once, the viewers' requests coalesced)",
-			agg:  "every part request the origin received (held until its part was ready, answered at once, abandoned, timed out, or past the hint) ÷ parts the channel published during the pass, summed over the valid measured passes; under 1 x is impossible for an engine that fetched every part its viewers played, so such a pass is invalid, saying so"},
+			axis: "Origin part requests, per part played at the live edge (1 x: every part fetched once, the viewers' requests coalesced)",
+			agg:  "every part request the origin received (held until its part was ready, answered at once, abandoned, timed out, or past the hint) ÷ the parts the viewers asked for before they were ready and got whole, on time (the evidence's edge_parts), summed over the valid measured passes; each of those cost the origin a request at least, so under 1 x is impossible and such a pass is invalid, saying so"},
 		{id: "origin-reload-requests", title: "Origin blocking reloads per part", unit: "x", lower: true,
-			axis: "Origin blocking reloads, per part published (1 x: the viewers' reloads for each part coalesced)",
-			agg:  "every blocking playlist reload the origin received (held until its part was ready, answered at once, abandoned, timed out, or rejected) ÷ parts the channel published during the pass, summed over the valid measured passes; under 1 x is impossible for an engine that passed its viewers' blocking reloads on, so such a pass is invalid, saying so"},
+			axis: "Origin blocking reloads, per part whose reloads were held (1 x: the viewers' reloads for each part coalesced)",
+			agg:  "every blocking playlist reload the origin received (held until its part was ready, answered at once, abandoned, timed out, or rejected) ÷ the parts whose blocking reloads the viewers sent before the part was ready and got with it (the evidence's held_reload_parts), summed over the valid measured passes; each of those cost the origin a request at least, so under 1 x is impossible and such a pass is invalid, saying so"},
 		{id: "early-answers", title: "Answers before their part existed", unit: "answers", lower: true,
 			agg: "answers whose first byte came before their part's ready stamp, parts failing their checksum, and blocking reloads lacking the part they waited for: must be 0; summed over the valid measured passes"},
 	}
@@ -212,12 +212,16 @@ type LLEvidence struct {
 	Cut            int64 `json:"cut"`
 	// PartsPublished is how many parts the channel published during the
 	// pass; the origin's counts are its requests and answers over the same
-	// span.
-	PartsPublished int64          `json:"parts_published"`
-	Origin         origin.LLStats `json:"origin"`
-	GeneratorCPU   float64        `json:"generator_cpu_s"`
-	PartLatencyP50 *float64       `json:"part_latency_p50_ms"`
-	ReloadHoldP50  *float64       `json:"reload_hold_p50_ms"`
+	// span. EdgeParts are the parts the viewers asked for before they were
+	// ready and got whole, on time, and HeldReloadParts those whose
+	// blocking reloads were held for them (LLFigures).
+	PartsPublished  int64          `json:"parts_published"`
+	EdgeParts       int64          `json:"edge_parts"`
+	HeldReloadParts int64          `json:"held_reload_parts"`
+	Origin          origin.LLStats `json:"origin"`
+	GeneratorCPU    float64        `json:"generator_cpu_s"`
+	PartLatencyP50  *float64       `json:"part_latency_p50_ms"`
+	ReloadHoldP50   *float64       `json:"reload_hold_p50_ms"`
 }
 
 func (ls *llSession) Step(ctx context.Context, i int) error {
@@ -244,7 +248,8 @@ func (ls *llSession) Step(ctx context.Context, i int) error {
 	published := (g1*int64(ls.ll.PartsPerSegment) + int64(k1)) - (g0*int64(ls.ll.PartsPerSegment) + int64(k0))
 	od := after.origin.LL.Sub(before.origin.LL)
 	ev := &LLEvidence{Viewers: figs.Viewers, Requests: byKind(figs.Requests), Errors: byKind(figs.Errors), Early: byKind(figs.Early),
-		Unproven: figs.Unproven, CatchUp: figs.CatchUp, CatchUpReloads: figs.CatchUpReloads, Cut: figs.Cut, PartsPublished: published, Origin: od, GeneratorCPU: round3(cpu.Seconds()),
+		Unproven: figs.Unproven, CatchUp: figs.CatchUp, CatchUpReloads: figs.CatchUpReloads, Cut: figs.Cut, PartsPublished: published,
+		EdgeParts: int64(len(figs.EdgeParts)), HeldReloadParts: int64(len(figs.HeldReloads)), Origin: od, GeneratorCPU: round3(cpu.Seconds()),
 		PartLatencyP50: msq(figs.PartLatency, 50), ReloadHoldP50: msq(figs.ReloadHold, 50)}
 	p.ev.SetPart(llHLSPart, ev)
 
@@ -283,28 +288,30 @@ func (ls *llSession) Step(ctx context.Context, i int) error {
 		}
 		t.addValue(p, h, v, why, latWhy...)
 	}
-	perPart(ls.parts, p, od.PartRequests, published, "origin part requests", "when the viewers play every part: they skipped parts, which is no coalescing", earlyWhy...)
-	perPart(ls.reloads, p, od.BlockingRequests, published, "blocking reloads at the origin", "when the engine passes its viewers' blocking reloads on: it dropped their directives or answered them without waiting", earlyWhy...)
+	perPart(ls.parts, p, od.PartRequests, ev.EdgeParts, "origin part requests", "parts the viewers got at the live edge",
+		"no part was asked for before it was ready and answered whole, on time", earlyWhy...)
+	perPart(ls.reloads, p, od.BlockingRequests, ev.HeldReloadParts, "blocking reloads at the origin", "parts whose blocking reloads were held",
+		"no blocking reload was held for its part and answered with it", earlyWhy...)
 	ls.early.add(p, ptr(float64(early)), "", early, 0)
 	return ls.rc.Save()
 }
 
-// perPart adds a pass of an origin-requests-per-part test: n requests over
-// the parts published; more are reasons the pass is invalid. Every part a
-// viewer played cost the origin one request at least, so a figure under
-// 1 x is not coalescing but parts no one asked for: the pass is invalid,
-// saying so (what names the requests, when the condition under which 1 x
-// is the floor, and what broke it).
-func perPart(t *sumTest, p *passInfo, n, published int64, what, when string, more ...string) {
-	if published <= 0 {
-		t.add(p, nil, "no part was published during the pass", 0, 0, more...)
+// perPart adds a pass of an origin-requests-per-part test: n requests
+// over parts, parts of which (what) the viewers got before anyone could
+// have had them: each cost the origin a request at least, whatever the
+// engine, so a figure under 1 x is impossible and its pass is invalid,
+// saying so, rather than ranked as coalescing better than perfect. more
+// are other reasons the pass is invalid.
+func perPart(t *sumTest, p *passInfo, n, parts int64, requests, what, none string, more ...string) {
+	if parts <= 0 {
+		t.add(p, nil, none, 0, 0, more...)
 		return
 	}
-	v := round3(ratio(n, published))
-	if n < published {
-		more = append(append([]string{}, more...), fmt.Sprintf("%d %s for %d parts published (%.3g x): under 1 x is impossible %s", n, what, published, v, when))
+	v := round3(ratio(n, parts))
+	if n < parts {
+		more = append(append([]string{}, more...), fmt.Sprintf("%d %s for %d %s (%.3g x): under 1 x is impossible, as no one could have had those parts before they existed: the origin did not count the requests that brought them", n, requests, parts, what, v))
 	}
-	t.add(p, &v, "", n, published, more...)
+	t.add(p, &v, "", n, parts, more...)
 }
 
 // byKind is counts by LLKind as the evidence keeps them.

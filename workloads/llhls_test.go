@@ -160,7 +160,7 @@ func llMeasured(t *testing.T, r *results.Result) results.Pass {
 // there were: a proxy that never blocks is ranked best on nothing (the
 // report ranks valid values alone), and no figure of it is under 1 x.
 // Before, it had a valid hold of a few milliseconds, and origin requests
-// per part of 0.5 x and 0 x, better than a proxy that works.
+// per part of 0.19 x and 0 x, better than a proxy that works.
 func TestLLHLSDroppedDirectives(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two passes of an LL-HLS crowd")
@@ -201,8 +201,10 @@ func TestLLHLSDroppedDirectives(t *testing.T) {
 			t.Errorf("%s: pass value %v, reasons %q: want under 1 x called impossible", test, *p.Value, p.InvalidReasons)
 		}
 	}
-	if p := llMeasured(t, res["origin-reload-requests"]); p.Value == nil || *p.Value != 0 {
-		t.Errorf("origin blocking reloads per part %v: the origin never saw one", val(p.Value))
+	// No reload was held for its part: there is nothing to count the
+	// origin's blocking reloads per, which it never saw either.
+	if p := llMeasured(t, res["origin-reload-requests"]); p.Value != nil {
+		t.Errorf("origin blocking reloads per part %v: want none", val(p.Value))
 	}
 }
 

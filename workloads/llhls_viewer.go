@@ -386,11 +386,18 @@ type LLFigures struct {
 	CatchUpReloads int64
 	Cut            int64
 	Bytes          int64
+	// EdgeParts are the parts (by URI) asked for before they were ready
+	// and answered whole, on time, and HeldReloads the blocking reloads
+	// (by URI) held for their part: whatever the engine, each cost the
+	// origin one request at least, as no one could have had it before, so
+	// they are what origin requests per part divide by.
+	EdgeParts, HeldReloads map[string]struct{}
 }
 
 // NewLLFigures is empty figures, to merge into.
 func NewLLFigures() *LLFigures {
-	return &LLFigures{PartLatency: loadgen.NewHistogram(), ReloadHold: loadgen.NewHistogram()}
+	return &LLFigures{PartLatency: loadgen.NewHistogram(), ReloadHold: loadgen.NewHistogram(),
+		EdgeParts: map[string]struct{}{}, HeldReloads: map[string]struct{}{}}
 }
 
 // EarlyAnswers is the early answers of every kind.
@@ -430,6 +437,8 @@ func (f *LLFigures) Add(recs []LLRecord) {
 			// whose viewers never wait at the edge.
 			if sent := r.Sent; !sent.IsZero() && !sent.Before(r.Ready) {
 				f.CatchUp++
+			} else if !r.Early {
+				f.EdgeParts[r.URI] = struct{}{}
 			}
 			loadgen.Clamp(f.PartLatency, r.FirstByte.Sub(r.Ready).Nanoseconds())
 		case LLReload:
@@ -444,6 +453,7 @@ func (f *LLFigures) Add(recs []LLRecord) {
 			case !from.Before(r.Awaited):
 				f.CatchUpReloads++ // its part existed: nothing to hold
 			default:
+				f.HeldReloads[r.URI] = struct{}{}
 				loadgen.Clamp(f.ReloadHold, r.FirstByte.Sub(from).Nanoseconds())
 			}
 		}
@@ -464,6 +474,12 @@ func (f *LLFigures) Merge(g *LLFigures) {
 	f.Cut += g.Cut
 	f.CatchUp += g.CatchUp
 	f.CatchUpReloads += g.CatchUpReloads
+	for u := range g.EdgeParts {
+		f.EdgeParts[u] = struct{}{}
+	}
+	for u := range g.HeldReloads {
+		f.HeldReloads[u] = struct{}{}
+	}
 	f.Bytes += g.Bytes
 }
 

@@ -168,15 +168,15 @@ func TestLLFiguresHoldAndCatchUp(t *testing.T) {
 	ready := ms(200)
 	recs := []LLRecord{
 		// At the edge: asked before ready, first byte 1 ms after.
-		{Kind: LLPart, Status: 200, Sent: ms(0), Ready: ready, FirstByte: ms(201)},
+		{Kind: LLPart, URI: "/ll/0/1.0.ts", Status: 200, Sent: ms(0), Ready: ready, FirstByte: ms(201)},
 		// Catching up: asked 300 ms after it was ready.
-		{Kind: LLPart, Status: 200, Sent: ms(500), Ready: ready, FirstByte: ms(502)},
+		{Kind: LLPart, URI: "/ll/0/1.0.ts", Status: 200, Sent: ms(500), Ready: ready, FirstByte: ms(502)},
 		// Held for its part: 201 ms.
-		{Kind: LLReload, Status: 200, Sent: ms(0), Awaited: ready, Ready: ready, FirstByte: ms(201)},
+		{Kind: LLReload, URI: "/ll/0/index.m3u8?_HLS_msn=1&_HLS_part=0", Status: 200, Sent: ms(0), Awaited: ready, Ready: ready, FirstByte: ms(201)},
 		// Its part already existed: nothing held it.
-		{Kind: LLReload, Status: 200, Sent: ms(500), Awaited: ready, Ready: ms(400), FirstByte: ms(501)},
+		{Kind: LLReload, URI: "/ll/0/index.m3u8?_HLS_msn=1&_HLS_part=0", Status: 200, Sent: ms(500), Awaited: ready, Ready: ms(400), FirstByte: ms(501)},
 		// Answered at once with an older playlist: early, not a hold.
-		{Kind: LLReload, Status: 200, Sent: ms(0), Awaited: ready, Ready: ms(0), FirstByte: ms(2), Early: true},
+		{Kind: LLReload, URI: "/ll/0/index.m3u8?_HLS_msn=1&_HLS_part=1", Status: 200, Sent: ms(0), Awaited: ms(400), Ready: ms(0), FirstByte: ms(2), Early: true},
 	}
 	f := NewLLFigures()
 	f.Add(recs)
@@ -185,5 +185,10 @@ func TestLLFiguresHoldAndCatchUp(t *testing.T) {
 	}
 	if n, v := f.ReloadHold.TotalCount(), time.Duration(f.ReloadHold.Max()); n != 1 || v < 200*time.Millisecond || v > 202*time.Millisecond || f.CatchUpReloads != 1 || f.Early[LLReload] != 1 {
 		t.Errorf("reload hold: %d samples, max %v, %d caught up, early %v: want 1 of about 201ms, 1 caught up, 1 early reload", n, v, f.CatchUpReloads, f.Early)
+	}
+	// What origin requests per part divide by: the part got at the edge,
+	// the reload held for its part.
+	if len(f.EdgeParts) != 1 || len(f.HeldReloads) != 1 {
+		t.Errorf("edge parts %v, held reloads %v: want one each", f.EdgeParts, f.HeldReloads)
 	}
 }
