@@ -437,6 +437,18 @@ func llError(w http.ResponseWriter, msg string, status int) {
 	http.Error(w, msg, status)
 }
 
+// countLLRequest counts a request for a part or a blocking reload as it
+// arrives, before a mode, a hold or its client can end it: whatever its
+// answer, the origin was asked.
+func (o *Origin) countLLRequest(r *http.Request, ref *llRef) {
+	switch {
+	case ref.kind == kindSegment && ref.part >= 0:
+		o.stats.countLL(func(s *LLStats) { s.PartRequests++ })
+	case ref.kind == kindManifest && r.URL.Query().Has("_HLS_msn"):
+		o.stats.countLL(func(s *LLStats) { s.BlockingRequests++ })
+	}
+}
+
 // serveLL answers a low-latency path, after the failure mode and the first
 // byte delay; a held request is then answered as soon as what it waits for
 // is ready, so the delay overlaps the hold instead of adding to it.

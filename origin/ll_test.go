@@ -470,3 +470,70 @@ func TestLLConfig(t *testing.T) {
 		t.Fatalf("window %d, want 30", w)
 	}
 }
+
+// Issue 44 item 12: every request for a part, and every blocking reload,
+// counts as it arrives, not only those held and answered: one fetched
+// after its part was ready, one past the hint (404), one whose client left
+// during its hold, one that timed out. A workload's origin requests per
+// part divides these.
+func TestLLRequestsCounted(t *testing.T) {
+	o, err := New(fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := o.cfg.LL
+	clk := &clock{}
+	clk.set(l.PartReady(1000, 1).Add(l.PartTarget / 2))
+	// How the next hold ends: the part comes, the client leaves, or the
+	// clock stands still until the hold times out.
+	const (
+		comes = iota
+		leaves
+		stands
+	)
+	var how atomic.Int64
+	o.now = clk.now // before any request: no race
+	o.holdSleep = func(ctx context.Context, d time.Duration) bool {
+		switch how.Load() {
+		case comes:
+			clk.add(d)
+		case leaves:
+			return false
+		}
+		return true
+	}
+	srv := httptest.NewServer(o)
+	t.Cleanup(srv.Close)
+	for _, c := range []struct {
+		how    int64
+		path   string
+		status int
+	}{
+		{comes, LLPartPath(0, 1000, 0), 200},                         // ready long ago: no hold
+		{comes, LLPartPath(0, 1000, 3), 404},                         // past the hint
+		{comes, LLPartPath(0, 1000, 2), 200},                         // the hint, held until ready
+		{leaves, LLPartPath(0, 1000, 3), 200},                        // the next hint, its client gone (nothing written)
+		{stands, LLPartPath(0, 1000, 3), 503},                        // the next hint, never ready
+		{stands, LLMediaPath(0) + "?_HLS_msn=1000&_HLS_part=3", 503}, // timed out
+		{leaves, LLMediaPath(0) + "?_HLS_msn=1000&_HLS_part=3", 200}, // abandoned
+		{comes, LLMediaPath(0) + "?_HLS_msn=1000&_HLS_part=1", 200},  // its part ready: no hold
+		{comes, LLMediaPath(0) + "?_HLS_msn=x", 400},                 // rejected
+		{comes, LLMediaPath(0), 200},                                 // not a blocking reload
+		{comes, LLSegmentPath(0, 999), 200},                          // a segment, not a part
+	} {
+		how.Store(c.how)
+		if a := fetch(t, srv, "GET", c.path); a.status != c.status {
+			t.Fatalf("%s: %d, want %d", c.path, a.status, c.status)
+		}
+	}
+	ll := o.Stats().LL
+	if ll.PartRequests != 5 || ll.Parts != 2 || ll.PartsHeld != 1 {
+		t.Errorf("LL counters %+v: want 5 part requests, of them 2 parts answered, 1 held", ll)
+	}
+	if ll.BlockingRequests != 4 || ll.Blocking != 1 || ll.BlockingHeld != 0 {
+		t.Errorf("LL counters %+v: want 4 blocking reloads asked, 1 answered, none held", ll)
+	}
+	if d := ll.Sub(LLStats{PartRequests: 1, BlockingRequests: 1, Parts: 1}); d.PartRequests != 4 || d.BlockingRequests != 3 || d.Parts != 1 || d.NotFound != ll.NotFound {
+		t.Errorf("%+v less one of each: %+v", ll, d)
+	}
+}

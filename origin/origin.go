@@ -516,6 +516,9 @@ func (o *Origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	if obj.ll != nil {
+		o.countLLRequest(r, obj.ll)
+	}
 	key := requestKey(r)
 	if m := o.Mode(); m == Refuse || m == Drop {
 		o.stats.fail(key)

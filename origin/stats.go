@@ -30,10 +30,11 @@ type Stats struct {
 	LL LLStats `json:"ll"`
 }
 
-// LLStats count the answers on the low-latency paths (see LL), so that a
-// workload divides them by the parts published to learn how many origin
-// requests a part cost: whether a proxy coalesced its viewers' blocked
-// reloads and hinted parts. The answers generated are also in Fetches.
+// LLStats count the requests and answers on the low-latency paths (see LL),
+// so that a workload divides the requests by the parts published to learn
+// how many origin requests a part cost: whether a proxy coalesced its
+// viewers' blocked reloads and hinted parts. The answers generated are also
+// in Fetches.
 type LLStats struct {
 	// Playlists counts playlists answered (200 or 304), Blocking those
 	// asked with _HLS_msn, and BlockingHeld those of them held before the
@@ -53,6 +54,23 @@ type LLStats struct {
 	TimedOut  int64 `json:"timed_out"`
 	NotFound  int64 `json:"not_found"`
 	Abandoned int64 `json:"abandoned"`
+	// PartRequests counts every request for a part as it arrives, whatever
+	// became of it: answered at once or after its hold, abandoned by its
+	// client, timed out, 404 for being past the hint, failed by the mode.
+	// BlockingRequests counts every playlist request with _HLS_msn alike.
+	// Each cost the origin a request, so a figure of origin requests per
+	// part counts these, not only the answers.
+	PartRequests     int64 `json:"part_requests"`
+	BlockingRequests int64 `json:"blocking_requests"`
+}
+
+// Sub is s less the counts of an earlier reading, prev: what was counted
+// between the two.
+func (s LLStats) Sub(prev LLStats) LLStats {
+	return LLStats{Playlists: s.Playlists - prev.Playlists, Blocking: s.Blocking - prev.Blocking, BlockingHeld: s.BlockingHeld - prev.BlockingHeld,
+		Parts: s.Parts - prev.Parts, PartsHeld: s.PartsHeld - prev.PartsHeld, Segments: s.Segments - prev.Segments,
+		Rejected: s.Rejected - prev.Rejected, TimedOut: s.TimedOut - prev.TimedOut, NotFound: s.NotFound - prev.NotFound, Abandoned: s.Abandoned - prev.Abandoned,
+		PartRequests: s.PartRequests - prev.PartRequests, BlockingRequests: s.BlockingRequests - prev.BlockingRequests}
 }
 
 // ObjectStats are one request URI's counters.

@@ -138,7 +138,10 @@ func (llHLS) Estimate(cfg Config) time.Duration {
 }
 
 // llDeliveryAgg is how part delivery is measured.
-const llDeliveryAgg = "from a part ready at the origin (its X-Origin-Part-Ready stamp) to its first byte at the viewer, for every part asked for before it was ready (at the live edge, by its preload hint) and answered whole with a stamp; parts a viewer asked for later, catching up, are counted apart (the evidence's catch_up_parts); the valid measured passes merged (HDR histogram), per-pass values each pass's own"
+const llDeliveryAgg = "from a part ready at the origin (its X-Origin-Part-Ready stamp) to its first byte at the viewer, for every part answered whole with a stamp: asked for before it was ready (at the live edge, by its preload hint) or after, catching up (the evidence's catch_up_parts), each from its own ready stamp; a pass with an answer before its part existed is invalid; the valid measured passes merged (HDR histogram), per-pass values each pass's own"
+
+// llHoldAgg is how the blocking-reload hold is measured.
+const llHoldAgg = "from a blocking playlist reload's send to its first byte, for every reload sent before the part it waits for was ready (that part's stamp) and answered whole with it: how long the engine (and the origin behind it) held it; reloads sent after their part was ready are counted apart (the evidence's catch_up_reloads), and a pass with an answer before its part existed is invalid; the valid measured passes merged (HDR histogram)"
 
 func (llHLS) listTests() []latencyDef {
 	return []latencyDef{
@@ -146,16 +149,14 @@ func (llHLS) listTests() []latencyDef {
 			agg: llDeliveryAgg},
 		{id: "p99-part-delivery", title: "p99 part delivery", q: 99,
 			agg: llDeliveryAgg},
-		{id: "p50-reload-hold", title: "p50 blocking-reload hold", q: 50,
-			agg: "from a blocking playlist reload's send to its first byte, every reload answered whole: how long the engine (and the origin behind it) held it; the valid measured passes merged (HDR histogram)"},
-		{id: "p99-reload-hold", title: "p99 blocking-reload hold", q: 99,
-			agg: "from a blocking playlist reload's send to its first byte, every reload answered whole; the valid measured passes merged (HDR histogram)"},
+		{id: "p50-reload-hold", title: "p50 blocking-reload hold", q: 50, agg: llHoldAgg},
+		{id: "p99-reload-hold", title: "p99 blocking-reload hold", q: 99, agg: llHoldAgg},
 		{id: "origin-part-requests", title: "Origin requests per part", unit: "x", lower: true,
-			axis: "Origin part requests held for their part, per part published (1 x: the viewers' preload-hinted requests coalesced)",
-			agg:  "part requests the origin held until their part was ready (the live edge's, by preload hint) ÷ parts the channel published during the pass, summed over the valid measured passes; requests for parts that already existed (players catching up) are in the evidence, not here"},
+			axis: "Origin part requests, per part played at the live edge (1 x: every part fetched once, the viewers' requests coalesced)",
+			agg:  "every part request the origin received (held until its part was ready, answered at once, abandoned, timed out, or past the hint) ÷ the parts the viewers asked for before they were ready and got whole, on time (the evidence's edge_parts), summed over the valid measured passes; each of those cost the origin a request at least, so under 1 x is impossible and such a pass is invalid, saying so"},
 		{id: "origin-reload-requests", title: "Origin blocking reloads per part", unit: "x", lower: true,
-			axis: "Origin blocking reloads held for their part, per part published (1 x: the viewers' held reloads coalesced)",
-			agg:  "blocking playlist reloads the origin held until their part was ready (the live edge's) ÷ parts the channel published during the pass, summed over the valid measured passes; reloads for parts that already existed (players catching up from an older playlist) are in the evidence, not here"},
+			axis: "Origin blocking reloads, per part whose reloads were held (1 x: the viewers' reloads for each part coalesced)",
+			agg:  "every blocking playlist reload the origin received (held until its part was ready, answered at once, abandoned, timed out, or rejected) ÷ the parts whose blocking reloads the viewers sent before the part was ready and got with it (the evidence's held_reload_parts), summed over the valid measured passes; each of those cost the origin a request at least, so under 1 x is impossible and such a pass is invalid, saying so"},
 		{id: "early-answers", title: "Answers before their part existed", unit: "answers", lower: true,
 			agg: "answers whose first byte came before their part's ready stamp, parts failing their checksum, and blocking reloads lacking the part they waited for: must be 0; summed over the valid measured passes"},
 	}
@@ -205,14 +206,22 @@ type LLEvidence struct {
 	Early    map[string]int64 `json:"early"`
 	Unproven int64            `json:"unproven"`
 	CatchUp  int64            `json:"catch_up_parts"`
-	Cut      int64            `json:"cut"`
+	// CatchUpReloads are blocking reloads sent after their part was
+	// ready: no hold, so not in the hold's figure.
+	CatchUpReloads int64 `json:"catch_up_reloads"`
+	Cut            int64 `json:"cut"`
 	// PartsPublished is how many parts the channel published during the
-	// pass; the origin's counts are its answers over the same span.
-	PartsPublished int64          `json:"parts_published"`
-	Origin         origin.LLStats `json:"origin"`
-	GeneratorCPU   float64        `json:"generator_cpu_s"`
-	PartLatencyP50 *float64       `json:"part_latency_p50_ms"`
-	ReloadHoldP50  *float64       `json:"reload_hold_p50_ms"`
+	// pass; the origin's counts are its requests and answers over the same
+	// span. EdgeParts are the parts the viewers asked for before they were
+	// ready and got whole, on time, and HeldReloadParts those whose
+	// blocking reloads were held for them (LLFigures).
+	PartsPublished  int64          `json:"parts_published"`
+	EdgeParts       int64          `json:"edge_parts"`
+	HeldReloadParts int64          `json:"held_reload_parts"`
+	Origin          origin.LLStats `json:"origin"`
+	GeneratorCPU    float64        `json:"generator_cpu_s"`
+	PartLatencyP50  *float64       `json:"part_latency_p50_ms"`
+	ReloadHoldP50   *float64       `json:"reload_hold_p50_ms"`
 }
 
 func (ls *llSession) Step(ctx context.Context, i int) error {
@@ -237,12 +246,10 @@ func (ls *llSession) Step(ctx context.Context, i int) error {
 	g0, k0 := ls.ll.Edge(started)
 	g1, k1 := ls.ll.Edge(ended)
 	published := (g1*int64(ls.ll.PartsPerSegment) + int64(k1)) - (g0*int64(ls.ll.PartsPerSegment) + int64(k0))
-	o0, o1 := before.origin.LL, after.origin.LL
-	od := origin.LLStats{Playlists: o1.Playlists - o0.Playlists, Blocking: o1.Blocking - o0.Blocking, BlockingHeld: o1.BlockingHeld - o0.BlockingHeld,
-		Parts: o1.Parts - o0.Parts, PartsHeld: o1.PartsHeld - o0.PartsHeld, Segments: o1.Segments - o0.Segments,
-		Rejected: o1.Rejected - o0.Rejected, TimedOut: o1.TimedOut - o0.TimedOut, NotFound: o1.NotFound - o0.NotFound, Abandoned: o1.Abandoned - o0.Abandoned}
+	od := after.origin.LL.Sub(before.origin.LL)
 	ev := &LLEvidence{Viewers: figs.Viewers, Requests: byKind(figs.Requests), Errors: byKind(figs.Errors), Early: byKind(figs.Early),
-		Unproven: figs.Unproven, CatchUp: figs.CatchUp, Cut: figs.Cut, PartsPublished: published, Origin: od, GeneratorCPU: round3(cpu.Seconds()),
+		Unproven: figs.Unproven, CatchUp: figs.CatchUp, CatchUpReloads: figs.CatchUpReloads, Cut: figs.Cut, PartsPublished: published,
+		EdgeParts: int64(len(figs.EdgeParts)), HeldReloadParts: int64(len(figs.HeldReloads)), Origin: od, GeneratorCPU: round3(cpu.Seconds()),
 		PartLatencyP50: msq(figs.PartLatency, 50), ReloadHoldP50: msq(figs.ReloadHold, 50)}
 	p.ev.SetPart(llHLSPart, ev)
 
@@ -254,6 +261,16 @@ func (ls *llSession) Step(ctx context.Context, i int) error {
 	if failed > 0 {
 		latWhy = append(latWhy, fmt.Sprintf("%d of %d viewer requests failed (%s)", failed, asked, kinds(byKind(figs.Errors))))
 	}
+	// An answer before its part existed is a hold that did not hold and a
+	// part that may not be the part, and sends its viewer off the edge to
+	// ask again: no figure made beside it is the engine at the edge,
+	// whatever it comes to, and none may rank.
+	var earlyWhy []string
+	early := figs.EarlyAnswers()
+	if early > 0 {
+		earlyWhy = append(earlyWhy, fmt.Sprintf("%d early answers: the engine answered before the part existed", early))
+		latWhy = append(latWhy, earlyWhy...)
+	}
 	if figs.Unproven > 0 {
 		latWhy = append(latWhy, fmt.Sprintf("%d answers carried no ready stamp from the origin: their delivery is unproven", figs.Unproven))
 	}
@@ -264,20 +281,37 @@ func (ls *llSession) Step(ctx context.Context, i int) error {
 		t := ls.lat[j]
 		v, why := msq(h, t.q), ""
 		if v == nil {
-			why = "no part or reload was answered whole"
+			why = "no part was answered whole"
+			if j >= 2 {
+				why = "no blocking reload was held for its part and answered whole"
+			}
 		}
 		t.addValue(p, h, v, why, latWhy...)
 	}
-	if published <= 0 {
-		ls.parts.add(p, nil, "no part was published during the pass", 0, 0)
-		ls.reloads.add(p, nil, "no part was published during the pass", 0, 0)
-	} else {
-		ls.parts.add(p, ptr(round3(ratio(od.PartsHeld, published))), "", od.PartsHeld, published)
-		ls.reloads.add(p, ptr(round3(ratio(od.BlockingHeld, published))), "", od.BlockingHeld, published)
-	}
-	early := figs.EarlyAnswers()
+	perPart(ls.parts, p, od.PartRequests, ev.EdgeParts, "origin part requests", "parts the viewers got at the live edge",
+		"no part was asked for before it was ready and answered whole, on time", earlyWhy...)
+	perPart(ls.reloads, p, od.BlockingRequests, ev.HeldReloadParts, "blocking reloads at the origin", "parts whose blocking reloads were held",
+		"no blocking reload was held for its part and answered with it", earlyWhy...)
 	ls.early.add(p, ptr(float64(early)), "", early, 0)
 	return ls.rc.Save()
+}
+
+// perPart adds a pass of an origin-requests-per-part test: n requests
+// over parts, parts of which (what) the viewers got before anyone could
+// have had them: each cost the origin a request at least, whatever the
+// engine, so a figure under 1 x is impossible and its pass is invalid,
+// saying so, rather than ranked as coalescing better than perfect. more
+// are other reasons the pass is invalid.
+func perPart(t *sumTest, p *passInfo, n, parts int64, requests, what, none string, more ...string) {
+	if parts <= 0 {
+		t.add(p, nil, none, 0, 0, more...)
+		return
+	}
+	v := round3(ratio(n, parts))
+	if n < parts {
+		more = append(append([]string{}, more...), fmt.Sprintf("%d %s for %d %s (%.3g x): under 1 x is impossible, as no one could have had those parts before they existed: the origin did not count the requests that brought them", n, requests, parts, what, v))
+	}
+	t.add(p, &v, "", n, parts, more...)
 }
 
 // byKind is counts by LLKind as the evidence keeps them.

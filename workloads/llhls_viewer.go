@@ -73,9 +73,14 @@ type LLRecord struct {
 	// playlist, the newest part listed) became ready at the origin. Zero:
 	// none, so the answer cannot be judged.
 	Ready time.Time
+	// Awaited is, for a blocking reload, when the part it waits for became
+	// ready at the origin: the ready stamp of that part, asked for with it.
+	// Zero: unknown, as that part failed.
+	Awaited time.Time
 	// Early marks an answer that came before its part existed: a ready
 	// stamp after its first byte, a part whose body fails its checksum, or
-	// a blocking reload whose playlist lacks the part it asked for.
+	// a blocking reload whose playlist lacks the part it asked for or whose
+	// first byte came before that part was ready.
 	Early bool
 	// Cut marks a request cut short by the viewer's deadline or context:
 	// no verdict on the proxy.
@@ -144,6 +149,12 @@ func (v *LLViewer) Run(ctx context.Context) error {
 		wg.Go(func() { part, _ = v.get(ctx, LLPart, hint.String()) })
 		rec, body := v.get(ctx, LLReload, reload.String())
 		wg.Wait()
+		if !part.Cut && !part.failed() {
+			rec.Awaited = part.Ready
+		}
+		if !rec.Cut && !rec.failed() && !rec.Awaited.IsZero() && !rec.FirstByte.IsZero() && rec.FirstByte.Before(rec.Awaited) {
+			rec.Early = true
+		}
 		v.Records = append(v.Records, part, rec)
 		next := pl
 		if !rec.Cut && !rec.failed() {
@@ -352,15 +363,17 @@ func llAttr(list, name string) (string, bool) {
 // LLFigures are what LL-HLS viewers measured.
 type LLFigures struct {
 	Viewers int
-	// PartLatency holds, for every part asked for before it was ready and
-	// answered whole with a ready stamp, the nanoseconds from the part
-	// ready at the origin to its first byte at the viewer (an early answer
-	// as 0; Early counts it). CatchUp counts the parts asked for after they
-	// were ready, which it leaves out: their wait was the viewer's.
+	// PartLatency holds, for every part answered whole with a ready stamp,
+	// the nanoseconds from the part ready at the origin to its first byte
+	// at the viewer (an early answer as 0; Early counts it). CatchUp counts
+	// those of them asked for after they were ready.
 	PartLatency *hdr.Histogram
-	// ReloadHold holds, for every blocking reload answered whole, the
-	// nanoseconds from its send to its first byte: how long it was held,
-	// by the origin or the proxy.
+	// ReloadHold holds, for every blocking reload sent before the part it
+	// waits for was ready and answered whole with it, the nanoseconds from
+	// its send to its first byte: how long it was held, by the origin or
+	// the proxy. CatchUpReloads counts the reloads sent after their part
+	// was ready, which it leaves out: nothing had to hold them. An early
+	// reload (Early) was not held either, and is left out too.
 	ReloadHold *hdr.Histogram
 	// Requests, Errors (a transport error or not a whole 200) and Early
 	// (before their part existed: must be 0) count by kind; requests cut by
@@ -368,15 +381,23 @@ type LLFigures struct {
 	Requests, Errors, Early [3]int64 // by LLKind
 	// Unproven counts 200 answers without a ready stamp: neither early nor
 	// on time as far as anyone can tell.
-	Unproven int64
-	CatchUp  int64
-	Cut      int64
-	Bytes    int64
+	Unproven       int64
+	CatchUp        int64
+	CatchUpReloads int64
+	Cut            int64
+	Bytes          int64
+	// EdgeParts are the parts (by URI) asked for before they were ready
+	// and answered whole, on time, and HeldReloads the blocking reloads
+	// (by URI) held for their part: whatever the engine, each cost the
+	// origin one request at least, as no one could have had it before, so
+	// they are what origin requests per part divide by.
+	EdgeParts, HeldReloads map[string]struct{}
 }
 
 // NewLLFigures is empty figures, to merge into.
 func NewLLFigures() *LLFigures {
-	return &LLFigures{PartLatency: loadgen.NewHistogram(), ReloadHold: loadgen.NewHistogram()}
+	return &LLFigures{PartLatency: loadgen.NewHistogram(), ReloadHold: loadgen.NewHistogram(),
+		EdgeParts: map[string]struct{}{}, HeldReloads: map[string]struct{}{}}
 }
 
 // EarlyAnswers is the early answers of every kind.
@@ -408,13 +429,16 @@ func (f *LLFigures) Add(recs []LLRecord) {
 		}
 		switch r.Kind {
 		case LLPart:
-			// Delivery is the engine's only for a part asked for before it
-			// was ready (the preload hint, at the live edge): one a viewer
-			// asked for later, catching up from an older playlist, waited
-			// for the viewer first.
+			// A part a viewer asked for after it was ready, catching up
+			// from an older playlist or after an early one, reached it
+			// that much later all the same: the engine's playlists are
+			// what sent it there, so it counts from its own ready instant
+			// like any other. Leaving it out would rank best an engine
+			// whose viewers never wait at the edge.
 			if sent := r.Sent; !sent.IsZero() && !sent.Before(r.Ready) {
 				f.CatchUp++
-				continue
+			} else if !r.Early {
+				f.EdgeParts[r.URI] = struct{}{}
 			}
 			loadgen.Clamp(f.PartLatency, r.FirstByte.Sub(r.Ready).Nanoseconds())
 		case LLReload:
@@ -422,7 +446,16 @@ func (f *LLFigures) Add(recs []LLRecord) {
 			if from.IsZero() {
 				from = r.Intended
 			}
-			loadgen.Clamp(f.ReloadHold, r.FirstByte.Sub(from).Nanoseconds())
+			switch {
+			case r.Early, r.Awaited.IsZero():
+				// Not held (answered before its part existed), or not to be
+				// told held (its part failed, and the pass with it).
+			case !from.Before(r.Awaited):
+				f.CatchUpReloads++ // its part existed: nothing to hold
+			default:
+				f.HeldReloads[r.URI] = struct{}{}
+				loadgen.Clamp(f.ReloadHold, r.FirstByte.Sub(from).Nanoseconds())
+			}
 		}
 	}
 }
@@ -440,6 +473,13 @@ func (f *LLFigures) Merge(g *LLFigures) {
 	f.Unproven += g.Unproven
 	f.Cut += g.Cut
 	f.CatchUp += g.CatchUp
+	f.CatchUpReloads += g.CatchUpReloads
+	for u := range g.EdgeParts {
+		f.EdgeParts[u] = struct{}{}
+	}
+	for u := range g.HeldReloads {
+		f.HeldReloads[u] = struct{}{}
+	}
 	f.Bytes += g.Bytes
 }
 

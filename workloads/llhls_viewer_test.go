@@ -56,6 +56,9 @@ func TestLLViewersAgainstOrigin(t *testing.T) {
 	if n := f.PartLatency.TotalCount(); n != f.Requests[LLPart] {
 		t.Fatalf("%d part latencies for %d parts", n, f.Requests[LLPart])
 	}
+	if n := f.ReloadHold.TotalCount() + f.CatchUpReloads; n != f.Requests[LLReload] {
+		t.Fatalf("%d reload holds and %d catch-up reloads for %d reloads", f.ReloadHold.TotalCount(), f.CatchUpReloads, f.Requests[LLReload])
+	}
 	st := o.Stats().LL
 	if st.PartsHeld == 0 || st.BlockingHeld == 0 || st.Parts < f.Requests[LLPart] || st.Playlists < f.Requests[LLReload]+viewers {
 		t.Fatalf("origin counters %+v for viewer requests %v", st, f.Requests)
@@ -152,5 +155,40 @@ func TestParseLLView(t *testing.T) {
 	}
 	if _, err := parseLLView([]byte("#EXTM3U\n#EXTINF:2.000,\na.ts\n")); err == nil {
 		t.Error("a playlist without parts: no error")
+	}
+}
+
+// Issue 44 items 13 and 14: a part asked for after it was ready is in the
+// delivery figure, timed from its own ready instant; the hold counts a
+// blocking reload only if it was sent before its part was ready and not
+// answered early.
+func TestLLFiguresHoldAndCatchUp(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
+	ready := ms(200)
+	recs := []LLRecord{
+		// At the edge: asked before ready, first byte 1 ms after.
+		{Kind: LLPart, URI: "/ll/0/1.0.ts", Status: 200, Sent: ms(0), Ready: ready, FirstByte: ms(201)},
+		// Catching up: asked 300 ms after it was ready.
+		{Kind: LLPart, URI: "/ll/0/1.0.ts", Status: 200, Sent: ms(500), Ready: ready, FirstByte: ms(502)},
+		// Held for its part: 201 ms.
+		{Kind: LLReload, URI: "/ll/0/index.m3u8?_HLS_msn=1&_HLS_part=0", Status: 200, Sent: ms(0), Awaited: ready, Ready: ready, FirstByte: ms(201)},
+		// Its part already existed: nothing held it.
+		{Kind: LLReload, URI: "/ll/0/index.m3u8?_HLS_msn=1&_HLS_part=0", Status: 200, Sent: ms(500), Awaited: ready, Ready: ms(400), FirstByte: ms(501)},
+		// Answered at once with an older playlist: early, not a hold.
+		{Kind: LLReload, URI: "/ll/0/index.m3u8?_HLS_msn=1&_HLS_part=1", Status: 200, Sent: ms(0), Awaited: ms(400), Ready: ms(0), FirstByte: ms(2), Early: true},
+	}
+	f := NewLLFigures()
+	f.Add(recs)
+	if n, hi := f.PartLatency.TotalCount(), time.Duration(f.PartLatency.Max()); n != 2 || hi < 301*time.Millisecond || hi > 303*time.Millisecond || f.CatchUp != 1 {
+		t.Errorf("part delivery: %d samples, max %v, %d caught up: want 2, about 302ms, 1", n, hi, f.CatchUp)
+	}
+	if n, v := f.ReloadHold.TotalCount(), time.Duration(f.ReloadHold.Max()); n != 1 || v < 200*time.Millisecond || v > 202*time.Millisecond || f.CatchUpReloads != 1 || f.Early[LLReload] != 1 {
+		t.Errorf("reload hold: %d samples, max %v, %d caught up, early %v: want 1 of about 201ms, 1 caught up, 1 early reload", n, v, f.CatchUpReloads, f.Early)
+	}
+	// What origin requests per part divide by: the part got at the edge,
+	// the reload held for its part.
+	if len(f.EdgeParts) != 1 || len(f.HeldReloads) != 1 {
+		t.Errorf("edge parts %v, held reloads %v: want one each", f.EdgeParts, f.HeldReloads)
 	}
 }
