@@ -527,8 +527,9 @@ type Pass struct {
 	// closed loops and viewer plans, which offer no rate).
 	OfferedRPS float64 `json:"offered_rps,omitempty"`
 	// Saturated says why the pass was saturated — it carried less than
-	// SaturationShare of its offered rate, or its requests waited for a
-	// free connection — and what ran out; "" when it was not. A saturated
+	// SaturationShare of its offered rate, or its requests' waits for a
+	// free connection moved a published quantile past the lateness
+	// tolerance or grew through the pass — and what ran out; "" when it was not. A saturated
 	// pass's latency figures are saved (what a client saw) but are not
 	// valid as TTFB.
 	Saturated string `json:"saturated,omitempty"`

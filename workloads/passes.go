@@ -303,8 +303,9 @@ type passInfo struct {
 	// fast the generator read the answers).
 	reasons []string
 	busy    string
-	// saturated, for a rate pass that did not carry its rate or whose
-	// requests waited for a connection, says so and what ran out: its
+	// saturated, for a rate pass whose shortfall matters (JudgeShortfall:
+	// it did not carry its rate, or its waits for a connection moved a
+	// published quantile or grew), says so and what ran out: its
 	// latency tests are invalid (they count queueing), its counts at the
 	// origin are not.
 	saturated string

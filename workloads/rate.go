@@ -159,6 +159,7 @@ func generatorFigures(r *loadgen.Result, quantiles ...float64) *results.Generato
 	g := &results.GeneratorFigures{TTFBUncorrectedP50Ms: msq(r.TTFBUncorrected, 50), TotalP50Ms: msq(r.Total, 50),
 		TotalP99Ms: msq(r.Total, 99), ScheduleLagP99Ms: msq(r.ScheduleLag, 99), CPUSeconds: round3(r.CPUSeconds)}
 	g.TLS, g.Hosts = r.TLS, r.Parts
+	g.ConnectionWaits = JudgeShortfall(r).Waits
 	for _, e := range r.LagEffects {
 		if slices.Contains(quantiles, e.Quantile) {
 			g.LagEffect = append(g.LagEffect, e.Ms())
