@@ -201,6 +201,11 @@ type CPUShare struct {
 	IRQ   float64 `json:"irq"`
 	Ours  float64 `json:"ours"`
 	Other float64 `json:"other"`
+	// Busiest are the other processes that took the most of Other on this
+	// CPU, at most three, most first: command name and percent of the CPU
+	// ("cc1 6.1 %"), a process allowed on several CPUs counted evenly over
+	// them (the kernel keeps no per-CPU time of a task).
+	Busiest []string `json:"busiest,omitempty"`
 }
 
 // OriginCounts are the origin's counts over the pass, and the engine's own
