@@ -31,7 +31,10 @@ type Target struct {
 	URL    string // the proxy's base URL
 	Origin OriginControl
 	Seed   uint64 // the origin's content seed
-	Engine results.Engine
+	// OriginConfig is what the origin was started with, so that every
+	// object it serves is known (origin.KnownObject); nil when it is not.
+	OriginConfig *origin.Config
+	Engine       results.Engine
 	// InProcess: the origin, and the built-in cache, run inside this
 	// process (runtime inproc): the generator leaves its garbage
 	// collector alone during passes (loadgen.Options.KeepGC).

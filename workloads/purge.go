@@ -297,7 +297,12 @@ func openStream(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Record
 	for n := range PurgeSegments {
 		ps.paths = append(ps.paths, fmt.Sprintf(SegmentPath, n)+q)
 	}
-	ev := newEvidenceSet(tgt.Seed) // segN -1: whole bodies are checked by their CRC
+	ev := newEvidenceSet(tgt.Seed)
+	if tgt.OriginConfig != nil {
+		// Whole bodies are checked by their CRC, and without it against
+		// the objects the origin's config fixes.
+		ev.know(*tgt.OriginConfig, ps.paths...)
+	}
 	g, err := newGenerator(ctx, tgt, &cfg, pick(cfg.Connections, s.Connections), ev, ps.log.record)
 	if err != nil {
 		return nil, err

@@ -101,6 +101,9 @@ func (s *rateSession) Step(ctx context.Context, step int) error {
 func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Recorder, segN int64, path string, series []series) (*rateSession, error) {
 	ev := newEvidenceSet(tgt.Seed)
 	ev.segN = segN
+	if tgt.OriginConfig != nil {
+		ev.know(*tgt.OriginConfig, path)
+	}
 	log := &sendLog{}
 	onRecord := log.onRecord
 	if len(tgt.Agents) > 0 {

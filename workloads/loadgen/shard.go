@@ -902,6 +902,7 @@ func (s *shard) send(c *conn, p pending) {
 	c.first, c.rx, c.last = 0, 0, 0
 	c.woff = 0
 	c.resp.reset()
+	c.resp.object = p.obj
 	s.setState(c, connBusy)
 	c.written = nanotime()
 	record(s.m.wait, c.written-p.dispatched)
