@@ -476,5 +476,16 @@ type HostPass struct {
 	// received and sent during the pass.
 	NetRxBytes *int64 `json:"net_rx_bytes"`
 	NetTxBytes *int64 `json:"net_tx_bytes"`
-	Error      string `json:"error,omitempty"`
+	// StealShare and IRQShare are the hypervisor's steal and the hard and
+	// soft interrupts' share of the host's CPUs over the pass; OtherShare,
+	// on a generator host, what processes other than the generator (the
+	// agent) took, steal and interrupts aside (null on the engine's and
+	// the origin's hosts, whose processes the probe does not tell apart);
+	// LeastBusyShare the least busy CPU's busy share: 0.95 or more and
+	// no CPU rested. The run judges them as it judges its own host's.
+	StealShare     *float64 `json:"steal_share,omitempty"`
+	IRQShare       *float64 `json:"irq_share,omitempty"`
+	OtherShare     *float64 `json:"other_share,omitempty"`
+	LeastBusyShare *float64 `json:"least_busy_share,omitempty"`
+	Error          string   `json:"error,omitempty"`
 }

@@ -356,6 +356,8 @@ func hostSpoil(ev *results.Evidence, window time.Duration) string {
 			}
 		}
 	}
+	// A placed run's hosts are judged alike, from their probes' counters.
+	parts = append(parts, placedSpoil(ev.Hosts)...)
 	if st := ev.Stalls; st != nil && window > 0 && st.TotalMs >= 1e3*HostStallShare*window.Seconds() {
 		parts = append(parts, fmt.Sprintf("%d stalls took %.1f ms of the %.1f s pass: %s", st.Count, st.TotalMs, window.Seconds(), stallText(st)))
 	}

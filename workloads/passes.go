@@ -220,6 +220,9 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 	agree(rc, spec, tgt, p)
 	noteBusy(rc, p)
 	generatorBusy(tgt, p, before, after)
+	if p.busy == "" {
+		p.busy = placedBusy(p.ev)
+	}
 	if p.lr != nil {
 		window := p.lr.Elapsed
 		if len(used) > 0 && used[0].Interval > 0 {

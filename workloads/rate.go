@@ -82,7 +82,7 @@ func (s *rateSession) Step(ctx context.Context, step int) error {
 						reasons = append(reasons, why)
 					}
 					spoiled[k] = append(spoiled[k], results.SpoiledAttempt{StartedAt: started.UTC(), Value: v,
-						InvalidReasons: reasons, Host: host, Evidence: &results.Evidence{OtherCPU: p.ev.OtherCPU, Stalls: p.ev.Stalls}})
+						InvalidReasons: reasons, Host: host, Evidence: &results.Evidence{OtherCPU: p.ev.OtherCPU, Stalls: p.ev.Stalls, Hosts: p.ev.Hosts}})
 				}
 				continue
 			}
