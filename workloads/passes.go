@@ -143,7 +143,7 @@ type latencyTest struct {
 
 // saturatedAgg ends a latency test's aggregation: how a saturated pass
 // counts.
-const saturatedAgg = "; a saturated pass (it carried under 97 % of its offered rate, or its requests waited for a free connection) is not valid, its TTFB counting queueing: saturated_value is the quantile over the saturated measured passes merged, what a client saw"
+const saturatedAgg = "; a saturated pass (it carried under 97 % of its offered rate, or its waits for a free connection moved its p50 or p99 past the generator's tolerance or grew through the pass) is not valid, its TTFB counting queueing: saturated_value is the quantile over the saturated measured passes merged, what a client saw"
 
 // latencyDef is a latency test: its id, its title and its quantile.
 type latencyDef struct {
