@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -242,5 +243,29 @@ func BenchmarkSegmentCRC(b *testing.B) {
 	b.SetBytes(DefaultSegmentSize)
 	for i := 0; b.Loop(); i++ {
 		sink += byte(SegmentCRC(1, int64(i), DefaultSegmentSize))
+	}
+}
+
+// KnownObject is what the origin serves: the playlists' and a segment's
+// size and every byte, the query ignored; a live path is not known.
+func TestKnownObject(t *testing.T) {
+	cfg := Config{Seed: 7, SegmentSize: 10000}
+	o, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{MasterPath, ManifestPath + "?run=x", SegmentPath(3)} {
+		k, ok := KnownObject(cfg, path)
+		rec := httptest.NewRecorder()
+		o.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		body := rec.Body.Bytes()
+		got := make([]byte, k.Size)
+		k.Fill(0, got)
+		if !ok || rec.Code != 200 || k.Size != int64(len(body)) || !bytes.Equal(got, body) {
+			t.Errorf("%s: known %v, size %d; served %d, %d bytes, equal %v", path, ok, k.Size, rec.Code, len(body), bytes.Equal(got, body))
+		}
+	}
+	if _, ok := KnownObject(cfg, LiveMasterPath(0)); ok {
+		t.Error("a live path is known")
 	}
 }

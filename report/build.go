@@ -786,8 +786,10 @@ func cellOf(r *results.Result, label, version, source string) Cell {
 		}
 		// The run decides which tests saturation invalidates (latencies,
 		// not counts at the origin): it says so in the pass's reasons.
+		// Only a cell whose median pass was saturated leaves the ranking
+		// (results.Result.Saturated); fewer saturated passes are counted.
 		for _, why := range p.InvalidReasons {
-			c.Unranked = c.Unranked || strings.HasPrefix(why, saturatedReason)
+			c.Unranked = c.Unranked || (strings.HasPrefix(why, saturatedReason) && r.Saturated())
 		}
 	}
 	c.Unranked = c.Unranked || (r.Saturated() && r.SaturatedValue != nil)

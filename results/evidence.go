@@ -201,6 +201,11 @@ type CPUShare struct {
 	IRQ   float64 `json:"irq"`
 	Ours  float64 `json:"ours"`
 	Other float64 `json:"other"`
+	// Busiest are the other processes that took the most of Other on this
+	// CPU, at most three, most first: command name and percent of the CPU
+	// ("cc1 6.1 %"), a process allowed on several CPUs counted evenly over
+	// them (the kernel keeps no per-CPU time of a task).
+	Busiest []string `json:"busiest,omitempty"`
 }
 
 // OriginCounts are the origin's counts over the pass, and the engine's own
@@ -232,8 +237,14 @@ type GeneratorFigures struct {
 	ScheduleLagP99Ms     *float64 `json:"schedule_lag_p99_ms"`
 	// LagEffect is what the generator's own lateness did to the published
 	// quantiles: the figure from the intended time and from the dispatch.
-	LagEffect  []LagEffect `json:"lag_effect,omitempty"`
-	CPUSeconds float64     `json:"cpu_seconds"`
+	LagEffect []LagEffect `json:"lag_effect,omitempty"`
+	// ConnectionWaits counts the requests that waited for a free
+	// connection and what the waits moved of the published quantiles
+	// ("18 of 10000 requests waited for a connection, up to 0.400 ms; TTFB
+	// p50 unchanged, p99 +0.020 ms"): the evidence of a pass whose few
+	// waits did not saturate it (see METHODOLOGY, Saturation).
+	ConnectionWaits string  `json:"connection_waits,omitempty"`
+	CPUSeconds      float64 `json:"cpu_seconds"`
 	// TLS is what the generator's connections negotiated; absent for plain
 	// http and in files written before it was recorded.
 	TLS *GeneratorTLS `json:"tls,omitempty"`
@@ -465,5 +476,16 @@ type HostPass struct {
 	// received and sent during the pass.
 	NetRxBytes *int64 `json:"net_rx_bytes"`
 	NetTxBytes *int64 `json:"net_tx_bytes"`
-	Error      string `json:"error,omitempty"`
+	// StealShare and IRQShare are the hypervisor's steal and the hard and
+	// soft interrupts' share of the host's CPUs over the pass; OtherShare,
+	// on a generator host, what processes other than the generator (the
+	// agent) took, steal and interrupts aside (null on the engine's and
+	// the origin's hosts, whose processes the probe does not tell apart);
+	// LeastBusyShare the least busy CPU's busy share: 0.95 or more and
+	// no CPU rested. The run judges them as it judges its own host's.
+	StealShare     *float64 `json:"steal_share,omitempty"`
+	IRQShare       *float64 `json:"irq_share,omitempty"`
+	OtherShare     *float64 `json:"other_share,omitempty"`
+	LeastBusyShare *float64 `json:"least_busy_share,omitempty"`
+	Error          string   `json:"error,omitempty"`
 }

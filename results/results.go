@@ -429,7 +429,9 @@ type Result struct {
 	NotApplicable string `json:"not_applicable,omitempty"`
 	Unit          string `json:"unit"`
 	LowerIsBetter bool   `json:"lower_is_better"`
-	// Valid is true when every measured pass was valid (and there was one).
+	// Valid is true when every measured pass was valid (and there was
+	// one), but for passes invalid for their saturation alone in a cell
+	// that is not saturated (see Saturated).
 	Valid bool `json:"valid"`
 	// InvalidReasons explain a false Valid, with the pass they came from.
 	InvalidReasons []string `json:"invalid_reasons"`
@@ -494,9 +496,28 @@ type Result struct {
 	MiBPerSecond *float64 `json:"mib_per_s,omitempty"`
 }
 
-// Saturated reports whether any measured pass of r was saturated: such a
-// cell is not ranked as a latency.
-func (r *Result) Saturated() bool { return r.SaturatedPasses > 0 }
+// Saturated reports whether r's median measured pass was saturated (of
+// an even count, the worse of the two in the middle): such a cell is not
+// ranked as a latency. A cell with fewer saturated passes is valid on its
+// valid passes and counts the saturated ones in SaturatedPasses: one pass
+// of twenty that a blip saturated says nothing of the other nineteen.
+func (r *Result) Saturated() bool {
+	return r.SaturatedPasses > 0 && r.SaturatedPasses >= (r.MeasuredPasses+1)/2
+}
+
+// onlySaturated says the pass is invalid for its saturation alone: in a
+// cell that is not saturated it does not make the cell invalid.
+func onlySaturated(p Pass) bool {
+	if p.Saturated == "" || len(p.InvalidReasons) == 0 {
+		return false
+	}
+	for _, why := range p.InvalidReasons {
+		if why != p.Saturated {
+			return false
+		}
+	}
+	return true
+}
 
 // SaturationShare is the share of its offered rate a pass must carry not
 // to be saturated.
@@ -527,8 +548,9 @@ type Pass struct {
 	// closed loops and viewer plans, which offer no rate).
 	OfferedRPS float64 `json:"offered_rps,omitempty"`
 	// Saturated says why the pass was saturated — it carried less than
-	// SaturationShare of its offered rate, or its requests waited for a
-	// free connection — and what ran out; "" when it was not. A saturated
+	// SaturationShare of its offered rate, or its requests' waits for a
+	// free connection moved a published quantile past the lateness
+	// tolerance or grew through the pass — and what ran out; "" when it was not. A saturated
 	// pass's latency figures are saved (what a client saw) but are not
 	// valid as TTFB.
 	Saturated string `json:"saturated,omitempty"`
@@ -571,6 +593,8 @@ func (r *Result) Recount() {
 	r.InvalidReasons = []string{}
 	r.MeasuredPasses, r.ValidPasses, r.Requests, r.Errors = 0, 0, 0, 0
 	r.ErrorsByKind = map[string]int64{}
+	r.OfferedRPS, r.AchievedRPS, r.SaturatedPasses = nil, nil, 0
+	var carried []float64
 	for _, p := range r.Passes {
 		if p.Warmup {
 			continue
@@ -579,21 +603,6 @@ func (r *Result) Recount() {
 		if p.Valid && p.Value != nil {
 			r.ValidPasses++
 		}
-		for _, why := range p.InvalidReasons {
-			r.InvalidReasons = append(r.InvalidReasons, fmt.Sprintf("pass %d: %s", p.Index, why))
-		}
-		r.Requests += p.Requests
-		r.Errors += p.Errors
-		for k, n := range p.ErrorsByKind {
-			r.ErrorsByKind[k] += n
-		}
-	}
-	r.OfferedRPS, r.AchievedRPS, r.SaturatedPasses = nil, nil, 0
-	var carried []float64
-	for _, p := range r.Passes {
-		if p.Warmup {
-			continue
-		}
 		if p.Saturated != "" {
 			r.SaturatedPasses++
 		}
@@ -601,11 +610,32 @@ func (r *Result) Recount() {
 			r.OfferedRPS = ptr(p.OfferedRPS)
 			carried = append(carried, p.AchievedRPS)
 		}
+		r.Requests += p.Requests
+		r.Errors += p.Errors
+		for k, n := range p.ErrorsByKind {
+			r.ErrorsByKind[k] += n
+		}
 	}
 	if len(carried) > 0 {
 		r.AchievedRPS = ptr(stats.Median(carried))
 	}
-	r.Valid = r.MeasuredPasses > 0 && r.ValidPasses == r.MeasuredPasses
+	// A cell whose median pass was not saturated is valid on its valid
+	// passes: the few saturated ones are counted (SaturatedPasses), not
+	// reasons that it is invalid.
+	excused, saturated := 0, r.Saturated()
+	for _, p := range r.Passes {
+		if p.Warmup {
+			continue
+		}
+		if !saturated && onlySaturated(p) {
+			excused++
+			continue
+		}
+		for _, why := range p.InvalidReasons {
+			r.InvalidReasons = append(r.InvalidReasons, fmt.Sprintf("pass %d: %s", p.Index, why))
+		}
+	}
+	r.Valid = r.MeasuredPasses > 0 && r.ValidPasses > 0 && r.ValidPasses+excused == r.MeasuredPasses
 	r.Spread = SpreadOf(r.Passes)
 	r.EngineCPUMsPer1000, r.EnginePeakRSSBytes = nil, nil
 	var perK []float64

@@ -392,3 +392,48 @@ func TestResultFigures(t *testing.T) {
 		t.Errorf("read %+v %v: want stale 3 alone", back.Figures, err)
 	}
 }
+
+// A cell is saturated when its median measured pass is (of an even count,
+// the worse of the middle two); otherwise it is valid on its valid passes,
+// counts the saturated ones, and lists no reason for them. A pass invalid
+// for anything besides its saturation still makes the cell invalid. On
+// 9e8fb7e one saturated pass of twenty made the cell saturated and
+// invalid.
+func TestSaturatedByMedianPass(t *testing.T) {
+	const sat = "saturated: carried 4998.9 of 5000 rps; the waits for a free connection moved TTFB p99"
+	cell := func(n, saturated int, other string) Result {
+		var r Result
+		for i := range n {
+			p := Pass{Index: i + 1, Value: F(1), Valid: true, OfferedRPS: 5000, AchievedRPS: 4999}
+			if i < saturated {
+				p.Valid, p.Saturated, p.InvalidReasons = false, sat, []string{sat}
+				if other != "" {
+					p.InvalidReasons = append(p.InvalidReasons, other)
+				}
+			}
+			r.Passes = append(r.Passes, p)
+		}
+		r.Recount()
+		return r
+	}
+	for _, c := range []struct {
+		name                string
+		r                   Result
+		saturated, valid    bool
+		reasons, validCount int
+	}{
+		{"1 of 20", cell(20, 1, ""), false, true, 0, 19},
+		{"9 of 20", cell(20, 9, ""), false, true, 0, 11},
+		{"10 of 20", cell(20, 10, ""), true, false, 10, 10},
+		{"1 of 3", cell(3, 1, ""), false, true, 0, 2},
+		{"2 of 3", cell(3, 2, ""), true, false, 2, 1},
+		{"1 of 1", cell(1, 1, ""), true, false, 1, 0},
+		{"1 of 3, also late", cell(3, 1, "the generator's own lateness moved TTFB p99"), false, false, 2, 2},
+	} {
+		r := c.r
+		if r.Saturated() != c.saturated || r.Valid != c.valid || len(r.InvalidReasons) != c.reasons || r.ValidPasses != c.validCount {
+			t.Errorf("%s: saturated %v, valid %v, reasons %q, %d valid passes; want %v, %v, %d reasons, %d", c.name,
+				r.Saturated(), r.Valid, r.InvalidReasons, r.ValidPasses, c.saturated, c.valid, c.reasons, c.validCount)
+		}
+	}
+}

@@ -291,3 +291,23 @@ func TestTableNamesTheHost(t *testing.T) {
 		t.Errorf("a table of valid passes lists invalid reasons:\n%s", out)
 	}
 }
+
+// When other processes spoil a pass, the reason names the three that took
+// the most of that CPU, with their share of it, so that a compiler is told
+// from dockerd; below the threshold no name is given. On 9e8fb7e the
+// reason said "other processes 14 %" and nothing more.
+func TestHostSpoilNamesOthers(t *testing.T) {
+	per := []cpuload.CPUTime{
+		{CPU: 0, Capacity: 2, Ours: 1.2, Other: 0.28, Idle: 0.52, Busiest: []cpuload.Proc{
+			{PID: 20, Name: "cc1", Seconds: 0.18}, {PID: 21, Name: "dockerd", Seconds: 0.062}, {PID: 22, Name: "containerd", Seconds: 0.024}}},
+		{CPU: 1, Capacity: 2, Ours: 1, Other: 0.04, Idle: 0.96, Busiest: []cpuload.Proc{{PID: 21, Name: "dockerd", Seconds: 0.04}}},
+	}
+	ev := &results.Evidence{OtherCPU: &results.OtherCPU{PerCPU: cpuShares(per)}}
+	s := hostSpoil(ev, 2*time.Second)
+	if want := "CPU 0: steal 0 %, interrupts 0 %, other processes 14 % (cc1 9.0 %, dockerd 3.1 %, containerd 1.2 %)"; s != want {
+		t.Errorf("host %q, want %q", s, want)
+	}
+	if got := ev.OtherCPU.PerCPU[1].Busiest; len(got) != 1 || got[0] != "dockerd 2.0 %" {
+		t.Errorf("CPU 1's busiest %q, want dockerd's 2.0 %% kept in the evidence", got)
+	}
+}

@@ -31,7 +31,10 @@ type Target struct {
 	URL    string // the proxy's base URL
 	Origin OriginControl
 	Seed   uint64 // the origin's content seed
-	Engine results.Engine
+	// OriginConfig is what the origin was started with, so that every
+	// object it serves is known (origin.KnownObject); nil when it is not.
+	OriginConfig *origin.Config
+	Engine       results.Engine
 	// InProcess: the origin, and the built-in cache, run inside this
 	// process (runtime inproc): the generator leaves its garbage
 	// collector alone during passes (loadgen.Options.KeepGC).
@@ -140,7 +143,7 @@ type latencyTest struct {
 
 // saturatedAgg ends a latency test's aggregation: how a saturated pass
 // counts.
-const saturatedAgg = "; a saturated pass (it carried under 97 % of its offered rate, or its requests waited for a free connection) is not valid, its TTFB counting queueing: saturated_value is the quantile over the saturated measured passes merged, what a client saw"
+const saturatedAgg = "; a saturated pass (it carried under 97 % of its offered rate, or its waits for a free connection moved its p50 or p99 past the generator's tolerance or grew through the pass) is not valid, its TTFB counting queueing: saturated_value is the quantile over the saturated measured passes merged, what a client saw"
 
 // latencyDef is a latency test: its id, its title and its quantile.
 type latencyDef struct {
@@ -217,6 +220,9 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 	agree(rc, spec, tgt, p)
 	noteBusy(rc, p)
 	generatorBusy(tgt, p, before, after)
+	if p.busy == "" {
+		p.busy = placedBusy(p.ev)
+	}
 	if p.lr != nil {
 		window := p.lr.Elapsed
 		if len(used) > 0 && used[0].Interval > 0 {
@@ -303,8 +309,9 @@ type passInfo struct {
 	// fast the generator read the answers).
 	reasons []string
 	busy    string
-	// saturated, for a rate pass that did not carry its rate or whose
-	// requests waited for a connection, says so and what ran out: its
+	// saturated, for a rate pass whose shortfall matters (JudgeShortfall:
+	// it did not carry its rate, or its waits for a connection moved a
+	// published quantile or grew), says so and what ran out: its
 	// latency tests are invalid (they count queueing), its counts at the
 	// origin are not.
 	saturated string

@@ -184,10 +184,83 @@ func hostPasses(probes []HostProbe, a, b []hostSample) []results.HostPass {
 			c.CPUs, c.CPUSeconds, c.CPUShare = y.s.CPUs, ptr(round3(busy)), ptr(round3(share))
 			c.MemUsedBytes, c.MemTotalBytes = ptr(y.s.MemTotal-y.s.MemAvailable), y.s.MemTotal
 			c.NetRxBytes, c.NetTxBytes = ptr(y.s.NetRx-x.s.NetRx), ptr(y.s.NetTx-x.s.NetTx)
+			judgeable(&c, x.s, y.s)
 		}
 		out[i] = c
 	}
 	return out
+}
+
+// judgeable fills what the run judges a placed host by, as it judges its
+// own: steal, interrupts, other processes (a generator host's: all but
+// the agent, which is the generator) and whether any CPU rested. Samples
+// from an agent without these counters leave them null.
+func judgeable(c *results.HostPass, x, y agent.HostSample) {
+	total := float64(y.TotalTicks - x.TotalTicks)
+	if total <= 0 || y.StealTicks < x.StealTicks || y.IRQTicks < x.IRQTicks {
+		return
+	}
+	steal, irq := float64(y.StealTicks-x.StealTicks), float64(y.IRQTicks-x.IRQTicks)
+	c.StealShare, c.IRQShare = ptr(round3(steal/total)), ptr(round3(irq/total))
+	if c.Role == "generator" && y.SelfTicks >= x.SelfTicks {
+		busy := float64(y.BusyTicks - x.BusyTicks)
+		c.OtherShare = ptr(round3(max(busy-steal-irq-float64(y.SelfTicks-x.SelfTicks), 0) / total))
+	}
+	if n := len(y.CPUBusyTicks); n > 0 && n == len(x.CPUBusyTicks) && n == len(y.CPUTotalTicks) && n == len(x.CPUTotalTicks) {
+		least := 1.0
+		for i := range n {
+			if t := float64(y.CPUTotalTicks[i] - x.CPUTotalTicks[i]); t > 0 {
+				least = min(least, float64(y.CPUBusyTicks[i]-x.CPUBusyTicks[i])/t)
+			}
+		}
+		c.LeastBusyShare = ptr(round3(least))
+	}
+}
+
+// placedBusy is why a placed pass's latency tests are invalid for a busy
+// host, "" when none was: a generator host whose every CPU was at least
+// loadgen.CPULimit busy, as generatorBusy judges this host's CPUs when the
+// generator shares them. Answers then waited for the generator to read
+// them, and the latencies are the generator host's, not the engine's.
+func placedBusy(ev *results.Evidence) string {
+	if ev == nil {
+		return ""
+	}
+	var busy []string
+	for _, h := range ev.Hosts {
+		if h.Role == "generator" && h.LeastBusyShare != nil && *h.LeastBusyShare >= loadgen.CPULimit {
+			busy = append(busy, fmt.Sprintf("%s: every CPU at least %.0f%% busy", h.Name, 100**h.LeastBusyShare))
+		}
+	}
+	if len(busy) == 0 {
+		return ""
+	}
+	return strings.Join(busy, "; ") + " during the pass: answers may have waited for the generator to read them, so the figures may be the generator host's, not the engine's: lower the rate, add generator hosts or quiet them"
+}
+
+// placedSpoil names what of each placed host passed the thresholds this
+// host is judged by (HostStealShare, HostIRQShare, HostOtherShare), ""
+// when nothing did: for hostSpoil.
+func placedSpoil(hosts []results.HostPass) []string {
+	var parts []string
+	for _, h := range hosts {
+		if h.StealShare == nil || h.IRQShare == nil {
+			continue
+		}
+		other := 0.0
+		if h.OtherShare != nil {
+			other = *h.OtherShare
+		}
+		if *h.StealShare < HostStealShare && *h.IRQShare < HostIRQShare && other < HostOtherShare {
+			continue
+		}
+		s := fmt.Sprintf("%s: steal %.0f %%, interrupts %.0f %%", h.Name, 100**h.StealShare, 100**h.IRQShare)
+		if h.OtherShare != nil {
+			s += fmt.Sprintf(", other processes %.0f %%", 100*other)
+		}
+		parts = append(parts, s)
+	}
+	return parts
 }
 
 // stop stops every agent.

@@ -182,7 +182,7 @@ func (purgeStampede) Tests() []latencyDef {
 			axis: "Origin fetches per object requested after the purge (1 x is a perfectly coalesced refill)",
 			agg:  "origin fetches of the stream's objects from the purge's start to the pass's end ÷ distinct objects with a good answer to a request sent after the purge returned, counted at the origin; the valid measured passes' sums. A pass with fewer fetches than objects is invalid: the purge left copies behind"},
 		{id: "recovery", title: "Time to recover", unit: "s", lower: true,
-			agg: "from the purge's start until the TTFB p99 of the next second of requests, but the first for each object since the purge (a miss on any engine; a failure counts at the timeout), is back within 10 % of the p99 before the purge, at 100 ms steps; the median of the valid measured passes, a pass that did not recover counting as the longest (its value the least it can be: how far recovery was looked for), null when the median pass did not recover. A pass whose purge removed nothing is invalid, and so is a saturated one (it carried under 97 % of its offered rate, or its requests waited for a free connection: its TTFB counts queueing)"},
+			agg: "from the purge's start until the TTFB p99 of the next second of requests, but the first for each object since the purge (a miss on any engine; a failure counts at the timeout), is back within 10 % of the p99 before the purge, at 100 ms steps; the median of the valid measured passes, a pass that did not recover counting as the longest (its value the least it can be: how far recovery was looked for), null when the median pass did not recover. A pass whose purge removed nothing is invalid, and so is a saturated one (it carried under 97 % of its offered rate, or its waits for a free connection moved its p50 or p99 past the generator's tolerance or grew through the pass: its TTFB counts queueing)"},
 		{id: "stale-after-purge", title: "Stale answers after the purge", unit: "per 1000 answers", lower: true,
 			agg: "1000 × good answers to requests sent after the purge returned whose copy the origin made before the purge started ÷ such answers whose staleness could be proven (they carried the origin's X-Origin-Generated stamp), the valid measured passes' sums; each pass's value is its own rate, the result's stale count the raw sum"},
 		{id: "p50-ttfb-refill", title: "p50 TTFB during the refill", q: 50,
@@ -297,7 +297,12 @@ func openStream(ctx context.Context, s Spec, cfg Config, tgt *Target, rc *Record
 	for n := range PurgeSegments {
 		ps.paths = append(ps.paths, fmt.Sprintf(SegmentPath, n)+q)
 	}
-	ev := newEvidenceSet(tgt.Seed) // segN -1: whole bodies are checked by their CRC
+	ev := newEvidenceSet(tgt.Seed)
+	if tgt.OriginConfig != nil {
+		// Whole bodies are checked by their CRC, and without it against
+		// the objects the origin's config fixes.
+		ev.know(*tgt.OriginConfig, ps.paths...)
+	}
 	g, err := newGenerator(ctx, tgt, &cfg, pick(cfg.Connections, s.Connections), ev, ps.log.record)
 	if err != nil {
 		return nil, err

@@ -82,7 +82,7 @@ func (s *rateSession) Step(ctx context.Context, step int) error {
 						reasons = append(reasons, why)
 					}
 					spoiled[k] = append(spoiled[k], results.SpoiledAttempt{StartedAt: started.UTC(), Value: v,
-						InvalidReasons: reasons, Host: host, Evidence: &results.Evidence{OtherCPU: p.ev.OtherCPU, Stalls: p.ev.Stalls}})
+						InvalidReasons: reasons, Host: host, Evidence: &results.Evidence{OtherCPU: p.ev.OtherCPU, Stalls: p.ev.Stalls, Hosts: p.ev.Hosts}})
 				}
 				continue
 			}
@@ -101,6 +101,9 @@ func (s *rateSession) Step(ctx context.Context, step int) error {
 func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Recorder, segN int64, path string, series []series) (*rateSession, error) {
 	ev := newEvidenceSet(tgt.Seed)
 	ev.segN = segN
+	if tgt.OriginConfig != nil {
+		ev.know(*tgt.OriginConfig, path)
+	}
 	log := &sendLog{}
 	onRecord := log.onRecord
 	if len(tgt.Agents) > 0 {
@@ -159,6 +162,7 @@ func generatorFigures(r *loadgen.Result, quantiles ...float64) *results.Generato
 	g := &results.GeneratorFigures{TTFBUncorrectedP50Ms: msq(r.TTFBUncorrected, 50), TotalP50Ms: msq(r.Total, 50),
 		TotalP99Ms: msq(r.Total, 99), ScheduleLagP99Ms: msq(r.ScheduleLag, 99), CPUSeconds: round3(r.CPUSeconds)}
 	g.TLS, g.Hosts = r.TLS, r.Parts
+	g.ConnectionWaits = JudgeShortfall(r).Waits
 	for _, e := range r.LagEffects {
 		if slices.Contains(quantiles, e.Quantile) {
 			g.LagEffect = append(g.LagEffect, e.Ms())

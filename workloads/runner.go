@@ -138,6 +138,7 @@ func planCPUs(cpus []int) CPUPlan {
 type originHandle struct {
 	dataURL string
 	seed    uint64
+	cfg     origin.Config // what it was started with
 	control OriginControl
 	stop    func(context.Context) error
 	pgid    int // its process group; 0 in-process
@@ -214,7 +215,7 @@ func startOrigin(ctx context.Context, spec RunSpec, lch launch.Launcher, cfg ori
 		inst.Stop(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("origin control: %w%s", err, logsNote(inst))
 	}
-	h := &originHandle{dataURL: dataURL, seed: cfg.Seed, control: cl, stop: inst.Stop, inst: inst}
+	h := &originHandle{dataURL: dataURL, seed: cfg.Seed, cfg: cfg, control: cl, stop: inst.Stop, inst: inst}
 	if pg, ok := inst.(engines.ProcessGroup); ok {
 		h.pgid = pg.PGID()
 	}
@@ -794,7 +795,7 @@ func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Re
 	info.Pinning["generator"] = engines.CPUList(plan.Generator)
 	info.Pinning["origin"] = engines.CPUList(plan.Servers)
 	rc.Run.Engines = appendEngine(rc.Run.Engines, info)
-	c.tgt = &Target{URL: c.inst.URL(), Origin: orig.control, Seed: orig.seed, Engine: info,
+	c.tgt = &Target{URL: c.inst.URL(), Origin: orig.control, Seed: orig.seed, OriginConfig: &orig.cfg, Engine: info,
 		Nonce: rc.Run.ID + "-" + info.Name + "-" + c.topology, InProcess: spec.runtime().Binaries == launch.InHlsbench,
 		CPUs: append(append([]int{}, plan.Generator...), plan.Servers...), GeneratorCPUs: plan.Generator, ServerCPUs: plan.Servers,
 		Ours: func() cpuload.Ours { return cpuload.Self(runstate.From(ctx).PGIDs()) }}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,36 +34,165 @@ func rateOf(lr *loadgen.Result) (offered, carried float64, ok bool) {
 	return lr.Target, lr.CarriedRPS, true
 }
 
-// isSaturated says whether a rate pass was saturated: it carried less than
-// results.SaturationShare of its offered rate, or its requests waited for a
-// free connection (the pool was limited, or a request was dropped with
-// the waiting queue full). Either way its latencies count queueing, not
-// the engine's time to first byte.
-func isSaturated(lr *loadgen.Result) bool {
-	offered, carried, ok := rateOf(lr)
-	return ok && (carried < results.SaturationShare*offered || lr.PoolLimited || lr.Dropped > 0)
+// shortfallQuantiles are the quantiles whose move by the waits for a
+// connection saturates a pass: the ones the cells publish.
+var shortfallQuantiles = []float64{50, 99}
+
+// Shortfall is a rate pass's shortfall judged by what it moved.
+type Shortfall struct {
+	// Saturated is set when the shortfall matters: the pass carried less
+	// than results.SaturationShare of its offered rate, dropped requests
+	// (the waiting queue full), or its requests' waits for a free
+	// connection moved a published quantile past the generator's lateness
+	// tolerance or grew through the pass (a queue that does not drain).
+	Saturated bool
+	// Reasons say why, each with its figures; empty when not saturated.
+	Reasons []string
+	// Waits counts the requests that waited for a connection and what
+	// they moved ("18 of 10000 requests waited for a connection, up to
+	// 0.400 ms; TTFB p50 unchanged, p99 +0.020 ms"); "" when none did. A
+	// pass whose few waits moved nothing stays valid with them in its
+	// evidence: its latencies count from the intended send time, so they
+	// already include each wait.
+	Waits string
 }
 
-// saturation is why a rate pass was saturated, "" when it was not: what
-// it carried of the rate it offered, whether every connection was busy,
-// and what each party used of the CPUs it may use over window (the cost
-// meter's interval), the busiest first. A party is named only with its
-// measured figure; one that was not measured is said to be so.
+// JudgeShortfall judges a rate pass's shortfall; a pass that offers no
+// rate (a burst, a closed loop, a viewer plan) falls short of nothing.
+//
+// Any wait at all used to saturate a pass, and with it a host's blip of a
+// millisecond that kept 18 of 10000 requests from a connection threw away
+// a pass that carried 99.98 % of its rate. The waits are judged as the
+// generator's own lateness is: by how far they moved the figure. With the
+// waits counts from the dispatch instant, without them from the moment the
+// request was written; the tolerance is lateness's, max(5 % of the figure,
+// 50 µs) (loadgen.WaitEffect). A queue that grows through the pass is
+// saturation whatever it has moved yet: a longer pass would move more.
+func JudgeShortfall(lr *loadgen.Result) Shortfall {
+	var s Shortfall
+	offered, carried, ok := rateOf(lr)
+	if !ok {
+		return s
+	}
+	if carried < results.SaturationShare*offered {
+		s.Reasons = append(s.Reasons, fmt.Sprintf("carried %.1f of %s rps, under %.0f%%", carried, rps(offered), 100*results.SaturationShare))
+	}
+	if lr.Dropped > 0 {
+		s.Reasons = append(s.Reasons, fmt.Sprintf("every one of %s busy (%d of %d were dropped, the waiting queue full)",
+			plural(lr.Connections, "connection"), lr.Dropped, lr.Requests))
+	}
+	if lr.Queued > 0 {
+		effects := lr.WaitEffects(shortfallQuantiles...)
+		s.Waits = waitsText(lr, effects)
+		var moved []string
+		for _, e := range effects {
+			if e.Exceeded() {
+				moved = append(moved, fmt.Sprintf("%s %s from %.3f ms to %.3f ms (tolerance %.3f ms)",
+					figureName(e.Figure), quantileWord(e.Quantile), ms(e.Without), ms(e.With), ms(e.Tolerance())))
+			}
+		}
+		switch {
+		case len(effects) == 0 && lr.PoolLimited:
+			// Without the figures nothing says the waits moved nothing.
+			s.Reasons = append(s.Reasons, fmt.Sprintf("every one of %s busy (%d of %d requests waited for one), and what the waits moved was not measured",
+				plural(lr.Connections, "connection"), lr.Queued, lr.Requests))
+		case len(moved) > 0:
+			s.Reasons = append(s.Reasons, fmt.Sprintf("the waits for a free connection moved %s", strings.Join(moved, ", ")))
+		}
+		if q := lr.WaitsByQuarter(); growing(q, lr.Requests) {
+			s.Reasons = append(s.Reasons, fmt.Sprintf("the waits for a free connection grew through the pass (%s in its quarters): a queue that does not drain",
+				joinInts(q)))
+		}
+	}
+	s.Saturated = len(s.Reasons) > 0
+	return s
+}
+
+// growing says the waits in each quarter of a pass were at least as many
+// as in the one before, more in the last than in the first, and more in
+// the last than loadgen.PoolLimitedShare of its requests: a queue that
+// builds up, not one blip, nor a waiting request now and then.
+func growing(q []int64, requests int64) bool {
+	if len(q) < 2 {
+		return false
+	}
+	for i := 1; i < len(q); i++ {
+		if q[i] < q[i-1] {
+			return false
+		}
+	}
+	last := q[len(q)-1]
+	return last > q[0] && float64(last) > loadgen.PoolLimitedShare*float64(requests)/float64(len(q))
+}
+
+// waitsText is the waits' evidence: how many requests waited, the longest
+// wait, and what the waits moved of each published quantile.
+func waitsText(lr *loadgen.Result, effects []loadgen.WaitEffect) string {
+	s := fmt.Sprintf("%d of %d requests waited for a connection", lr.Queued, lr.Requests)
+	if lr.ConnectionWait != nil && lr.ConnectionWait.TotalCount() > 0 {
+		s += fmt.Sprintf(", up to %.3f ms", ms(time.Duration(lr.ConnectionWait.Max())))
+	}
+	var figs []string
+	for i := 0; i < len(effects); {
+		f := effects[i].Figure
+		var qs []string
+		for ; i < len(effects) && effects[i].Figure == f; i++ {
+			e := effects[i]
+			d := ms(e.With - e.Without)
+			if math.Round(d*1000) <= 0 {
+				qs = append(qs, quantileWord(e.Quantile)+" unchanged")
+			} else {
+				qs = append(qs, fmt.Sprintf("%s +%.3f ms", quantileWord(e.Quantile), d))
+			}
+		}
+		figs = append(figs, figureName(f)+" "+strings.Join(qs, ", "))
+	}
+	if len(figs) > 0 {
+		s += "; " + strings.Join(figs, "; ")
+	}
+	return s
+}
+
+func figureName(f string) string {
+	if f == "ttfb" {
+		return "TTFB"
+	}
+	return f
+}
+
+// quantileWord is "p50", "p99", "p99.9".
+func quantileWord(q float64) string { return "p" + strconv.FormatFloat(q, 'f', -1, 64) }
+
+func joinInts(v []int64) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(s, ", ")
+}
+
+// isSaturated says whether a rate pass was saturated: see JudgeShortfall.
+func isSaturated(lr *loadgen.Result) bool { return JudgeShortfall(lr).Saturated }
+
+// saturation is why a rate pass was saturated, "" when it was not: why its
+// shortfall matters (JudgeShortfall), and what each party used of the
+// CPUs it may use over window (the cost meter's interval), the busiest
+// first. A party is named only with its measured figure; one that was not
+// measured is said to be so.
 func saturation(tgt *Target, lr *loadgen.Result, ev *results.Evidence, window time.Duration) string {
-	if !isSaturated(lr) {
+	sf := JudgeShortfall(lr)
+	if !sf.Saturated {
 		return ""
 	}
 	offered, carried, _ := rateOf(lr)
 	parts := []string{fmt.Sprintf("carried %.1f of %s rps", carried, rps(offered))}
-	if lr.PoolLimited || lr.Dropped > 0 {
-		var waits []string
-		if lr.Queued > 0 {
-			waits = append(waits, fmt.Sprintf("%d of %d requests waited for one", lr.Queued, lr.Requests))
+	for _, r := range sf.Reasons {
+		if !strings.HasPrefix(r, "carried ") {
+			parts = append(parts, r)
 		}
-		if lr.Dropped > 0 {
-			waits = append(waits, fmt.Sprintf("%d of %d were dropped, the waiting queue full", lr.Dropped, lr.Requests))
-		}
-		parts = append(parts, fmt.Sprintf("every one of %s busy (%s)", plural(lr.Connections, "connection"), strings.Join(waits, ", ")))
+	}
+	if sf.Waits != "" && !slices.ContainsFunc(sf.Reasons, func(r string) bool { return strings.Contains(r, "waited for one") }) {
+		parts = append(parts, sf.Waits)
 	}
 	if used := usage(tgt, lr, ev, window); used != "" {
 		parts = append(parts, used)

@@ -24,8 +24,9 @@ func rated(offered, carried float64, requests int64, conns int) *loadgen.Result 
 		Requests: requests, OK: requests, Answered: requests, Connections: conns, ErrorsByKind: map[string]int64{}}
 }
 
-// A rate pass is saturated when it carried under 97 % of its offered rate
-// or its requests waited for a free connection; a healthy pass whose last
+// A rate pass is saturated when it carried under 97 % of its offered rate,
+// dropped requests, or its requests waited for a free connection with
+// nothing measured to say the waits moved nothing; a healthy pass whose last
 // answers arrive a latency after the last send (AchievedRPS under 97 %) is
 // not, and a pass that offers no rate never is.
 func TestSaturationVerdict(t *testing.T) {
@@ -73,7 +74,7 @@ func TestSaturationNamesTheBusiest(t *testing.T) {
 	ev := &results.Evidence{Cost: &results.Cost{EngineCPUSeconds: results.F(1.1), TerminatorCPUSeconds: results.F(0.86),
 		OriginCPUSeconds: results.F(0.01)}, OtherCPU: &results.OtherCPU{Share: 0.02, GeneratorBusyShare: 0.64}}
 	got := saturation(proxyv2, lr, ev, 2*time.Second)
-	want := "saturated: carried 199.6 of 500 rps; every one of 20 connections busy (4812 of 5000 requests waited for one); " +
+	want := "saturated: carried 199.6 of 500 rps; every one of 20 connections busy (4812 of 5000 requests waited for one), and what the waits moved was not measured; " +
 		"engine and terminator together 98% of CPU 0, which they share, generator 64% of 1 core while sending (generator loop 61% of its core), " +
 		"engine CPU 55% of its core, terminator (hitch) 43% of its core"
 	if got != want {

@@ -212,10 +212,13 @@ func TestRunPlaced(t *testing.T) {
 		if r.Value == nil {
 			// Five hosts' processes share this machine's two cores: a
 			// sub-millisecond p99 may be moved by the agents' lateness,
-			// or a pass find every connection busy (saturated), and is
-			// then rightly not a figure. Varnish 7.1 has no TLS listener
-			// of its own: its tls cell is not applicable, placed or not.
-			machine := strings.Contains(r.NoValue, "lateness") || strings.Contains(r.NoValue, "saturated")
+			// or a pass find every connection busy (saturated), or a
+			// generator host none of whose CPUs rested (judged as this
+			// host is), and is then rightly not a figure. Varnish 7.1
+			// has no TLS listener of its own: its tls cell is not
+			// applicable, placed or not.
+			machine := strings.Contains(r.NoValue, "lateness") || strings.Contains(r.NoValue, "saturated") ||
+				strings.Contains(r.NoValue, "every CPU at least")
 			if !machine && !(r.Topology == "tls" && r.NotApplicable != "") {
 				t.Errorf("%s %s: no value: %s %q", r.Workload, r.Test, r.NoValue, r.InvalidReasons)
 			}

@@ -35,8 +35,12 @@ import (
 // TicksPerSecond is USER_HZ, the unit of /proc/stat and /proc/PID/stat.
 const TicksPerSecond = procfs.TicksPerSecond
 
-// DefaultBusiest is how many other processes Between names.
-const DefaultBusiest = 5
+// DefaultBusiest is how many other processes Between names, and
+// BusiestPerCPU how many it names on each measured CPU.
+const (
+	DefaultBusiest = 5
+	BusiestPerCPU  = 3
+)
 
 // Ours names our processes.
 type Ours struct {
@@ -224,6 +228,14 @@ type Delta struct {
 type CPUTime struct {
 	CPU                                            int
 	Capacity, Steal, Interrupts, Ours, Other, Idle float64
+	// Busiest are the other processes that took the most of Other on this
+	// CPU, most first, at most BusiestPerCPU: each one's CPU time over the
+	// interval, spread evenly over the CPUs it may use, as Other is. The
+	// kernel keeps no per-CPU time of a task: /proc/PID/stat's processor
+	// field is the CPU it last ran on, one instant, not where its time
+	// went; the affinity spread is exact for a pinned process, and adds up
+	// to Other for the rest.
+	Busiest []Proc
 }
 
 // Share is seconds as a share of the CPU's capacity (0 without one).
@@ -261,6 +273,7 @@ func Between(a, b Sample) Delta {
 	var others []Proc
 	perOurs := make([]float64, len(b.CPUs))
 	perSoftirqd := make([]float64, len(b.CPUs))
+	perOthers := make([][]Proc, len(b.CPUs))
 	spread := func(pt procTime, ticks uint64, into []float64) {
 		for i, c := range b.CPUs {
 			into[i] += float64(ticks) * pt.on(c, len(b.CPUs))
@@ -282,6 +295,11 @@ func Between(a, b Sample) Delta {
 			spread(pb, ticks, perSoftirqd)
 		case pb.weight > 0 && !k.thread:
 			others = append(others, Proc{PID: k.pid, Name: pb.comm, Seconds: seconds(ticks)})
+			for i, c := range b.CPUs {
+				if on := pb.on(c, len(b.CPUs)); on > 0 {
+					perOthers[i] = append(perOthers[i], Proc{PID: k.pid, Name: pb.comm, Seconds: float64(ticks) * on / TicksPerSecond})
+				}
+			}
 		}
 	}
 	d.CapacitySeconds = seconds(total)
@@ -296,13 +314,7 @@ func Between(a, b Sample) Delta {
 	if d.CapacitySeconds > 0 {
 		d.OtherShare = d.OtherSeconds / d.CapacitySeconds
 	}
-	sort.Slice(others, func(i, j int) bool {
-		if others[i].Seconds != others[j].Seconds {
-			return others[i].Seconds > others[j].Seconds
-		}
-		return others[i].PID < others[j].PID
-	})
-	d.Busiest = others[:min(len(others), DefaultBusiest)]
+	d.Busiest = busiest(others, DefaultBusiest)
 	for i, c := range b.CPUs {
 		ca, cb := a.cpu[c], b.cpu[c]
 		t := CPUTime{CPU: c, Capacity: seconds(sub(cb.total(), ca.total())), Steal: seconds(sub(cb.steal, ca.steal)),
@@ -314,9 +326,22 @@ func Between(a, b Sample) Delta {
 		busy := seconds(sub(cb.busy(), ca.busy())) - t.Steal
 		t.Ours = min(t.Ours, max(busy, 0))
 		t.Other = max(busy-t.Ours-perSoftirqd[i]/TicksPerSecond, 0)
+		t.Busiest = busiest(perOthers[i], BusiestPerCPU)
 		d.PerCPU = append(d.PerCPU, t)
 	}
 	return d
+}
+
+// busiest sorts ps by CPU time, most first (by PID for equal times), and
+// keeps the first n.
+func busiest(ps []Proc, n int) []Proc {
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].Seconds != ps[j].Seconds {
+			return ps[i].Seconds > ps[j].Seconds
+		}
+		return ps[i].PID < ps[j].PID
+	})
+	return ps[:min(len(ps), n)]
 }
 
 // isSoftirqd is the kernel thread that runs the softirqs a CPU could not

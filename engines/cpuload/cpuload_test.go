@@ -255,3 +255,41 @@ func TestStallSampler(t *testing.T) {
 		}
 	}
 }
+
+// Between names the three other processes that took the most of each
+// measured CPU, each with its time there: a process pinned to one CPU all
+// of it on that CPU, one allowed on two half on each. Ours and ksoftirqd
+// are never named.
+func TestBetweenBusiestPerCPU(t *testing.T) {
+	set := func(cpus ...int) unix.CPUSet {
+		var s unix.CPUSet
+		for _, c := range cpus {
+			s.Set(c)
+		}
+		return s
+	}
+	t0 := time.Unix(1000, 0)
+	procs := func(ticks ...uint64) map[procKey]procTime {
+		return map[procKey]procTime{
+			{pid: 10, start: 1}: {pid: 10, comm: "nginx", ticks: ticks[0], set: set(0), hasSet: true, weight: 1, ours: true},
+			{pid: 20, start: 1}: {pid: 20, comm: "cc1", ticks: ticks[1], set: set(0), hasSet: true, weight: 1},
+			{pid: 21, start: 1}: {pid: 21, comm: "dockerd", ticks: ticks[2], set: set(0, 1), hasSet: true, weight: 1},
+			{pid: 22, start: 1}: {pid: 22, comm: "containerd", ticks: ticks[3], set: set(1), hasSet: true, weight: 1},
+			{pid: 23, start: 1}: {pid: 23, comm: "sshd", ticks: ticks[4], set: set(0), hasSet: true, weight: 1},
+			{pid: 24, start: 1}: {pid: 24, comm: "cron", ticks: ticks[5], set: set(0), hasSet: true, weight: 1},
+			{pid: 25, start: 1}: {pid: 25, comm: "ksoftirqd/0", ticks: ticks[6], set: set(0), hasSet: true, weight: 1},
+		}
+	}
+	a := Sample{At: t0, CPUs: []int{0, 1}, cpu: map[int]cpuTimes{0: {idle: 100}, 1: {idle: 100}}, procs: procs(0, 0, 0, 0, 0, 0, 0)}
+	b := Sample{At: t0.Add(time.Second), CPUs: []int{0, 1}, cpu: map[int]cpuTimes{0: {user: 80, idle: 120}, 1: {user: 20, idle: 180}},
+		procs: procs(30, 30, 20, 10, 2, 1, 40)}
+	d := Between(a, b)
+	if d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	want0 := []Proc{{20, "cc1", 0.3}, {21, "dockerd", 0.1}, {23, "sshd", 0.02}}
+	want1 := []Proc{{21, "dockerd", 0.1}, {22, "containerd", 0.1}} // a tie: by PID
+	if !slices.Equal(d.PerCPU[0].Busiest, want0) || !slices.Equal(d.PerCPU[1].Busiest, want1) {
+		t.Errorf("busiest per CPU %+v and %+v, want %+v and %+v", d.PerCPU[0].Busiest, d.PerCPU[1].Busiest, want0, want1)
+	}
+}

@@ -55,6 +55,10 @@ type metrics struct {
 	// arrive holds when each complete answer arrived, in microseconds
 	// after t0 (see CarriedRPS).
 	arrive *hdr.Histogram
+	// queuedAt holds when each request that found every connection busy
+	// was dispatched, in microseconds after t0: whether the waits came in
+	// one blip or grew through the pass (see WaitsByQuarter).
+	queuedAt *hdr.Histogram
 
 	requests    int64 // requests with an outcome
 	ok          int64
@@ -79,7 +83,7 @@ func newMetrics() *metrics {
 	return &metrics{
 		ttfb: NewHistogram(), ttfbUnc: NewHistogram(), total: NewHistogram(), totalUnc: NewHistogram(),
 		ttfbDisp: NewHistogram(), totalDisp: NewHistogram(), lag: NewHistogram(), wait: NewHistogram(),
-		stampDelay: NewHistogram(), rxDelay: NewHistogram(), arrive: newArrivals(),
+		stampDelay: NewHistogram(), rxDelay: NewHistogram(), arrive: newArrivals(), queuedAt: newArrivals(),
 	}
 }
 
@@ -97,8 +101,16 @@ func (m *metrics) recordArrival(t0, now int64) {
 	_ = m.arrive.RecordValue(min(us, maxArrival.Microseconds()))
 }
 
+// recordQueued notes a request that found every connection busy at now
+// (nanotime), t0 the pass's.
+func (m *metrics) recordQueued(t0, now int64) {
+	m.queued++
+	us := max((now-t0)/1e3, 1)
+	_ = m.queuedAt.RecordValue(min(us, maxArrival.Microseconds()))
+}
+
 func (m *metrics) hists() []*hdr.Histogram {
-	return []*hdr.Histogram{m.ttfb, m.ttfbUnc, m.total, m.totalUnc, m.ttfbDisp, m.totalDisp, m.lag, m.wait, m.stampDelay, m.rxDelay, m.arrive}
+	return []*hdr.Histogram{m.ttfb, m.ttfbUnc, m.total, m.totalUnc, m.ttfbDisp, m.totalDisp, m.lag, m.wait, m.stampDelay, m.rxDelay, m.arrive, m.queuedAt}
 }
 
 func (m *metrics) reset() {
@@ -107,7 +119,7 @@ func (m *metrics) reset() {
 	}
 	*m = metrics{ttfb: m.ttfb, ttfbUnc: m.ttfbUnc, total: m.total, totalUnc: m.totalUnc,
 		ttfbDisp: m.ttfbDisp, totalDisp: m.totalDisp, lag: m.lag, wait: m.wait, stampDelay: m.stampDelay, rxDelay: m.rxDelay,
-		arrive: m.arrive}
+		arrive: m.arrive, queuedAt: m.queuedAt}
 }
 
 // merge adds o's counts and histograms (not its error samples) to m.

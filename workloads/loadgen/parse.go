@@ -46,6 +46,11 @@ type ResponseInfo struct {
 	RangeStart, RangeEnd, RangeTotal int64
 	HasRange                         bool
 	Cache                            CacheClaim
+	// Object is the request's index in Pass.Paths (0 with one path), so
+	// that a BodyCheck knows which object the body should be; Head says
+	// the request was a HEAD, whose answer has no body.
+	Object int
+	Head   bool
 	// Header holds the raw status line and header block; it is only valid
 	// during the call it is passed to.
 	Header []byte
@@ -153,6 +158,8 @@ type response struct {
 	check BodyCheck
 	// bodyErr is what check.End returned for a rejected body.
 	bodyErr error
+	// object is the request's index in Pass.Paths, for info.Object.
+	object int32
 }
 
 func newResponse(check BodyCheck) response {
@@ -321,7 +328,7 @@ func (r *response) feedHeader(p []byte, ex *expect) (int, bool, error) {
 }
 
 func (r *response) parseHeader(h []byte, ex *expect) error {
-	r.info = ResponseInfo{ContentLength: -1, RangeTotal: -1, Header: h}
+	r.info = ResponseInfo{ContentLength: -1, RangeTotal: -1, Header: h, Object: int(r.object), Head: ex.head}
 	r.chunked, r.close, r.hasCRC = false, false, false
 	age := int64(-1)
 	xcache := false

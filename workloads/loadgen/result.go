@@ -111,6 +111,9 @@ type Result struct {
 	TTFB, TTFBUncorrected, Total, TotalUncorrected *hdr.Histogram `json:"-"`
 	TTFBFromDispatch, TotalFromDispatch            *hdr.Histogram `json:"-"`
 	ScheduleLag, ConnectionWait                    *hdr.Histogram `json:"-"`
+	// QueuedAt holds when each request that found every connection busy
+	// was dispatched, in microseconds after t0 (see WaitsByQuarter).
+	QueuedAt *hdr.Histogram `json:"-"`
 
 	// checks are the reasons the pass is invalid other than lateness.
 	checks []string
@@ -223,6 +226,7 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 	r.TTFB, r.TTFBUncorrected, r.Total, r.TotalUncorrected = m.ttfb, m.ttfbUnc, m.total, m.totalUnc
 	r.TTFBFromDispatch, r.TotalFromDispatch = m.ttfbDisp, m.totalDisp
 	r.ScheduleLag, r.ConnectionWait, r.stampDelay, r.rxDelay, r.arrive = m.lag, m.wait, m.stampDelay, m.rxDelay, m.arrive
+	r.QueuedAt = m.queuedAt
 	r.Requests, r.OK, r.Queued, r.SocketsOpened, r.BodyBytes = m.requests, m.ok, m.queued, m.sockets, m.bodyBytes
 	r.Dropped, r.Unsolicited = m.dropped, m.unsolicited
 	if g.tlsConfig != nil {
@@ -391,6 +395,76 @@ func (r *Result) Lateness(figure string, quantiles ...float64) []string {
 	}
 	return []string{fmt.Sprintf("the generator's own lateness moved %s %s: lower the rate or the connections, or run on a quieter machine (%s)",
 		name, strings.Join(moved, ", "), r.worst)}
+}
+
+// WaitEffect is how far the requests' waits for a free connection moved
+// one figure's quantile: With counts from the dispatch instant (the waits
+// in), Without from the moment the request was written (the waits out).
+// Both leave the generator's own lateness out, which LagEffect judges.
+type WaitEffect struct {
+	Figure        string  // "ttfb" or "total"
+	Quantile      float64 // 50, 90, 95, 99, 99.9; 100 is the maximum
+	With, Without time.Duration
+}
+
+// Tolerance is how far the waits may move the figure: the generator's
+// lateness rule, max(LagTolerance × With, LagToleranceFloor). Writing a
+// request takes a few microseconds even when no request waits, which the
+// floor covers.
+func (e WaitEffect) Tolerance() time.Duration {
+	return max(time.Duration(LagTolerance*float64(e.With)), LagToleranceFloor)
+}
+
+// Exceeded says the waits moved the quantile past its tolerance.
+func (e WaitEffect) Exceeded() bool { return e.With-e.Without > e.Tolerance() }
+
+// WaitEffects says, for each given quantile of TTFB and total, how far
+// the waits for a free connection moved it; nil without a successful
+// request.
+func (r *Result) WaitEffects(quantiles ...float64) []WaitEffect {
+	if r.OK == 0 {
+		return nil
+	}
+	var out []WaitEffect
+	for _, f := range []struct {
+		name          string
+		with, without *hdr.Histogram
+	}{{"ttfb", r.TTFBFromDispatch, r.TTFBUncorrected}, {"total", r.TotalFromDispatch, r.TotalUncorrected}} {
+		if f.with == nil || f.without == nil || f.with.TotalCount() == 0 || f.without.TotalCount() == 0 {
+			continue
+		}
+		for _, q := range quantiles {
+			out = append(out, WaitEffect{Figure: f.name, Quantile: q, With: quantile(f.with, q), Without: quantile(f.without, q)})
+		}
+	}
+	return out
+}
+
+// WaitsByQuarter counts the requests that found every connection busy in
+// each quarter of the pass's planned duration, by when they were
+// dispatched (those after it in the last): a queue that does not drain
+// shows as waits growing from quarter to quarter, a blip of the host as
+// waits in one of them. Nil when it is not known: a pass without a
+// duration, or passes merged one after another (each counts from its own
+// start).
+func (r *Result) WaitsByQuarter() []int64 {
+	if r.QueuedAt == nil || r.Duration <= 0 {
+		return nil
+	}
+	q := make([]int64, 4)
+	quarter := r.Duration.Microseconds() / 4
+	if quarter <= 0 {
+		return nil
+	}
+	for _, b := range r.QueuedAt.Distribution() {
+		if b.Count > 0 {
+			// A bucket's middle: at 3 significant digits an instant is
+			// known within 0.1 %, a bucket near a quarter's end may
+			// straddle it.
+			q[min((b.From+b.To)/2/quarter, 3)] += b.Count
+		}
+	}
+	return q
 }
 
 func (l loopInfo) String() string {
@@ -717,7 +791,7 @@ func merge(rs []*Result, shares bool) *Result {
 	m := newMetrics()
 	out.TTFB, out.TTFBUncorrected, out.Total, out.TotalUncorrected = m.ttfb, m.ttfbUnc, m.total, m.totalUnc
 	out.TTFBFromDispatch, out.TotalFromDispatch, out.ScheduleLag, out.ConnectionWait = m.ttfbDisp, m.totalDisp, m.lag, m.wait
-	out.stampDelay, out.rxDelay, out.arrive = m.stampDelay, m.rxDelay, m.arrive
+	out.stampDelay, out.rxDelay, out.arrive, out.QueuedAt = m.stampDelay, m.rxDelay, m.arrive, m.queuedAt
 	part := "pass"
 	if shares {
 		part = "generator"
@@ -798,12 +872,17 @@ func merge(rs []*Result, shares bool) *Result {
 			out.Warnings = append(out.Warnings, prefix(i, s))
 		}
 		for j, h := range []*hdr.Histogram{r.TTFB, r.TTFBUncorrected, r.Total, r.TotalUncorrected, r.TTFBFromDispatch, r.TotalFromDispatch,
-			r.ScheduleLag, r.ConnectionWait, r.stampDelay, r.rxDelay, r.arrive} {
+			r.ScheduleLag, r.ConnectionWait, r.stampDelay, r.rxDelay, r.arrive, r.QueuedAt} {
 			if h != nil {
 				m.hists()[j].Merge(h)
 			}
 		}
 		arrivals = arrivals && r.arrive != nil
+	}
+	if !shares {
+		// Each pass counts its waits from its own t0: stacked, they
+		// would tell nothing of how a queue grew.
+		out.QueuedAt = nil
 	}
 	out.ErrorSamples = samples.top()
 	out.TLS = mergeTLS(rs)

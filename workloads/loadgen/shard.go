@@ -861,7 +861,7 @@ func (s *shard) submit(p pending, now int64) {
 	if s.backingOff() {
 		// This request becomes the probe, or fails as the last ones did.
 		if !s.probing && now >= s.probeAt && s.down > 0 && s.queue.push(p) {
-			s.m.queued++
+			s.m.recordQueued(s.sp.t0, now)
 			c := s.downConn()
 			c.probe, s.probing = true, true
 			s.startReconnect(c, now)
@@ -878,7 +878,7 @@ func (s *shard) submit(p pending, now int64) {
 			a: int64(len(s.conns)), b: int64(s.queue.n)}, now)
 		return
 	}
-	s.m.queued++
+	s.m.recordQueued(s.sp.t0, now)
 	s.reopen(now)
 }
 
@@ -902,6 +902,7 @@ func (s *shard) send(c *conn, p pending) {
 	c.first, c.rx, c.last = 0, 0, 0
 	c.woff = 0
 	c.resp.reset()
+	c.resp.object = p.obj
 	s.setState(c, connBusy)
 	c.written = nanotime()
 	record(s.m.wait, c.written-p.dispatched)

@@ -35,7 +35,7 @@ func wireHists(r *Result) map[string]**hdr.Histogram {
 	return map[string]**hdr.Histogram{"ttfb": &r.TTFB, "ttfb_uncorrected": &r.TTFBUncorrected, "total": &r.Total,
 		"total_uncorrected": &r.TotalUncorrected, "ttfb_from_dispatch": &r.TTFBFromDispatch, "total_from_dispatch": &r.TotalFromDispatch,
 		"schedule_lag": &r.ScheduleLag, "connection_wait": &r.ConnectionWait, "stamp_delay": &r.stampDelay, "rx_delay": &r.rxDelay,
-		"arrivals": &r.arrive}
+		"arrivals": &r.arrive, "queued_at": &r.QueuedAt}
 }
 
 // MarshalWire encodes r for another host: see UnmarshalWire.

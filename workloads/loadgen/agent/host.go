@@ -31,6 +31,18 @@ type HostSample struct {
 	// and sent.
 	NetRx int64 `json:"net_rx_bytes"`
 	NetTx int64 `json:"net_tx_bytes"`
+	// StealTicks and IRQTicks are the CPUs' steal and hard and soft
+	// interrupt time, in BusyTicks; CPUBusyTicks and CPUTotalTicks each
+	// CPU's busy and total time, in /proc/stat's order: whether any CPU
+	// rested. SelfTicks is the agent's own process's CPU time (user and
+	// system): on a generator host, the generator's, so that the rest of
+	// the busy time is another's. /proc/stat is the host's inside a
+	// container too; the agent's process is the only one it sees.
+	StealTicks    uint64   `json:"steal_ticks"`
+	IRQTicks      uint64   `json:"irq_ticks"`
+	CPUBusyTicks  []uint64 `json:"cpu_busy_ticks,omitempty"`
+	CPUTotalTicks []uint64 `json:"cpu_total_ticks,omitempty"`
+	SelfTicks     uint64   `json:"self_ticks"`
 }
 
 // userHZ is the kernel's USER_HZ, the unit of /proc/stat: 100 on every
@@ -43,6 +55,13 @@ func ReadHost() (HostSample, error) {
 	var errs []error
 	if b, err := os.ReadFile("/proc/stat"); err == nil {
 		s.CPUs, s.TotalTicks, s.BusyTicks, err = parseStat(b)
+		errs = append(errs, err)
+		s.StealTicks, s.IRQTicks, s.CPUBusyTicks, s.CPUTotalTicks = parseStatSplit(b)
+	} else {
+		errs = append(errs, err)
+	}
+	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
+		s.SelfTicks, err = parseSelfStat(b)
 		errs = append(errs, err)
 	} else {
 		errs = append(errs, err)
@@ -96,6 +115,55 @@ func parseStat(b []byte) (cpus int, total, busy uint64, err error) {
 		return 0, 0, 0, errors.New("/proc/stat: no cpu lines")
 	}
 	return cpus, total, busy, nil
+}
+
+// parseStatSplit reads /proc/stat's cpu lines again (parseStat judged
+// them): the aggregate's steal and interrupt ticks, and each CPU's busy
+// and total ticks, busy counted as parseStat does.
+func parseStatSplit(b []byte) (steal, irq uint64, busy, total []uint64) {
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.HasPrefix(f[0], "cpu") {
+			continue
+		}
+		var v [8]uint64
+		for i := range v {
+			v[i], _ = strconv.ParseUint(f[i+1], 10, 64)
+		}
+		if f[0] == "cpu" {
+			steal, irq = v[7], v[5]+v[6]
+			continue
+		}
+		var t, b uint64
+		for i, n := range v {
+			t += n
+			if i != 3 && i != 4 {
+				b += n
+			}
+		}
+		busy, total = append(busy, b), append(total, t)
+	}
+	return steal, irq, busy, total
+}
+
+// parseSelfStat reads a /proc/PID/stat's utime and stime (fields 14 and
+// 15), after the command name, which may hold spaces and parentheses.
+func parseSelfStat(b []byte) (uint64, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("/proc/self/stat: no command name")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state): utime and stime are f[11] and f[12].
+	if len(f) < 13 {
+		return 0, errors.New("/proc/self/stat: short")
+	}
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/self/stat: utime %q, stime %q", f[11], f[12])
+	}
+	return u + st, nil
 }
 
 // parseMeminfo reads MemTotal and MemAvailable, in bytes.

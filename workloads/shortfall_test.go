@@ -1,0 +1,101 @@
+package workloads
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/results"
+	"github.com/hlsbench/hlsbench/workloads/loadgen"
+)
+
+// waited is a 10 s rate pass of n requests that carried its rate, each
+// answered in 1 ms (TTFB) and 2 ms (total) once written, of which one
+// request per entry of at waited wait for a free connection, dispatched
+// at at[i] after t0. Its histograms are the generator's: from the
+// dispatch instant with the waits in, from the write without them.
+func waited(n int64, wait time.Duration, at ...time.Duration) *loadgen.Result {
+	lr := rated(float64(n)/10, float64(n)/10, n, 50)
+	lr.Duration = 10 * time.Second
+	lr.TTFBUncorrected, lr.TTFBFromDispatch = loadgen.NewHistogram(), loadgen.NewHistogram()
+	lr.TotalUncorrected, lr.TotalFromDispatch = loadgen.NewHistogram(), loadgen.NewHistogram()
+	lr.ConnectionWait, lr.QueuedAt = loadgen.NewHistogram(), loadgen.NewHistogram()
+	for i := range n {
+		var w time.Duration
+		if i < int64(len(at)) {
+			w = wait
+			loadgen.Clamp(lr.QueuedAt, at[i].Microseconds())
+			loadgen.Clamp(lr.ConnectionWait, int64(w))
+		}
+		loadgen.Clamp(lr.TTFBUncorrected, int64(time.Millisecond))
+		loadgen.Clamp(lr.TotalUncorrected, int64(2*time.Millisecond))
+		loadgen.Clamp(lr.TTFBFromDispatch, int64(time.Millisecond+w))
+		loadgen.Clamp(lr.TotalFromDispatch, int64(2*time.Millisecond+w))
+	}
+	lr.Queued = int64(len(at))
+	// The generator's own flag: more than 0.1 % of the requests waited.
+	lr.PoolLimited = float64(lr.Queued) > loadgen.PoolLimitedShare*float64(n)
+	return lr
+}
+
+// times is n instants from from, step apart.
+func times(n int, from, step time.Duration) []time.Duration {
+	var at []time.Duration
+	for i := range n {
+		at = append(at, from+time.Duration(i)*step)
+	}
+	return at
+}
+
+// A pass is saturated when its shortfall matters: it carried under 97 %
+// of its rate, its waits for a connection moved a published quantile past
+// the lateness tolerance, or they grew through the pass. A few waits that
+// moved nothing (one blip of the host) keep it valid, counted in its
+// evidence. On 9e8fb7e any wait at all saturated a pass.
+func TestShortfallMatters(t *testing.T) {
+	blip := waited(10000, 400*time.Microsecond, times(18, 3200*time.Millisecond, 50*time.Microsecond)...)
+	moved := waited(10000, 2*time.Millisecond, times(200, 0, 50*time.Millisecond)...)
+	carried90 := rated(1000, 900, 10000, 50)
+	var grow []time.Duration
+	for q, n := range []int{5, 10, 20, 40} {
+		grow = append(grow, times(n, time.Duration(q)*2500*time.Millisecond+10*time.Millisecond, 2400*time.Millisecond/time.Duration(n))...)
+	}
+	growingQueue := waited(10000, 10*time.Microsecond, grow...)
+	oneBlip := waited(10000, 10*time.Microsecond, times(75, 5*time.Second, time.Millisecond)...)
+	for _, c := range []struct {
+		name      string
+		lr        *loadgen.Result
+		saturated []string // nil: not saturated
+		waits     string
+	}{
+		{"18 waits that moved nothing", blip, nil,
+			"18 of 10000 requests waited for a connection, up to 0.400 ms; TTFB p50 unchanged, p99 unchanged; total p50 unchanged, p99 unchanged"},
+		{"waits that moved p99", moved, []string{"the waits for a free connection moved TTFB p99 from 1.000 ms to 3.000 ms (tolerance 0.150 ms), total p99 from 2.001 ms to 4.002 ms (tolerance 0.200 ms)"},
+			"200 of 10000 requests waited for a connection, up to 2.001 ms; TTFB p50 unchanged, p99 +2.000 ms; total p50 unchanged, p99 +2.001 ms"},
+		{"carried 90 %", carried90, []string{"carried 900.0 of 1000 rps, under 97%"}, ""},
+		{"waits growing through the pass", growingQueue, []string{"grew through the pass (5, 10, 20, 40 in its quarters)"}, "75 of 10000 requests waited"},
+		{"as many waits in one blip", oneBlip, nil, "75 of 10000 requests waited for a connection, up to 0.010 ms"},
+	} {
+		sf := JudgeShortfall(c.lr)
+		if sf.Saturated != (c.saturated != nil) || isSaturated(c.lr) != sf.Saturated {
+			t.Errorf("%s: saturated %v (%q), want %v", c.name, sf.Saturated, sf.Reasons, c.saturated != nil)
+		}
+		for _, w := range c.saturated {
+			if !strings.Contains(strings.Join(sf.Reasons, "; "), w) {
+				t.Errorf("%s: reasons %q lack %q", c.name, sf.Reasons, w)
+			}
+		}
+		if !strings.Contains(sf.Waits, c.waits) || (c.waits == "") != (sf.Waits == "") {
+			t.Errorf("%s: waits %q, want %q", c.name, sf.Waits, c.waits)
+		}
+	}
+	tgt := &Target{Engine: results.Engine{Name: "nginx", Runtime: engines.RuntimeProcess}}
+	if got := saturation(tgt, blip, &results.Evidence{}, 10*time.Second); got != "" {
+		t.Errorf("the blip's pass is saturated: %q", got)
+	}
+	if got := saturation(tgt, moved, &results.Evidence{}, 10*time.Second); !strings.HasPrefix(got,
+		"saturated: carried 1000.0 of 1000 rps; the waits for a free connection moved TTFB p99") {
+		t.Errorf("the moved pass's reason: %q", got)
+	}
+}
