@@ -101,11 +101,11 @@ func TestReportSaturatedTables(t *testing.T) {
 		"varnish@9.0.2 full-p99-ttfb 2":   {"", "500", "201.2", "1", "", "3310"},
 		// Saturated in 1 of 3 passes: its median pass was not, so its
 		// value is its valid passes'.
-		"nginx full-p99-ttfb all":         {"0.052", "500", "499.8", "1", "250", ""},
-		"builtin full-p99-ttfb all":       {"1", "500", "499.9", "0", "", ""},
-		"varnish@9.0.2 grace-ratio all":   {"100", "200", "199.8", "1", "", ""},
-		"varnish@9.0.2 coalescing all":    {"200", "", "", "0", "", ""},
-		"varnish@9.0.2 coalescing 1":      {"200", "", "", "0", "", ""},
+		"nginx full-p99-ttfb all":       {"0.052", "500", "499.8", "1", "250", ""},
+		"builtin full-p99-ttfb all":     {"1", "500", "499.9", "0", "", ""},
+		"varnish@9.0.2 grace-ratio all": {"100", "200", "199.8", "1", "", ""},
+		"varnish@9.0.2 coalescing all":  {"200", "", "", "0", "", ""},
+		"varnish@9.0.2 coalescing 1":    {"200", "", "", "0", "", ""},
 	} {
 		if g := got[k]; fmt.Sprint(g) != fmt.Sprint(want) {
 			t.Errorf("csv %s: value, offered, achieved, saturated passes, saturated value, seen value = %q, want %q", k, g, want)
