@@ -239,7 +239,7 @@ func (capacity) Spec() Spec {
 	// origin's.
 	p.ManifestTTL, p.SegmentTTL = 24*time.Hour, 24*time.Hour
 	return Spec{Name: Capacity, Title: "Capacity within a service level", Policy: p,
-		Description: "the highest rate each request is served at, every request successful, ≥ 99 % of the rate carried, no request waiting for a connection and TTFB within the SLO: 2 KB playlist, 4 MiB segment and its 64 KiB Range, warm cache"}
+		Description: "the highest rate each request is served at, every request successful, ≥ 99 % of the rate carried, no waits for a connection that moved the SLO's quantile and TTFB within it: 2 KB playlist, 4 MiB segment and its 64 KiB Range, warm cache"}
 }
 
 func (capacity) Conditions(s Spec, cfg Config) results.Conditions {
@@ -274,7 +274,7 @@ func (capacity) Estimate(cfg Config) time.Duration {
 }
 
 // capAgg is how a capacity test's value is computed.
-const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request waiting for a free connection, the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate, a probe that decides nothing run again at its rate until one does, twice at most — one the generator failed or was late for (its lateness moved the quantile past its tolerance), or one the engine failed beside other processes taking over 5 % of the measured CPUs, the hypervisor's steal or a pause of every measured CPU at once (the probe's host); the lowest rate the engine failed probed until it failed twice before the search ends under it (a pass there moves the search on); a rate the host spoiled through every retry makes the search invalid, with no value; a rate the generator failed through its retries bounds the search from above as an engine failure would, and a search so bounded, or stopped by the maximum rate or the probe budget, gives a lower bound (lower_bound); the median takes a bounded search as at least its value: it is exact when the median with every bound at its value and the median with every bound above all values are within the search's 5 %, otherwise the former as a lower bound with which searches were bounded and why; a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
+const capAgg = "median over the searches (one per measured pass, interleaved with the other engines' searches) of each search's capacity: the highest offered rate whose probe passed — every request successful, ≥ 99 % of the offered rate carried (loadgen's carried rate), no request dropped and no waits for a free connection that moved the SLO's quantile past the lateness tolerance or grew through the probe (a few are counted in the probe), the SLO's TTFB quantile within it, the generator valid (not late, not busy) — found by a ramp ×2 from the start rate, then bisection until (hi−lo)/lo ≤ 5 %; each probe a pass (at least 500 requests, within 3 × its duration) after a warm-up at its rate, a probe that decides nothing run again at its rate until one does, twice at most — one the generator failed or was late for (its lateness moved the quantile past its tolerance), or one the engine failed beside other processes taking over 5 % of the measured CPUs, the hypervisor's steal or a pause of every measured CPU at once (the probe's host); the lowest rate the engine failed probed until it failed twice before the search ends under it (a pass there moves the search on); a rate the host spoiled through every retry makes the search invalid, with no value; a rate the generator failed through its retries bounds the search from above as an engine failure would, and a search so bounded, or stopped by the maximum rate or the probe budget, gives a lower bound (lower_bound); the median takes a bounded search as at least its value: it is exact when the median with every bound at its value and the median with every bound above all values are within the search's 5 %, otherwise the former as a lower bound with which searches were bounded and why; a search with no passing probe has no value; mib_per_s and engine_cpu_ms_per_1000 are the probes' at capacity, median over the searches"
 
 // Tests are capacity's tests, run over every topology.
 func (capacity) Tests() []latencyDef {
@@ -583,7 +583,13 @@ const capLate = "late, not decisive: "
 // shows. Then the engine's criteria, each with what was measured.
 func judgeProbe(r *loadgen.Result, busy string, slo SLO) CapacityProbe {
 	pr := CapacityProbe{OfferedRPS: r.Target, CarriedRPS: math.Round(r.CarriedRPS*10) / 10, Requests: r.Requests,
-		Errors: r.Errors, PoolLimited: r.PoolLimited || r.Dropped > 0, QuantileMs: msq(r.TTFB, slo.Quantile), Generator: "valid"}
+		Errors: r.Errors, QuantileMs: msq(r.TTFB, slo.Quantile), Generator: "valid"}
+	// Waits for a free connection fail a probe when they matter, by the
+	// rule every rate pass is judged by (judgeWaits, on the SLO's
+	// quantile): one blip that kept a few requests from a connection and
+	// moved nothing is in the probe's figures, not a failure.
+	waits := judgeWaits(r, slo.Quantile)
+	pr.PoolLimited, pr.Waits = waits.Saturated, waits.Waits
 	if len(r.ErrorsByKind) > 0 {
 		pr.ErrorsByKind = r.ErrorsByKind
 	}
@@ -619,8 +625,8 @@ func judgeProbe(r *loadgen.Result, busy string, slo SLO) CapacityProbe {
 	case r.Errors > 0:
 		return fail("%d of %d requests failed (%s) at %s rps offered", r.Errors, r.Requests, kinds(r.ErrorsByKind), rps(r.Target))
 	case pr.PoolLimited:
-		return fail("requests waited for a free connection at %s rps offered: %d of %d found all %d busy (%d dropped)",
-			rps(r.Target), r.Queued+r.Dropped, r.Requests, r.Connections, r.Dropped)
+		return fail("requests waited for a free connection at %s rps offered: %d of %d found all %d busy (%d dropped): %s",
+			rps(r.Target), r.Queued+r.Dropped, r.Requests, r.Connections, r.Dropped, strings.Join(waits.Reasons, "; "))
 	case r.CarriedRPS < CapCarried*r.Target:
 		return fail("carried %.1f of %s rps offered, under %.0f %%", r.CarriedRPS, rps(r.Target), 100*CapCarried)
 	case pr.QuantileMs == nil:
@@ -992,8 +998,13 @@ type CapacityProbe struct {
 	Requests     int64            `json:"requests"`
 	Errors       int64            `json:"errors"`
 	ErrorsByKind map[string]int64 `json:"errors_by_kind,omitempty"`
-	PoolLimited  bool             `json:"pool_limited"`
-	MiBPerSecond float64          `json:"mib_per_s"`
+	// PoolLimited: the waits for a free connection mattered (judgeWaits)
+	// and failed the probe.
+	PoolLimited bool `json:"pool_limited"`
+	// Waits is how many requests waited for a free connection and what
+	// the waits moved, when some did ("" when none).
+	Waits        string  `json:"waits,omitempty"`
+	MiBPerSecond float64 `json:"mib_per_s"`
 	// OtherCPUShare is the share of the measured CPUs other processes
 	// took during the probe (null when not measured, and for an external
 	// proxy, whose own CPU is among them): a failure beside a large one

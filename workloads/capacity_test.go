@@ -611,3 +611,29 @@ func TestCapacitySearchesCanDecide(t *testing.T) {
 		t.Errorf("--quick: %d searches, want 1", q)
 	}
 }
+
+// A capacity probe's waits for a connection are judged as every rate
+// pass's are (judgeWaits, on the SLO's quantile): one blip that kept 75 of
+// 10000 requests from a connection and moved nothing passes, counted in the
+// probe; waits that moved the SLO's p99 fail it. On 9e8fb7e any wait over
+// 0.1 % of the requests failed the probe.
+func TestCapacityProbeWaits(t *testing.T) {
+	slo := SLO{Quantile: 99, Max: 10 * time.Millisecond}
+	blip := waited(10000, 10*time.Microsecond, times(75, 5*time.Second, time.Millisecond)...)
+	moved := waited(10000, 2*time.Millisecond, times(200, 0, 50*time.Millisecond)...)
+	for _, lr := range []*loadgen.Result{blip, moved} {
+		lr.TTFB = lr.TTFBFromDispatch
+		lr.Answered, lr.BodyBytes = lr.OK, 2048*lr.OK
+	}
+	if !blip.PoolLimited {
+		t.Fatal("the blip is not pool limited by the generator's own flag: the test tests nothing")
+	}
+	pr := judgeProbe(blip, "", slo)
+	if pr.Verdict != CapacityPass || pr.PoolLimited || !strings.Contains(pr.Waits, "75 of 10000 requests waited") {
+		t.Errorf("blip: %s %q, pool limited %v, waits %q; want a pass with its waits counted", pr.Verdict, pr.Reason, pr.PoolLimited, pr.Waits)
+	}
+	pr = judgeProbe(moved, "", slo)
+	if pr.Verdict != CapacityFail || !pr.PoolLimited || !strings.Contains(pr.Reason, "moved TTFB p99") {
+		t.Errorf("moved: %s %q, pool limited %v; want a failure naming what the waits moved", pr.Verdict, pr.Reason, pr.PoolLimited)
+	}
+}

@@ -69,20 +69,31 @@ type Shortfall struct {
 // 50 µs) (loadgen.WaitEffect). A queue that grows through the pass is
 // saturation whatever it has moved yet: a longer pass would move more.
 func JudgeShortfall(lr *loadgen.Result) Shortfall {
-	var s Shortfall
 	offered, carried, ok := rateOf(lr)
 	if !ok {
-		return s
+		return Shortfall{}
 	}
+	s := judgeWaits(lr, shortfallQuantiles...)
 	if carried < results.SaturationShare*offered {
-		s.Reasons = append(s.Reasons, fmt.Sprintf("carried %.1f of %s rps, under %.0f%%", carried, rps(offered), 100*results.SaturationShare))
+		s.Reasons = append([]string{fmt.Sprintf("carried %.1f of %s rps, under %.0f%%", carried, rps(offered), 100*results.SaturationShare)}, s.Reasons...)
+		s.Saturated = true
 	}
+	return s
+}
+
+// judgeWaits is JudgeShortfall's judgement of the waits alone, on the
+// quantiles given: dropped requests, waits that moved one of them past
+// the tolerance, or waits growing through the pass. The capacity search
+// judges its probes' waits by it, on its SLO's quantile, beside its own
+// carried criterion.
+func judgeWaits(lr *loadgen.Result, quantiles ...float64) Shortfall {
+	var s Shortfall
 	if lr.Dropped > 0 {
 		s.Reasons = append(s.Reasons, fmt.Sprintf("every one of %s busy (%d of %d were dropped, the waiting queue full)",
 			plural(lr.Connections, "connection"), lr.Dropped, lr.Requests))
 	}
 	if lr.Queued > 0 {
-		effects := lr.WaitEffects(shortfallQuantiles...)
+		effects := lr.WaitEffects(quantiles...)
 		s.Waits = waitsText(lr, effects)
 		var moved []string
 		for _, e := range effects {
