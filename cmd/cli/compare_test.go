@@ -208,3 +208,57 @@ func TestCompareSchema1(t *testing.T) {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 }
+
+// Issue 44, items 10, 11 and 19: the exit code counts every row. A new
+// side saturated in every pass of hit-path's p50 is a regression (exit 1,
+// naming the test and why) though p99 did not change; one whose p50 lost
+// 8 of 20 passes to the generator's own lateness is inconclusive (exit
+// 2), not "no regression"; the same passes saturated are a regression.
+func TestCompareExitCountsEveryRow(t *testing.T) {
+	base := cmpRun("20260102T030405Z-aaaa0001", cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20),
+		cmpResult("builtin", "hit-path/p99-ttfb", 0.900, 20))
+	spoil := func(r results.Result, n int, saturated bool) results.Result {
+		// Spread over the passes, as a busy machine's would be: the
+		// survivors are as fast as base's passes.
+		for k := range n {
+			p := &r.Passes[1+k*20/n]
+			p.Valid, p.InvalidReasons = false, []string{"the generator's own lateness moved TTFB p50 from 0.25 ms to 0.9 ms"}
+			if saturated {
+				p.Saturated = "saturated: carried 2000.0 of 5000 rps"
+				p.InvalidReasons = []string{p.Saturated}
+			}
+		}
+		if r.Recount(); r.ValidPasses == 0 {
+			r.Value = nil
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		p50    results.Result
+		code   int
+		stderr []string
+	}{
+		{"all saturated", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 20, true), ExitFailure,
+			[]string{"significant regression: builtin hit-path/p50-ttfb +∞", "new's median pass gave no valid value", "saturated: carried 2000.0 of 5000 rps"}},
+		{"8 saturated", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 8, true), ExitFailure,
+			[]string{"significant regression: builtin hit-path/p50-ttfb"}},
+		{"8 late", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 8, false), ExitUsage,
+			[]string{"inconclusive", "builtin hit-path/p50-ttfb"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			nw := cmpRun("20260103T030405Z-bbbb0001", tc.p50, cmpResult("builtin", "hit-path/p99-ttfb", 0.900, 20))
+			saveRuns(t, dir, base, nw)
+			code, out, errs := runCLI(t, context.Background(), "compare", base.Path(dir), nw.Path(dir))
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, out, errs)
+			}
+			for _, s := range tc.stderr {
+				if !strings.Contains(errs, s) {
+					t.Errorf("stderr %q: want %q", errs, s)
+				}
+			}
+		})
+	}
+}

@@ -651,6 +651,17 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 	}
 	d, outright := judgeBounded(b, n, r.Unit, r.LowerIsBetter, o)
 	r.Verdict, r.Reason, r.Exact, r.Outright = d.Verdict, d.Reason, d.Exact, outright
+	if outright {
+		// The null side's own reasons say what happened: "saturated:
+		// carried 2000 of 5000 rps", "did not recover within 30 s".
+		g := n
+		if d.Verdict == stats.Improvement {
+			g = b
+		}
+		if why := slices.Concat(g.invalid, g.noValue, g.partial); len(why) > 0 {
+			r.Reason += "; " + strings.Join(why, "; ")
+		}
+	}
 	r.ChangePct, r.P = finite(d.Change), finite(d.P)
 	if sh := d.Shift; math.IsInf(sh.Estimate, 0) {
 		r.ShiftBeyond = 1
