@@ -495,22 +495,38 @@ func gather(files []File, order *[]key, seen map[key]bool) map[key]*gathered {
 
 // instrumentSpoiled says whether a measured pass is invalid only because
 // of the instrument: every reason is the generator's (its own lateness,
-// its busy CPUs) and the engine carried the rate. Such a pass says nothing
-// of the engine, better or worse; a saturated, failed or censored pass
-// does.
+// its busy CPUs) or the host's (other processes, stalls), and the engine
+// carried the rate. Such a pass says nothing of the engine, better or
+// worse; a saturated, failed or censored pass does.
 func instrumentSpoiled(p results.Pass) bool {
 	if p.Valid || p.Saturated != "" || p.Errors > 0 || len(p.InvalidReasons) == 0 {
 		return false
 	}
 	for _, why := range p.InvalidReasons {
-		if !strings.Contains(why, "generator") {
+		if !slices.ContainsFunc(instrumentReasons, func(s string) bool { return strings.Contains(why, s) }) {
 			return false
 		}
 	}
 	return true
 }
 
+// instrumentReasons mark a pass's invalid reason as the instrument's:
+// workloads' words for the generator's lateness and busy cores, and for
+// the host that spoiled a pass (workloads.hostSpoil, the stalls of its
+// CPUs).
+var instrumentReasons = []string{"generator", "the host spoiled the pass", "stalls of", "stalled"}
+
 func invalidReason(r *results.Result) string {
+	// Saturation first: the engine did not carry its rate, whatever else
+	// the host or the generator did in the pass.
+	for _, p := range r.Passes {
+		if !p.Warmup && p.Saturated != "" {
+			if r.SaturatedPasses > 1 {
+				return fmt.Sprintf("pass %d: %s (and %d more saturated)", p.Index, p.Saturated, r.SaturatedPasses-1)
+			}
+			return fmt.Sprintf("pass %d: %s", p.Index, p.Saturated)
+		}
+	}
 	switch {
 	case len(r.InvalidReasons) > 0:
 		if n := len(r.InvalidReasons); n > 1 {
@@ -625,9 +641,12 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 		}
 	}
 	states := []State{Missing, NotApplicable, Invalid, NoValue}
-	if b != nil && n != nil && len(b.values)+len(n.values) > 0 && b.measured() > 0 && n.measured() > 0 {
+	if b != nil && n != nil && (len(b.values)+len(n.values) > 0 || b.late+n.late > 0) && b.measured() > 0 && n.measured() > 0 {
 		// A side with no valid value against one with values is judged,
 		// not skipped: null where the base had a figure is a regression.
+		// So is a failed side against one the instrument spoiled, which
+		// carried its rate. Failures on both sides are a tie, nothing
+		// compared.
 		states = states[:2]
 	}
 	for _, s := range states {
@@ -652,6 +671,13 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 	d, outright := judgeBounded(b, n, r.Unit, r.LowerIsBetter, o)
 	r.Verdict, r.Reason, r.Exact, r.Outright = d.Verdict, d.Reason, d.Exact, outright
 	if outright {
+		// No figure measures a null against a figure: the shift is beyond
+		// every one.
+		r.ShiftBeyond = 1
+		if d.Verdict == stats.Improvement {
+			r.ShiftBeyond = -1
+		}
+		d.Shift = stats.Shift{}
 		// The null side's own reasons say what happened: "saturated:
 		// carried 2000 of 5000 rps", "did not recover within 30 s".
 		g := n
@@ -1046,7 +1072,7 @@ func (g *gathered) measured() int { return len(g.values) + g.worst + g.late }
 // test: a null where the other side has a figure is a regression (or an
 // improvement). With no such passes it is Judge.
 func JudgeRanked(base, new []float64, baseWorst, newWorst int, unit string, lowerIsBetter bool, o Options) stats.Delta {
-	d, _ := judgeRanked(base, new, [2]int{baseWorst, newWorst}, [2]int{}, unit, lowerIsBetter, o)
+	d, _ := judgeRanked(base, new, [2]int{baseWorst, newWorst}, [2]int{}, [2]int{}, unit, lowerIsBetter, o)
 	return d
 }
 
@@ -1058,12 +1084,14 @@ func JudgeRanked(base, new []float64, baseWorst, newWorst int, unit string, lowe
 // not, the row is Inconclusive.
 func judgeBounded(b, n *gathered, unit string, lowerIsBetter bool, o Options) (stats.Delta, bool) {
 	if b.late == 0 && n.late == 0 {
-		return judgeRanked(b.values, n.values, [2]int{b.worst, n.worst}, [2]int{}, unit, lowerIsBetter, o)
+		return judgeRanked(b.values, n.values, [2]int{b.worst, n.worst}, [2]int{}, [2]int{}, unit, lowerIsBetter, o)
 	}
 	// For new: base's spoiled passes worst, new's best; against new: the
-	// other way round.
-	fav, favOut := judgeRanked(b.values, n.values, [2]int{b.worst + b.late, n.worst}, [2]int{0, n.late}, unit, lowerIsBetter, o)
-	unf, unfOut := judgeRanked(b.values, n.values, [2]int{b.worst, n.worst + n.late}, [2]int{b.late, 0}, unit, lowerIsBetter, o)
+	// other way round. Counted worst, a spoiled pass still carried its
+	// rate: it ranks below every valid pass and above every failure.
+	worst := [2]int{b.worst, n.worst}
+	fav, favOut := judgeRanked(b.values, n.values, worst, [2]int{b.late, 0}, [2]int{0, n.late}, unit, lowerIsBetter, o)
+	unf, unfOut := judgeRanked(b.values, n.values, worst, [2]int{0, n.late}, [2]int{b.late, 0}, unit, lowerIsBetter, o)
 	decides := func(v stats.Verdict) bool { return v == stats.Regression || v == stats.Improvement }
 	switch {
 	case fav.Verdict == unf.Verdict && fav.Verdict == stats.Improvement:
@@ -1072,25 +1100,28 @@ func judgeBounded(b, n *gathered, unit string, lowerIsBetter bool, o Options) (s
 	case fav.Verdict == unf.Verdict || !decides(fav.Verdict) && !decides(unf.Verdict):
 		return fav, favOut && unfOut
 	}
-	d, _ := judgeRanked(b.values, n.values, [2]int{b.worst, n.worst}, [2]int{}, unit, lowerIsBetter, o)
+	d, _ := judgeRanked(b.values, n.values, worst, [2]int{}, [2]int{}, unit, lowerIsBetter, o)
 	d.Verdict = Inconclusive
 	d.Reason = fmt.Sprintf("%s: the instrument spoiled %d of base's and %d of new's measured passes (the generator's own lateness or busy CPUs; they say nothing of the engine): counted worst for new it is %s, counted best %s; measure again on a quieter machine or with more passes",
 		Inconclusive, b.late, n.late, unf.Verdict, fav.Verdict)
 	return d, false
 }
 
-// judgeRanked is JudgeRanked with worst[i] passes at the worst rank and
-// best[i] at the best rank on base's (0) and new's (1) side; outright
-// says the verdict needed no test.
-func judgeRanked(base, new []float64, worst, best [2]int, unit string, lowerIsBetter bool, o Options) (stats.Delta, bool) {
-	if worst == [2]int{} && best == [2]int{} {
+// judgeRanked is JudgeRanked with worst[i] passes at the worst rank,
+// poor[i] just above it (worse than every valid pass, better than every
+// failure) and best[i] at the best rank, on base's (0) and new's (1)
+// side; outright says the verdict needed no test.
+func judgeRanked(base, new []float64, worst, poor, best [2]int, unit string, lowerIsBetter bool, o Options) (stats.Delta, bool) {
+	if worst == [2]int{} && poor == [2]int{} && best == [2]int{} {
 		return Judge(base, new, unit, lowerIsBetter, o), false
 	}
 	bad := math.Inf(1)
 	if !lowerIsBetter {
 		bad = math.Inf(-1)
 	}
-	b, n := ranked(base, worst[0], best[0], bad), ranked(new, worst[1], best[1], bad)
+	// A quarter of the largest float: the mean of two is still finite.
+	low := math.Copysign(math.MaxFloat64/4, bad)
+	b, n := ranked(base, worst[0], poor[0], best[0], bad, low), ranked(new, worst[1], poor[1], best[1], bad, low)
 	d := stats.Delta{BaseMedian: stats.Median(b), NewMedian: stats.Median(n), Change: math.NaN(), P: math.NaN(),
 		MinP: math.NaN(), ShiftPct: math.NaN(), BaseN: len(b), NewN: len(n)}
 	not := func(why string) (stats.Delta, bool) {
@@ -1107,7 +1138,9 @@ func judgeRanked(base, new []float64, worst, best [2]int, unit string, lowerIsBe
 	}
 	d.Change = change(d.BaseMedian, d.NewMedian)
 	level := 1 - o.Alpha
-	if sh, err := shiftRanked(base, new, worst, best, lowerIsBetter, level); err == nil {
+	// For the shift a poor pass is as far as a failure: beyond every
+	// figure.
+	if sh, err := shiftRanked(base, new, [2]int{worst[0] + poor[0], worst[1] + poor[1]}, best, lowerIsBetter, level); err == nil {
 		d.Shift = sh
 		d.ShiftPct = change(stats.Median(base), stats.Median(base)+sh.Estimate)
 		if math.IsInf(sh.Estimate, 0) {
@@ -1150,14 +1183,14 @@ func judgeRanked(base, new []float64, worst, best [2]int, unit string, lowerIsBe
 	// (the same test on "gave none" against "gave one"), that difference
 	// is the change, whatever the shift of the rest: one such pass in 20
 	// does not turn a shift under the threshold into a regression.
-	share := func(x []float64) float64 { return float64(count(x, bad)) / float64(len(x)) }
+	share := func(x []float64) float64 { return float64(count(x, bad)+count(x, low)) / float64(len(x)) }
 	newWorse := (t.U < float64(len(b)*len(n))/2) == lowerIsBetter
 	byRank := d.P < o.Alpha && share(n) != share(b) && newWorse == (share(n) > share(b))
 	if byRank {
 		ind := func(x []float64) []float64 {
 			out := make([]float64, len(x))
 			for i, v := range x {
-				if v == bad {
+				if v == bad || v == low {
 					out[i] = 1
 				}
 			}
@@ -1203,12 +1236,15 @@ func count(x []float64, v float64) int {
 	return n
 }
 
-// ranked is a side's values with worst passes at bad and best ones at
-// −bad.
-func ranked(values []float64, worst, best int, bad float64) []float64 {
+// ranked is a side's values with worst passes at bad, poor ones at low
+// and best ones at −bad.
+func ranked(values []float64, worst, poor, best int, bad, low float64) []float64 {
 	out := slices.Clone(values)
 	for range worst {
 		out = append(out, bad)
+	}
+	for range poor {
+		out = append(out, low)
 	}
 	for range best {
 		out = append(out, -bad)

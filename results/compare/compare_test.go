@@ -763,4 +763,21 @@ func TestRunsLatePassesBound(t *testing.T) {
 	if len(c.Inconclusive()) != 1 || c.Verdicts() != 1 {
 		t.Errorf("%d inconclusive, %d verdicts: want 1 and 1", len(c.Inconclusive()), c.Verdicts())
 	}
+	// A pass the host spoiled still carried its rate: counted worst, it
+	// is better than a saturated one. Base spoiled by the host in every
+	// pass against new saturated in every pass is a regression, either way.
+	host := result("hit-path/p50-ttfb", true, around(1, 20)...)
+	for i := 1; i <= 20; i++ {
+		host.Passes[i].Valid = false
+		host.Passes[i].InvalidReasons = []string{"the host spoiled the pass: CPU 0: other processes 76 %"}
+	}
+	host.Value = nil
+	host.Recount()
+	c, err = compare(t, []*results.Run{newRun("b", host)}, []*results.Run{newRun("n", saturate(result("hit-path/p50-ttfb", true, around(1, 20)...), 1, 21))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Status != Compared || r.Verdict != stats.Regression || r.Base.Late != 20 || r.New.Worst != 20 {
+		t.Errorf("base spoiled by the host, new saturated: %s %s (%s), %d late, %d worst: want a regression", r.Status, r.Verdict, r.Reason, r.Base.Late, r.New.Worst)
+	}
 }
