@@ -48,10 +48,15 @@ run-*.json in it (a suite); several runs are merged per engine, workload and
 test. With --base and --new, one run or suite holds both sides: variants
 that ran interleaved pass by pass (hlsbench suite --engine
 prod=varnish,candidate=varnish), the rows of each --base engine compared with
-those of the --new engine in the same place of its list. Only the valid measured passes count: not warm-ups, not invalid passes
-(a test with some invalid passes is compared on its valid ones, noted
-"partial" with a warning). A test with no valid pass, missing, or without a
-value on either side is listed as such and never compared. base and new are the medians of the passes' own values
+those of the --new engine in the same place of its list. Warm-ups never
+count, and no side is judged on the passes that survived: a measured pass
+that gave no valid value because of the engine (saturated, failed, censored)
+ranks worse than every valid pass, so a null or saturated new side where base
+had a figure is a regression; one the instrument spoiled (the generator's
+lateness, the host's busy CPUs) counts worst and best in turn, and a verdict
+it flips is "inconclusive" (noted "partial", with a warning). A test missing
+on a side, or without a value on both, is listed and never compared. base
+and new are the medians of the valid passes' own values
 (a pass's p99, say), so they can differ from a run's headline value, which
 merges every request of its passes.
 
@@ -79,9 +84,10 @@ is noted on the row and warned about under the tables.
 Exit codes, as diff's: 0 no significant regression; 1 at least one regression
 (listed under the tables and on stderr); 2 no verdict: bad flags, an
 unreadable file, a newer schema, a workload under different conditions,
-nothing in common, no test that could reach a verdict, or a run on either side
-that did not finish (failed, killed, interrupted): a build that crashed is not
-one that got slower. --markdown writes a summary for a CI page.`,
+nothing in common, no test that could reach a verdict, a test left
+inconclusive by spoiled passes, or a run on either side that did not finish
+(failed, killed, interrupted): a build that crashed is not one that got
+slower. --markdown writes a summary for a CI page.`,
 		Use: "compare BASE NEW | compare RUNS --base NAMES --new NAMES",
 		Example: `  hlsbench compare ~/.local/share/hlsbench/runs/run-20260101T101010Z-1a2b3c4d.json run-20260102T090000Z-5e6f7a8b.json
   hlsbench compare suites/before suites/after

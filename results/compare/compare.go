@@ -669,6 +669,14 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 		return r
 	}
 	d, outright := judgeBounded(b, n, r.Unit, r.LowerIsBetter, o)
+	if len(b.values)+len(n.values) == 0 && !outright {
+		// Ranks alone, with no figure on either side, decide only a
+		// failure against a pass that carried its rate: "no change" between
+		// two sides that measured nothing is no finding.
+		d.Verdict = Inconclusive
+		d.Reason = fmt.Sprintf("%s: no valid pass on either side (the instrument spoiled %d of base's %d and %d of new's %d measured passes): nothing measured to decide on; measure again on a quieter machine",
+			Inconclusive, b.late, b.measured(), n.late, n.measured())
+	}
 	r.Verdict, r.Reason, r.Exact, r.Outright = d.Verdict, d.Reason, d.Exact, outright
 	if outright {
 		// No figure measures a null against a figure: the shift is beyond

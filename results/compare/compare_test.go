@@ -780,4 +780,21 @@ func TestRunsLatePassesBound(t *testing.T) {
 	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Status != Compared || r.Verdict != stats.Regression || r.Base.Late != 20 || r.New.Worst != 20 {
 		t.Errorf("base spoiled by the host, new saturated: %s %s (%s), %d late, %d worst: want a regression", r.Status, r.Verdict, r.Reason, r.Base.Late, r.New.Worst)
 	}
+	// With no valid pass on either side, ranks of spoiled and failed passes
+	// that tie both ways are no finding: inconclusive, never "no change".
+	mixed := func(r results.Result) results.Result {
+		for i := 1; i <= 20; i += 2 {
+			r.Passes[i].Saturated, r.Passes[i].InvalidReasons = "", []string{"the generator's own lateness moved TTFB p50"}
+		}
+		r.Recount()
+		return r
+	}
+	both := func() results.Result { return mixed(saturate(result("hit-path/p50-ttfb", true, around(1, 20)...), 1, 21)) }
+	c, err = compare(t, []*results.Run{newRun("b", both())}, []*results.Run{newRun("n", both())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Verdict != Inconclusive || !strings.Contains(r.Reason, "no valid pass on either side") {
+		t.Errorf("no valid pass on either side: %s %s (%s), want inconclusive", r.Status, r.Verdict, r.Reason)
+	}
 }
