@@ -789,7 +789,9 @@ func TestRunsLatePassesBound(t *testing.T) {
 		r.Recount()
 		return r
 	}
-	both := func() results.Result { return mixed(saturate(result("hit-path/p50-ttfb", true, around(1, 20)...), 1, 21)) }
+	both := func() results.Result {
+		return mixed(saturate(result("hit-path/p50-ttfb", true, around(1, 20)...), 1, 21))
+	}
 	c, err = compare(t, []*results.Run{newRun("b", both())}, []*results.Run{newRun("n", both())})
 	if err != nil {
 		t.Fatal(err)
