@@ -212,8 +212,10 @@ func TestCompareSchema1(t *testing.T) {
 // Issue 44, items 10, 11 and 19: the exit code counts every row. A new
 // side saturated in every pass of hit-path's p50 is a regression (exit 1,
 // naming the test and why) though p99 did not change; one whose p50 lost
-// 8 of 20 passes to the generator's own lateness is inconclusive (exit
-// 2), not "no regression"; the same passes saturated are a regression.
+// 12 of 20 passes to the generator's own lateness is inconclusive (exit
+// 2), not "no regression" (12 of 20: at their published 0.9 ms they
+// would be a regression, at their best not); 8 saturated passes are a
+// regression.
 func TestCompareExitCountsEveryRow(t *testing.T) {
 	base := cmpRun("20260102T030405Z-aaaa0001", cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20),
 		cmpResult("builtin", "hit-path/p99-ttfb", 0.900, 20))
@@ -222,7 +224,10 @@ func TestCompareExitCountsEveryRow(t *testing.T) {
 		// survivors are as fast as base's passes.
 		for k := range n {
 			p := &r.Passes[1+k*20/n]
+			// The published value counts from the intended send time,
+			// the generator's lateness included.
 			p.Valid, p.InvalidReasons = false, []string{"the generator's own lateness moved TTFB p50 from 0.25 ms to 0.9 ms"}
+			p.Value = results.F(0.9)
 			if saturated {
 				p.Saturated = "saturated: carried 2000.0 of 5000 rps"
 				p.InvalidReasons = []string{p.Saturated}
@@ -243,7 +248,7 @@ func TestCompareExitCountsEveryRow(t *testing.T) {
 			[]string{"significant regression: builtin hit-path/p50-ttfb +∞", "new's median pass gave no valid value", "saturated: carried 2000.0 of 5000 rps"}},
 		{"8 saturated", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 8, true), ExitFailure,
 			[]string{"significant regression: builtin hit-path/p50-ttfb"}},
-		{"8 late", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 8, false), ExitUsage,
+		{"12 late", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 12, false), ExitUsage,
 			[]string{"inconclusive", "builtin hit-path/p50-ttfb"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
