@@ -726,13 +726,14 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 // p-values of the rows that could reach a verdict (compared, and not
 // "not comparable": a test whose sizes or ties keep it from p < alpha
 // can make no false discovery, so it does not count among the tests,
-// as Tarone's refinement has it), and turns a regression or an
+// as Tarone's refinement has it, and neither does an inconclusive row,
+// which decides nothing), and turns a regression or an
 // improvement whose Q is not below alpha into no significant change.
 func adjust(rows []Row, alpha float64) {
 	var idx []int
 	var p []float64
 	for i, r := range rows {
-		if r.Status == Compared && r.P != nil && r.Verdict != stats.NotComparable && !r.Outright {
+		if r.Status == Compared && r.P != nil && r.Verdict != stats.NotComparable && r.Verdict != Inconclusive && !r.Outright {
 			idx, p = append(idx, i), append(p, *r.P)
 		}
 	}

@@ -766,6 +766,11 @@ func TestRunsLatePassesBound(t *testing.T) {
 	if len(c.Inconclusive()) != 1 || c.Verdicts() != 1 {
 		t.Errorf("%d inconclusive, %d verdicts: want 1 and 1", len(c.Inconclusive()), c.Verdicts())
 	}
+	// An inconclusive row decides nothing: it is not among the tests of
+	// the Benjamini–Hochberg adjustment, whose q it would raise.
+	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.P == nil || r.Q == nil || *r.Q != *r.P {
+		t.Errorf("p99: p %v, q %v: want q = p, one test adjusted", r.P, r.Q)
+	}
 	// Counted at their published values, 2 late passes of 10 cannot
 	// undo a slowdown of new that is twice their lateness: 0.3 ms against
 	// 0.55 ms, base's late passes published at 0.45 ms.
