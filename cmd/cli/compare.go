@@ -48,10 +48,15 @@ run-*.json in it (a suite); several runs are merged per engine, workload and
 test. With --base and --new, one run or suite holds both sides: variants
 that ran interleaved pass by pass (hlsbench suite --engine
 prod=varnish,candidate=varnish), the rows of each --base engine compared with
-those of the --new engine in the same place of its list. Only the valid measured passes count: not warm-ups, not invalid passes
-(a test with some invalid passes is compared on its valid ones, noted
-"partial" with a warning). A test with no valid pass, missing, or without a
-value on either side is listed as such and never compared. base and new are the medians of the passes' own values
+those of the --new engine in the same place of its list. Warm-ups never
+count, and no side is judged on the passes that survived: a measured pass
+that gave no valid value because of the engine (saturated, failed, censored)
+ranks worse than every valid pass, so a null or saturated new side where base
+had a figure is a regression; one the instrument spoiled (the generator's
+lateness, the host's busy CPUs) counts worst and best in turn, and a verdict
+it flips is "inconclusive" (noted "partial", with a warning). A test missing
+on a side, or without a value on both, is listed and never compared. base
+and new are the medians of the valid passes' own values
 (a pass's p99, say), so they can differ from a run's headline value, which
 merges every request of its passes.
 
@@ -79,9 +84,10 @@ is noted on the row and warned about under the tables.
 Exit codes, as diff's: 0 no significant regression; 1 at least one regression
 (listed under the tables and on stderr); 2 no verdict: bad flags, an
 unreadable file, a newer schema, a workload under different conditions,
-nothing in common, no test that could reach a verdict, or a run on either side
-that did not finish (failed, killed, interrupted): a build that crashed is not
-one that got slower. --markdown writes a summary for a CI page.`,
+nothing in common, no test that could reach a verdict, a test left
+inconclusive by spoiled passes, or a run on either side that did not finish
+(failed, killed, interrupted): a build that crashed is not one that got
+slower. --markdown writes a summary for a CI page.`,
 		Use: "compare BASE NEW | compare RUNS --base NAMES --new NAMES",
 		Example: `  hlsbench compare ~/.local/share/hlsbench/runs/run-20260101T101010Z-1a2b3c4d.json run-20260102T090000Z-5e6f7a8b.json
   hlsbench compare suites/before suites/after
@@ -186,10 +192,19 @@ func RunCompare(ctx context.Context, stdout, stderr io.Writer, o CompareOptions)
 			msg += "; regressions in what did: " + regressionList(regs)
 		}
 		return noVerdict{errors.New(msg)}
-	case c.Verdicts() == 0:
-		return noVerdict{fmt.Errorf("no test could reach a verdict (%d not comparable or not compared): nothing was compared", len(c.Rows))}
 	case len(regs) > 0:
 		return fmt.Errorf("%w: %s", errRegression, regressionList(regs))
+	case len(c.Inconclusive()) > 0:
+		// A row the instrument left undecided may hide a regression: "no
+		// regression" would be a decision the passes cannot support.
+		var names []string
+		for _, r := range c.Inconclusive() {
+			names = append(names, engineLabel(r)+" "+r.ID)
+		}
+		return noVerdict{fmt.Errorf("inconclusive: passes spoiled by the instrument (the generator's lateness or busy CPUs) leave %s undecided; measure again on a quieter machine or with more passes",
+			strings.Join(names, ", "))}
+	case c.Verdicts() == 0:
+		return noVerdict{fmt.Errorf("no test could reach a verdict (%d not comparable or not compared): nothing was compared", len(c.Rows))}
 	}
 	return nil
 }
@@ -226,7 +241,7 @@ func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase
 		"~: no significant change (q ≥ %g, |shift| < %g%%, or under %g ms for a latency)",
 		100*(1-c.Alpha), c.Verdicts(), c.Alpha, c.Threshold, c.ResolutionMs)
 	if notes {
-		legend += "; note: another host or engine version, or partial: invalid passes left out (see the warnings)"
+		legend += "; note: another host or engine version, or partial: passes without a valid value, ranked worst (see the warnings)"
 	}
 	fmt.Fprintln(w, wrap(legend, "  "))
 	for _, warn := range c.Warnings {
@@ -237,7 +252,7 @@ func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase
 	if len(c.Rows) == 1 {
 		tests = "test"
 	}
-	fmt.Fprintf(w, "%d %s: %s.\n", len(c.Rows), tests, strings.Join(parts, ", "))
+	fmt.Fprintln(w, wrap(fmt.Sprintf("%d %s: %s.", len(c.Rows), tests, strings.Join(parts, ", ")), "  "))
 	if regs := c.Regressions(); len(regs) > 0 {
 		fmt.Fprintln(w, wrap("regressions: "+regressionList(regs), "  "))
 	}
@@ -251,7 +266,12 @@ func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase
 func regressionList(regs []compare.Row) string {
 	var names []string
 	for _, r := range regs {
-		names = append(names, fmt.Sprintf("%s %s %s", engineLabel(r), r.ID, shiftEstimate(r)))
+		s := fmt.Sprintf("%s %s %s", engineLabel(r), r.ID, shiftEstimate(r))
+		if r.Outright {
+			// No figure says what happened: the reason does.
+			s += " (" + r.Reason + ")"
+		}
+		names = append(names, s)
 	}
 	return strings.Join(names, ", ")
 }
@@ -259,6 +279,8 @@ func regressionList(regs []compare.Row) string {
 // shiftEstimate is the shift without its interval.
 func shiftEstimate(r compare.Row) string {
 	switch {
+	case r.ShiftBeyond != 0:
+		return beyondText(r)
 	case r.ShiftPct != nil:
 		return fmt.Sprintf("%+.1f%%", r.ShiftPct.Estimate)
 	case r.Shift != nil:
@@ -300,6 +322,10 @@ func writeWorkload(w io.Writer, rows []compare.Row, notes bool) {
 			why = append(why, fmt.Sprintf("%s %s: %s: %s", eng, r.Test, r.Status, r.Reason))
 		case r.Verdict == stats.NotComparable:
 			why = append(why, fmt.Sprintf("%s %s: not comparable: %s", eng, r.Test, r.Reason))
+		case r.Verdict == compare.Inconclusive:
+			why = append(why, fmt.Sprintf("%s %s: %s", eng, r.Test, r.Reason))
+		case r.Outright:
+			why = append(why, fmt.Sprintf("%s %s: %s: %s", eng, r.Test, r.Verdict, r.Reason))
 		}
 	}
 	tw.Flush()
@@ -414,12 +440,23 @@ func shiftText(r compare.Row, pct string) string {
 		return "(" + bound(iv.Lo) + "…" + bound(iv.Hi) + ")"
 	}
 	switch {
+	case r.ShiftBeyond != 0:
+		return beyondText(r)
 	case r.ShiftPct != nil:
 		return fmt.Sprintf("%+.1f%s %s", r.ShiftPct.Estimate, pct, ci(r.ShiftPct))
 	case r.Shift != nil:
 		return fmt.Sprintf("%+g %s %s", r.Shift.Estimate, r.Unit, ci(r.Shift))
 	}
 	return "—"
+}
+
+// beyondText is a shift among the passes that gave no value: infinite,
+// in the direction that is worse (or better) for the test.
+func beyondText(r compare.Row) string {
+	if (r.ShiftBeyond > 0) == r.LowerIsBetter {
+		return "+∞"
+	}
+	return "−∞"
 }
 
 func changeText(r compare.Row) string {
@@ -489,12 +526,14 @@ func writeComparisonMarkdown(w io.Writer, c *compare.Comparison, o CompareOption
 	switch regs := c.Regressions(); {
 	case len(c.Incomplete) > 0:
 		head = "no verdict: a side did not finish"
-	case c.Verdicts() == 0:
-		head = "no verdict: nothing could be compared"
 	case len(regs) == 1:
 		head = "1 regression"
 	case len(regs) > 1:
 		head = fmt.Sprintf("%d regressions", len(regs))
+	case len(c.Inconclusive()) > 0:
+		head = "no verdict: inconclusive"
+	case c.Verdicts() == 0:
+		head = "no verdict: nothing could be compared"
 	}
 	fmt.Fprintf(b, "## hlsbench compare: %s\n\n", head)
 	bs, ns := sidesText(o)
@@ -525,7 +564,7 @@ func writeComparisonMarkdown(w io.Writer, c *compare.Comparison, o CompareOption
 			if r.Verdict == stats.Regression {
 				v = "**regression**"
 			}
-			if r.Reason != "" && (r.Status != compare.Compared || r.Verdict == stats.NotComparable) {
+			if r.Reason != "" && (r.Status != compare.Compared || r.Verdict == stats.NotComparable || r.Verdict == compare.Inconclusive || r.Outright) {
 				v += ": " + r.Reason
 			}
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %d/%d | %s | %s | %s |\n", mdEscape(engineLabel(r)), r.Test,
@@ -581,7 +620,7 @@ func verdictCounts(rows []compare.Row) []string {
 		}
 	}
 	var parts []string
-	for _, k := range []string{"regression", "improvement", "no significant change", "not comparable", "not compared"} {
+	for _, k := range []string{"regression", "improvement", "no significant change", "inconclusive", "not comparable", "not compared"} {
 		if n := counts[k]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s%s", n, k, plural(n > 1 && (k == "regression" || k == "improvement"), "s", "")))
 		}

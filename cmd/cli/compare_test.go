@@ -86,7 +86,7 @@ func compareFixture(t *testing.T) (dir, base, newFile string) {
 		cmpResult("builtin", "miss-storm/coalescing", 100, 20), // fewer: regression
 		cmpResult("builtin", "miss-storm/p99-ttfb", 400, 20),   // missing in base
 		cmpResult("varnish", "hit-path/p50-ttfb", 0.300, 3),    // 20 against 3: still comparable
-		slow, // invalid in new
+		slow, // one pass late: compared both ways
 		cmpResult("varnish", "miss-storm/coalescing", 150, 1)) // 20 against 1: not comparable
 	nw.Host = results.Host{Hostname: "bench2", CPUModel: "EPYC 7443P"}
 	nw.Engines[0].Version = "1.1"
@@ -206,5 +206,64 @@ func TestCompareSchema1(t *testing.T) {
 	code, out, errs := runCLI(t, context.Background(), "compare", old, r.Path(dir))
 	if code != ExitFailure || !strings.Contains(out, "regression") || !strings.Contains(out, "run-old.json records no workload conditions") {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}
+
+// Issue 44, items 10, 11 and 19: the exit code counts every row. A new
+// side saturated in every pass of hit-path's p50 is a regression (exit 1,
+// naming the test and why) though p99 did not change; one whose p50 lost
+// 12 of 20 passes to the generator's own lateness is inconclusive (exit
+// 2), not "no regression" (12 of 20: at their published 0.9 ms they
+// would be a regression, at their best not); 8 saturated passes are a
+// regression.
+func TestCompareExitCountsEveryRow(t *testing.T) {
+	base := cmpRun("20260102T030405Z-aaaa0001", cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20),
+		cmpResult("builtin", "hit-path/p99-ttfb", 0.900, 20))
+	spoil := func(r results.Result, n int, saturated bool) results.Result {
+		// Spread over the passes, as a busy machine's would be: the
+		// survivors are as fast as base's passes.
+		for k := range n {
+			p := &r.Passes[1+k*20/n]
+			// The published value counts from the intended send time,
+			// the generator's lateness included.
+			p.Valid, p.InvalidReasons = false, []string{"the generator's own lateness moved TTFB p50 from 0.25 ms to 0.9 ms"}
+			p.Value = results.F(0.9)
+			if saturated {
+				p.Saturated = "saturated: carried 2000.0 of 5000 rps"
+				p.InvalidReasons = []string{p.Saturated}
+			}
+		}
+		if r.Recount(); r.ValidPasses == 0 {
+			r.Value = nil
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		p50    results.Result
+		code   int
+		stderr []string
+	}{
+		{"all saturated", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 20, true), ExitFailure,
+			[]string{"significant regression: builtin hit-path/p50-ttfb +∞", "new's median pass gave no valid value", "saturated: carried 2000.0 of 5000 rps"}},
+		{"8 saturated", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 8, true), ExitFailure,
+			[]string{"significant regression: builtin hit-path/p50-ttfb"}},
+		{"12 late", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 12, false), ExitUsage,
+			[]string{"inconclusive", "builtin hit-path/p50-ttfb"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			nw := cmpRun("20260103T030405Z-bbbb0001", tc.p50, cmpResult("builtin", "hit-path/p99-ttfb", 0.900, 20))
+			saveRuns(t, dir, base, nw)
+			code, out, errs := runCLI(t, context.Background(), "compare", base.Path(dir), nw.Path(dir))
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, out, errs)
+			}
+			for _, s := range tc.stderr {
+				if !strings.Contains(errs, s) {
+					t.Errorf("stderr %q: want %q", errs, s)
+				}
+			}
+		})
 	}
 }

@@ -1,7 +1,16 @@
 // Package compare sets two groups of runs side by side: for every engine
-// (with its runtime and topology) and test, the valid measured passes'
-// values of the base runs against those of the new runs, judged with
-// results/stats (medians, Mann-Whitney U, a direction-aware verdict).
+// (with its runtime and topology) and test, the measured passes of the
+// base runs against those of the new runs, judged with results/stats
+// (medians, Mann-Whitney U, a direction-aware verdict).
+//
+// A side is never judged on the passes that survived. A measured pass
+// that gave no exact value because of the engine — saturated (it did not
+// carry its rate), failed, censored (a bound, "did not recover within
+// 30 s"), or without a value — enters the U test at the worst rank, worse
+// than every valid pass of either side and tied with the other such
+// passes. A pass spoiled by the instrument (the generator's own lateness
+// or busy CPUs) says nothing of the engine: the verdict must hold with it
+// counted worst and counted best, or the row is inconclusive.
 //
 // Runs are compared only under the same workload conditions
 // (results.Conditions.Comparable): different conditions are an error, not
@@ -104,6 +113,23 @@ type Comparison struct {
 	Incomplete []string `json:"incomplete,omitempty"`
 }
 
+// Inconclusive is the verdict of a row whose passes spoiled by the
+// instrument leave it undecided: counted at the worst rank they make it a
+// regression or an improvement, counted at the best they do not. It is no
+// verdict: measure again, on a quieter machine or with more passes.
+const Inconclusive stats.Verdict = "inconclusive"
+
+// Inconclusive are the rows whose verdict is Inconclusive.
+func (c *Comparison) Inconclusive() []Row {
+	var out []Row
+	for _, r := range c.Rows {
+		if r.Verdict == Inconclusive {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Regressions are the rows whose verdict is a regression.
 func (c *Comparison) Regressions() []Row {
 	var out []Row
@@ -174,9 +200,20 @@ type Row struct {
 	Q *float64 `json:"q"`
 	// Shift is the Hodges–Lehmann estimate of new − base in the test's
 	// unit with its 1 − alpha confidence interval, ShiftPct the same in
-	// percent of the base median; null when not compared.
+	// percent of the base median; null when not compared, or when the
+	// estimate lies among the passes that gave no value (ShiftBeyond).
 	Shift    *Interval `json:"shift,omitempty"`
 	ShiftPct *Interval `json:"shift_pct,omitempty"`
+	// ShiftBeyond is +1 when the shift's estimate is new's passes that gave
+	// no value against base's valid ones (new is beyond every valid pass,
+	// in the direction that is worse for the test), −1 the other way, 0
+	// when the estimate is a figure.
+	ShiftBeyond int `json:"shift_beyond,omitempty"`
+	// Outright says the verdict needed no test: one side's median pass
+	// gave no value (saturated, failed, censored) and the other's did. A
+	// test of null against a figure has nothing to be unsure of, and it
+	// takes no part in the Benjamini–Hochberg adjustment.
+	Outright bool `json:"outright,omitempty"`
 	// Notes name what differs between the sides besides the engine's
 	// figures: NoteHost, NoteVersion, NoteConfig.
 	Notes []string `json:"notes,omitempty"`
@@ -199,10 +236,10 @@ const (
 	// NoteConfig: the sides ran other configuration files (a file of the
 	// user's own, or hlsbench's rendering against one).
 	NoteConfig = "another configuration"
-	// NotePartial: some measured passes were invalid on a side; its valid
-	// passes are compared, the invalid ones left out (a warning says
-	// which).
-	NotePartial = "invalid passes left out"
+	// NotePartial: some measured passes gave no valid value on a side;
+	// they enter the test at the worst rank, or both ways when the
+	// instrument spoiled them (a warning says which).
+	NotePartial = "invalid passes ranked"
 )
 
 // Side is what one side holds for a row.
@@ -215,6 +252,13 @@ type Side struct {
 	// state; Median is theirs when the state is OK.
 	Values []float64 `json:"values"`
 	Median *float64  `json:"median"`
+	// Worst counts the measured passes that gave no exact value because
+	// of the engine (saturated, failed, censored, none): they enter the
+	// test at the worst rank. Late counts those the instrument spoiled
+	// (the generator's own lateness or busy CPUs): the verdict must hold
+	// with them counted worst and best.
+	Worst int `json:"worst,omitempty"`
+	Late  int `json:"late,omitempty"`
 	// EngineVersions and Hosts are those of the runs behind the side.
 	EngineVersions []string `json:"engine_versions,omitempty"`
 	Hosts          []string `json:"hosts,omitempty"`
@@ -264,8 +308,15 @@ func (k key) String() string {
 
 // gathered is one side's figures for one key, over its files.
 type gathered struct {
-	first    *results.Result
-	values   []float64
+	first  *results.Result
+	values []float64
+	worst  int // measured passes without an exact value, the engine's doing
+	late   int // measured passes the instrument spoiled
+	// lateMax are the published values of the spoiled passes of a
+	// latency (a part of late): counted from the intended send time,
+	// they hold the generator's lateness on top of the engine's, so the
+	// engine's figure was at most that.
+	lateMax  []float64
 	invalid  []string
 	partial  []string // files whose test had some invalid passes
 	noValue  []string
@@ -348,12 +399,12 @@ func Runs(base, new []File, o Options) (*Comparison, error) {
 }
 
 // Verdicts counts the rows that reached a verdict: a regression, an
-// improvement or no significant change. With none, the comparison
-// decided nothing.
+// improvement or no significant change (not an inconclusive row). With
+// none, the comparison decided nothing.
 func (c *Comparison) Verdicts() int {
 	n := 0
 	for _, r := range c.Rows {
-		if r.Status == Compared && r.Verdict != stats.NotComparable && r.Verdict != "" {
+		if r.Status == Compared && r.Verdict != stats.NotComparable && r.Verdict != Inconclusive && r.Verdict != "" {
 			n++
 		}
 	}
@@ -403,13 +454,29 @@ func gather(files []File, order *[]key, seen map[key]bool) map[key]*gathered {
 				g.configs = appendNew(g.configs, c)
 			}
 			var vals []float64
+			worst, late := 0, 0
+			var lateMax []float64
 			for _, p := range r.Passes {
-				if !p.Warmup && p.Valid && p.Value != nil {
+				switch {
+				case p.Warmup:
+				case p.Valid && p.Value != nil && p.NoValue == "":
 					vals = append(vals, *p.Value)
+				case instrumentSpoiled(p):
+					late++
+					if p.Value != nil && p.NoValue == "" && r.Unit == "ms" && r.LowerIsBetter {
+						lateMax = append(lateMax, *p.Value)
+					}
+				default:
+					worst++
 				}
 			}
-			// A test is compared on its valid passes (its value comes from
-			// them); it is invalid only when none is.
+			if r.Value == nil && r.NotApplicable == "" && worst+late == 0 {
+				// The test says it has no figure though its passes have
+				// values: it is null, and a null ranks below every figure.
+				worst, vals = len(vals), nil
+			}
+			// A test's state says whether it has valid passes (its value
+			// comes from them): it is invalid when none is.
 			switch {
 			case r.NotApplicable != "":
 				g.na = append(g.na, name+": "+r.NotApplicable)
@@ -421,17 +488,55 @@ func gather(files []File, order *[]key, seen map[key]bool) map[key]*gathered {
 					why = "no valid measured pass has a value"
 				}
 				g.noValue = append(g.noValue, name+": "+why)
-			case !r.Valid:
-				g.partial = append(g.partial, fmt.Sprintf("%s: %d of %d measured passes invalid (%s)",
-					name, r.MeasuredPasses-len(vals), r.MeasuredPasses, invalidReason(r)))
+			case worst+late > 0:
+				g.partial = append(g.partial, fmt.Sprintf("%s: %d of %d measured passes without a valid value (%s)",
+					name, worst+late, worst+late+len(vals), invalidReason(r)))
 			}
 			g.values = append(g.values, vals...)
+			if r.NotApplicable == "" {
+				g.worst += worst
+				g.late += late
+				g.lateMax = append(g.lateMax, lateMax...)
+			}
 		}
 	}
 	return out
 }
 
+// instrumentSpoiled says whether a measured pass is invalid only because
+// of the instrument: every reason is the generator's (its own lateness,
+// its busy CPUs) or the host's (other processes, stalls), and the engine
+// carried the rate. Such a pass says nothing of the engine, better or
+// worse; a saturated, failed or censored pass does.
+func instrumentSpoiled(p results.Pass) bool {
+	if p.Valid || p.Saturated != "" || p.Errors > 0 || len(p.InvalidReasons) == 0 {
+		return false
+	}
+	for _, why := range p.InvalidReasons {
+		if !slices.ContainsFunc(instrumentReasons, func(s string) bool { return strings.Contains(why, s) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// instrumentReasons mark a pass's invalid reason as the instrument's:
+// workloads' words for the generator's lateness and busy cores, and for
+// the host that spoiled a pass (workloads.hostSpoil, the stalls of its
+// CPUs).
+var instrumentReasons = []string{"generator", "the host spoiled the pass", "stalls of", "stalled"}
+
 func invalidReason(r *results.Result) string {
+	// Saturation first: the engine did not carry its rate, whatever else
+	// the host or the generator did in the pass.
+	for _, p := range r.Passes {
+		if !p.Warmup && p.Saturated != "" {
+			if r.SaturatedPasses > 1 {
+				return fmt.Sprintf("pass %d: %s (and %d more saturated)", p.Index, p.Saturated, r.SaturatedPasses-1)
+			}
+			return fmt.Sprintf("pass %d: %s", p.Index, p.Saturated)
+		}
+	}
 	switch {
 	case len(r.InvalidReasons) > 0:
 		if n := len(r.InvalidReasons); n > 1 {
@@ -542,10 +647,19 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 			r.Notes = append(r.Notes, NotePartial)
 		}
 		for _, p := range g.partial {
-			warn.add(fmt.Sprintf("%s: compared on its valid passes only; %s", r.ID, p))
+			warn.add(fmt.Sprintf("%s: passes without a valid value enter the test at the worst rank (the instrument's both ways); %s", r.ID, p))
 		}
 	}
-	for _, s := range []State{Missing, NotApplicable, Invalid, NoValue} {
+	states := []State{Missing, NotApplicable, Invalid, NoValue}
+	if b != nil && n != nil && (len(b.values)+len(n.values) > 0 || b.late+n.late > 0) && b.measured() > 0 && n.measured() > 0 {
+		// A side with no valid value against one with values is judged,
+		// not skipped: null where the base had a figure is a regression.
+		// So is a failed side against one the instrument spoiled, which
+		// carried its rate. Failures on both sides are a tie, nothing
+		// compared.
+		states = states[:2]
+	}
+	for _, s := range states {
 		switch {
 		case r.Base.State == s && r.New.State == s:
 			r.Status, r.Reason = Status(string(s)+" in both"), r.Base.Reason+"; "+r.New.Reason
@@ -564,12 +678,43 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 			b.first.Unit, better(b.first.LowerIsBetter), n.first.Unit, better(n.first.LowerIsBetter))
 		return r
 	}
-	d := Judge(b.values, n.values, r.Unit, r.LowerIsBetter, o)
-	r.Verdict, r.Reason, r.Exact = d.Verdict, d.Reason, d.Exact
+	d, outright := judgeBounded(b, n, r.Unit, r.LowerIsBetter, o)
+	if len(b.values)+len(n.values) == 0 && !outright {
+		// Ranks alone, with no figure on either side, decide only a
+		// failure against a pass that carried its rate: "no change" between
+		// two sides that measured nothing is no finding.
+		d.Verdict = Inconclusive
+		d.Reason = fmt.Sprintf("%s: no valid pass on either side (the instrument spoiled %d of base's %d and %d of new's %d measured passes): nothing measured to decide on; measure again on a quieter machine",
+			Inconclusive, b.late, b.measured(), n.late, n.measured())
+	}
+	r.Verdict, r.Reason, r.Exact, r.Outright = d.Verdict, d.Reason, d.Exact, outright
+	if outright {
+		// No figure measures a null against a figure: the shift is beyond
+		// every one.
+		r.ShiftBeyond = 1
+		if d.Verdict == stats.Improvement {
+			r.ShiftBeyond = -1
+		}
+		d.Shift = stats.Shift{}
+		// The null side's own reasons say what happened: "saturated:
+		// carried 2000 of 5000 rps", "did not recover within 30 s".
+		g := n
+		if d.Verdict == stats.Improvement {
+			g = b
+		}
+		if why := slices.Concat(g.invalid, g.noValue, g.partial); len(why) > 0 {
+			r.Reason += "; " + strings.Join(why, "; ")
+		}
+	}
 	r.ChangePct, r.P = finite(d.Change), finite(d.P)
-	if sh := d.Shift; sh.Level > 0 {
+	if sh := d.Shift; math.IsInf(sh.Estimate, 0) {
+		r.ShiftBeyond = 1
+		if (sh.Estimate > 0) != r.LowerIsBetter {
+			r.ShiftBeyond = -1
+		}
+	} else if sh.Level > 0 {
 		r.Shift = &Interval{Estimate: sh.Estimate, Lo: finite(sh.Lo), Hi: finite(sh.Hi), Level: sh.Level}
-		if m := d.BaseMedian; m != 0 && !math.IsNaN(m) {
+		if m := stats.Median(b.values); m != 0 && !math.IsNaN(m) {
 			pct := func(v float64) float64 { return v / math.Abs(m) * 100 }
 			r.ShiftPct = &Interval{Estimate: pct(sh.Estimate), Lo: finite(pct(sh.Lo)), Hi: finite(pct(sh.Hi)), Level: sh.Level}
 		}
@@ -581,13 +726,14 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 // p-values of the rows that could reach a verdict (compared, and not
 // "not comparable": a test whose sizes or ties keep it from p < alpha
 // can make no false discovery, so it does not count among the tests,
-// as Tarone's refinement has it), and turns a regression or an
+// as Tarone's refinement has it, and neither does an inconclusive row,
+// which decides nothing), and turns a regression or an
 // improvement whose Q is not below alpha into no significant change.
 func adjust(rows []Row, alpha float64) {
 	var idx []int
 	var p []float64
 	for i, r := range rows {
-		if r.Status == Compared && r.P != nil && r.Verdict != stats.NotComparable {
+		if r.Status == Compared && r.P != nil && r.Verdict != stats.NotComparable && r.Verdict != Inconclusive && !r.Outright {
 			idx, p = append(idx, i), append(p, *r.P)
 		}
 	}
@@ -614,7 +760,7 @@ func side(g *gathered) Side {
 	if g == nil {
 		return Side{State: Missing, Reason: "no file has it", Values: []float64{}}
 	}
-	s := Side{State: OK, Values: g.values, EngineVersions: g.versions, Hosts: g.hosts, Files: g.files}
+	s := Side{State: OK, Values: g.values, Worst: g.worst, Late: g.late, EngineVersions: g.versions, Hosts: g.hosts, Files: g.files}
 	if s.Values == nil {
 		s.Values = []float64{}
 	}
@@ -929,4 +1075,259 @@ func Variants(files []File, base, new []string, o Options) (*Comparison, error) 
 		return nil, err
 	}
 	return c, nil
+}
+
+// measured counts a side's measured passes that entered the test: valid,
+// the engine's worst and the instrument's spoiled.
+func (g *gathered) measured() int { return len(g.values) + g.worst + g.late }
+
+// JudgeRanked is Judge with the passes that gave no exact value:
+// baseWorst and newWorst of them (saturated, failed, censored, without a
+// value) enter the U test tied at the worst rank, worse than every valid
+// pass of either side — a pass that did not carry its rate is slower than
+// every pass that did — and the Hodges–Lehmann shift counts them beyond
+// every valid value (an estimate among them is ±Inf). When one side's
+// median pass is among them and the other's is not, the verdict needs no
+// test: a null where the other side has a figure is a regression (or an
+// improvement). With no such passes it is Judge.
+func JudgeRanked(base, new []float64, baseWorst, newWorst int, unit string, lowerIsBetter bool, o Options) stats.Delta {
+	d, _ := judgeRanked(base, new, [2]int{baseWorst, newWorst}, [2]int{}, [2]int{}, unit, lowerIsBetter, o)
+	return d
+}
+
+// judgeBounded judges a row's sides. Passes the instrument spoiled are
+// neither the engine's failures nor its figures: the verdict is judged
+// twice, once with them at the worst rank on new's side and the best on
+// base's, once the other way round, and must be the same both times.
+// When one way finds a regression or an improvement and the other does
+// not, the row is Inconclusive.
+func judgeBounded(b, n *gathered, unit string, lowerIsBetter bool, o Options) (stats.Delta, bool) {
+	if b.late == 0 && n.late == 0 {
+		return judgeRanked(b.values, n.values, [2]int{b.worst, n.worst}, [2]int{}, [2]int{}, unit, lowerIsBetter, o)
+	}
+	// For new: base's spoiled passes worst, new's best; against new: the
+	// other way round. Counted worst, a spoiled pass still carried its
+	// rate: it ranks below every valid pass and above every failure — or,
+	// for a latency, at its own published value, counted from the
+	// intended send time: the engine's was no slower.
+	worst := [2]int{b.worst, n.worst}
+	bMax, nMax := append(slices.Clone(b.values), b.lateMax...), append(slices.Clone(n.values), n.lateMax...)
+	bPoor, nPoor := b.late-len(b.lateMax), n.late-len(n.lateMax)
+	fav, favOut := judgeRanked(bMax, n.values, worst, [2]int{bPoor, 0}, [2]int{0, n.late}, unit, lowerIsBetter, o)
+	unf, unfOut := judgeRanked(b.values, nMax, worst, [2]int{0, nPoor}, [2]int{b.late, 0}, unit, lowerIsBetter, o)
+	decides := func(v stats.Verdict) bool { return v == stats.Regression || v == stats.Improvement }
+	switch {
+	case fav.Verdict == unf.Verdict && fav.Verdict == stats.Improvement:
+		// The figures of the way least favourable to the verdict.
+		return unf, unfOut
+	case fav.Verdict == unf.Verdict || !decides(fav.Verdict) && !decides(unf.Verdict):
+		return fav, favOut && unfOut
+	}
+	d, _ := judgeRanked(b.values, n.values, worst, [2]int{}, [2]int{}, unit, lowerIsBetter, o)
+	d.Verdict = Inconclusive
+	d.Reason = fmt.Sprintf("%s: the instrument spoiled %d of base's and %d of new's measured passes (the generator's own lateness or busy CPUs; they say nothing of the engine): counted worst for new it is %s, counted best %s; measure again on a quieter machine or with more passes",
+		Inconclusive, b.late, n.late, unf.Verdict, fav.Verdict)
+	return d, false
+}
+
+// judgeRanked is JudgeRanked with worst[i] passes at the worst rank,
+// poor[i] just above it (worse than every valid pass, better than every
+// failure) and best[i] at the best rank, on base's (0) and new's (1)
+// side; outright says the verdict needed no test.
+func judgeRanked(base, new []float64, worst, poor, best [2]int, unit string, lowerIsBetter bool, o Options) (stats.Delta, bool) {
+	if worst == [2]int{} && poor == [2]int{} && best == [2]int{} {
+		return Judge(base, new, unit, lowerIsBetter, o), false
+	}
+	bad := math.Inf(1)
+	if !lowerIsBetter {
+		bad = math.Inf(-1)
+	}
+	// A quarter of the largest float: the mean of two is still finite.
+	low := math.Copysign(math.MaxFloat64/4, bad)
+	b, n := ranked(base, worst[0], poor[0], best[0], bad, low), ranked(new, worst[1], poor[1], best[1], bad, low)
+	d := stats.Delta{BaseMedian: stats.Median(b), NewMedian: stats.Median(n), Change: math.NaN(), P: math.NaN(),
+		MinP: math.NaN(), ShiftPct: math.NaN(), BaseN: len(b), NewN: len(n)}
+	not := func(why string) (stats.Delta, bool) {
+		d.Verdict, d.Reason = stats.NotComparable, why
+		return d, false
+	}
+	switch {
+	case len(b) == 0 && len(n) == 0:
+		return not("no values in base or new")
+	case len(b) == 0:
+		return not("no values in base")
+	case len(n) == 0:
+		return not("no values in new")
+	}
+	d.Change = change(d.BaseMedian, d.NewMedian)
+	level := 1 - o.Alpha
+	// For the shift a poor pass is as far as a failure: beyond every
+	// figure.
+	if sh, err := shiftRanked(base, new, [2]int{worst[0] + poor[0], worst[1] + poor[1]}, best, lowerIsBetter, level); err == nil {
+		d.Shift = sh
+		d.ShiftPct = change(stats.Median(base), stats.Median(base)+sh.Estimate)
+		if math.IsInf(sh.Estimate, 0) {
+			d.ShiftPct = sh.Estimate
+		}
+	}
+	t, err := stats.MannWhitneyU(b, n)
+	if err != nil {
+		return not(err.Error())
+	}
+	d.P, d.Exact, d.MinP = t.P, t.Exact, t.MinP
+	worse := func(d stats.Delta) stats.Verdict {
+		if (d.Shift.Estimate > 0) == lowerIsBetter {
+			return stats.Regression
+		}
+		return stats.Improvement
+	}
+	spoiled := fmt.Sprintf("%d of base's %d and %d of new's %d measured passes gave no valid value (saturated, failed, censored or none)",
+		worst[0], len(b), worst[1], len(n))
+	switch bm, nm := d.BaseMedian == bad, d.NewMedian == bad; {
+	case nm && !bm:
+		d.Verdict, d.Reason = stats.Regression, "new's median pass gave no valid value, base's did: "+spoiled
+		return d, true
+	case bm && !nm:
+		d.Verdict, d.Reason = stats.Improvement, "base's median pass gave no valid value, new's did: "+spoiled
+		return d, true
+	}
+	if floor := stats.SmallestP(len(b), len(n)); floor >= o.Alpha {
+		return not(fmt.Sprintf("too few measured passes: %d in base and %d in new can never give p < %g (the smallest p is %.3g); %d in each can",
+			len(b), len(n), o.Alpha, floor, stats.MinSamples(o.Alpha)))
+	}
+	if t.MinP >= o.Alpha && d.Shift.Estimate != 0 && math.Abs(d.ShiftPct) >= o.Threshold {
+		return not(fmt.Sprintf("too many ties: %s, tied at the worst rank, and no split of the passes into %d and %d can give p < %g (the smallest p is %.3g)",
+			spoiled, len(b), len(n), o.Alpha, t.MinP))
+	}
+	// The threshold and the resolution are held against the shift, a
+	// figure; a pass that gave none is no figure a few percent off. When
+	// the U test finds new worse (or better), new has the larger (or
+	// smaller) share of such passes, and the shares themselves differ
+	// (the same test on "gave none" against "gave one"), that difference
+	// is the change, whatever the shift of the rest: one such pass in 20
+	// does not turn a shift under the threshold into a regression.
+	share := func(x []float64) float64 { return float64(count(x, bad)+count(x, low)) / float64(len(x)) }
+	newWorse := (t.U < float64(len(b)*len(n))/2) == lowerIsBetter
+	byRank := d.P < o.Alpha && share(n) != share(b) && newWorse == (share(n) > share(b))
+	if byRank {
+		ind := func(x []float64) []float64 {
+			out := make([]float64, len(x))
+			for i, v := range x {
+				if v == bad || v == low {
+					out[i] = 1
+				}
+			}
+			return out
+		}
+		s, err := stats.MannWhitneyU(ind(b), ind(n))
+		byRank = err == nil && s.P < o.Alpha
+	}
+	small := ""
+	switch {
+	case d.Shift.Estimate == 0:
+		small = "the shift is 0"
+	case !(math.Abs(d.ShiftPct) >= o.Threshold):
+		small = fmt.Sprintf("the shift, %+.2f%%, is under the %g%% threshold", d.ShiftPct, o.Threshold)
+	case unit == "ms" && math.Abs(d.Shift.Estimate) < o.ResolutionMs:
+		small = fmt.Sprintf("the shift, %+.3f ms, is under the %g ms resolution of the generator's timing", d.Shift.Estimate, o.ResolutionMs)
+	}
+	switch {
+	case d.P >= o.Alpha:
+		d.Verdict, d.Reason = stats.NoChange, fmt.Sprintf("p = %.3g is not below alpha %g", d.P, o.Alpha)
+	case small != "" && byRank:
+		d.Verdict = stats.Improvement
+		if newWorse {
+			d.Verdict = stats.Regression
+		}
+		d.Reason = small + ", but " + spoiled + ": ranked worst, they are the change"
+	case small != "":
+		d.Verdict, d.Reason = stats.NoChange, small
+	default:
+		d.Verdict, d.Reason = worse(d), ""
+	}
+	return d, false
+}
+
+// count is how many of x are v.
+func count(x []float64, v float64) int {
+	n := 0
+	for _, e := range x {
+		if e == v {
+			n++
+		}
+	}
+	return n
+}
+
+// ranked is a side's values with worst passes at bad, poor ones at low
+// and best ones at −bad.
+func ranked(values []float64, worst, poor, best int, bad, low float64) []float64 {
+	out := slices.Clone(values)
+	for range worst {
+		out = append(out, bad)
+	}
+	for range poor {
+		out = append(out, low)
+	}
+	for range best {
+		out = append(out, -bad)
+	}
+	return out
+}
+
+// shiftRanked is the Hodges–Lehmann shift with worst and best passes: a
+// difference between a ranked pass and a valid one is infinite, between
+// two ranked passes of the same end zero. stats.HodgesLehmann takes no
+// infinities (∞ − ∞), so the ranked passes stand in as finite values
+// far enough beyond the valid ones that every difference keeps the order
+// it has with infinities, and so does the mean of two neighbours (the
+// median of an even count): a figure beyond the valid values' span is an
+// infinity.
+func shiftRanked(base, new []float64, worst, best [2]int, lowerIsBetter bool, level float64) (stats.Shift, error) {
+	valid := append(slices.Clone(base), new...)
+	lo, hi := 0.0, 0.0
+	if len(valid) > 0 {
+		lo, hi = slices.Min(valid), slices.Max(valid)
+	}
+	span := hi - lo
+	top, bottom := hi+4*span+1, lo-4*span-1
+	if !lowerIsBetter {
+		top, bottom = bottom, top
+	}
+	side := func(v []float64, w, b int) []float64 {
+		out := slices.Clone(v)
+		for range w {
+			out = append(out, top)
+		}
+		for range b {
+			out = append(out, bottom)
+		}
+		return out
+	}
+	sh, err := stats.HodgesLehmann(side(base, worst[0], best[0]), side(new, worst[1], best[1]), level)
+	if err != nil {
+		return sh, err
+	}
+	inf := func(v float64) float64 {
+		if math.Abs(v) > span {
+			return math.Inf(int(math.Copysign(1, v)))
+		}
+		return v
+	}
+	sh.Estimate, sh.Lo, sh.Hi = inf(sh.Estimate), inf(sh.Lo), inf(sh.Hi)
+	return sh, nil
+}
+
+// change is new's change from base in percent, as stats has it; ±Inf
+// when the base is 0 or new is infinite, NaN when base is infinite.
+func change(base, new float64) float64 {
+	switch {
+	case base == new:
+		return 0
+	case math.IsInf(base, 0):
+		return math.NaN()
+	case base == 0 || math.IsInf(new, 0):
+		return math.Inf(int(math.Copysign(1, new-base)))
+	}
+	return (new - base) / math.Abs(base) * 100
 }

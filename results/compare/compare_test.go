@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -160,9 +161,12 @@ func TestRunsVerdicts(t *testing.T) {
 		{"hit-path/only-base", "missing in new", "", "no file has it"},
 		{"hit-path/only-new", "missing in base", "", "no file has it"},
 		{"hit-path/invalid-new", Compared, stats.NoChange, ""},
-		{"hit-path/all-invalid-new", "invalid in new", "", "run-new.json: pass 1: the generator was late"},
-		{"hit-path/p50-ttfb", "invalid in base", "", "run-base.json: pass 1: no successful request"},
-		{"hit-path/null-valid", "no value in base", "", "run-base.json: nothing was measured"},
+		// Every pass of new spoiled by the generator: it might be better
+		// or worse, and compare says it cannot tell.
+		{"hit-path/all-invalid-new", Compared, Inconclusive, "counted best improvement"},
+		// A null against a figure needs no test.
+		{"hit-path/p50-ttfb", Compared, stats.Improvement, "base's median pass gave no valid value, new's did"},
+		{"hit-path/null-valid", Compared, stats.Improvement, "base's median pass gave no valid value, new's did"},
 		{"hit-path/not-applicable", "not applicable in both", "", "no TLS listener of its own"},
 	} {
 		r := rowOf(t, c, "builtin", tc.id)
@@ -200,7 +204,7 @@ func TestRunsVerdicts(t *testing.T) {
 	if strings.Join(wls, ",") != "hit-path,miss-storm" {
 		t.Errorf("workload order %v", wls)
 	}
-	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "hit-path/invalid-new: compared on its valid passes only; run-new.json: 1 of 20") {
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "hit-path/invalid-new: passes without a valid value enter the test at the worst rank (the instrument's both ways); run-new.json: 1 of 20") {
 		t.Errorf("warnings %q for two runs on one host, engine and conditions: want only the left-out pass", c.Warnings)
 	}
 }
@@ -230,14 +234,16 @@ func TestRunsMerge(t *testing.T) {
 	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.Status != Compared || len(r.New.Values) != 11 || !slices.Contains(r.Notes, NotePartial) {
 		t.Errorf("row %s (%s) with %d new values, want compared on 11 and the note", r.Status, r.Reason, len(r.New.Values))
 	}
-	// A file with no valid pass of it makes the side invalid.
+	// A file with no valid pass of it makes the side invalid, and its
+	// passes still take part: spoiled by the generator, both ways.
 	newer[2].Results[0] = allInvalid(newer[2].Results[0])
 	c, err = compare(t, base, newer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.Status != "invalid in new" || !strings.Contains(r.Reason, "run-n2.json") {
-		t.Errorf("row %s (%s), want invalid in new naming run-n2.json", r.Status, r.Reason)
+	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.Status != Compared || r.Verdict != stats.Regression ||
+		r.New.State != Invalid || !strings.Contains(r.New.Reason, "run-n2.json") || r.New.Late != 3 {
+		t.Errorf("row %s %s (%s), new %+v: want a regression, new invalid naming run-n2.json with 3 late passes", r.Status, r.Verdict, r.Reason, r.New)
 	}
 }
 
@@ -388,8 +394,9 @@ func TestRunsSchema1(t *testing.T) {
 	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.Verdict != stats.Regression || len(r.Base.Values) != 20 {
 		t.Errorf("p99 row %+v", r)
 	}
-	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Status != "invalid in base" || !strings.Contains(r.Reason, "no successful request") {
-		t.Errorf("p50 row %s (%s), want invalid in base: no successful request", r.Status, r.Reason)
+	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Verdict != stats.Improvement || !r.Outright ||
+		r.Base.State != Invalid || !strings.Contains(r.Base.Reason, "no successful request") {
+		t.Errorf("p50 row %s %s (%s), base %+v: want an improvement over base's invalid pass (no successful request)", r.Status, r.Verdict, r.Reason, r.Base)
 	}
 }
 
@@ -610,5 +617,206 @@ func TestVariants(t *testing.T) {
 		if _, err := Variants(files, tc.base, tc.new, Defaults()); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Variants(%v, %v): %v, want %q", tc.base, tc.new, err, tc.want)
 		}
+	}
+}
+
+// saturate marks measured passes from..to-1 saturated (index 0 is the
+// warm-up): the engine did not carry its rate, the pass is invalid.
+func saturate(r results.Result, from, to int) results.Result {
+	r.Passes = append([]results.Pass(nil), r.Passes...)
+	for i := from; i < to; i++ {
+		p := &r.Passes[i]
+		p.Valid, p.Saturated = false, "saturated: carried 2000.0 of 5000 rps"
+		p.InvalidReasons = []string{"saturated: carried 2000.0 of 5000 rps"}
+	}
+	if r.Recount(); r.ValidPasses == 0 {
+		r.Value = nil
+	}
+	return r
+}
+
+// Issue 44, item 10: a new side saturated in every pass, or whose median
+// pass never recovered (censored: its value null), where base had a
+// figure, is a regression — not a row skipped while another row's "no
+// change" lets the comparison pass.
+func TestRunsNullInNewIsRegression(t *testing.T) {
+	// Recovery after a purge: a censored pass has a value (the least it
+	// can be) and says it did not recover; with 11 of 20 censored the
+	// test's median is null.
+	censored := result("purge-stampede/recovery", true, around(2, 20)...)
+	for i := 1; i <= 11; i++ {
+		censored.Passes[i].Value = results.F(30)
+		censored.Passes[i].NoValue = "did not recover within 30 s"
+	}
+	censored.Value, censored.NoValue = nil, "did not recover within 30 s in 11 of 20 passes"
+	base := newRun("base", result("hit-path/p50-ttfb", true, around(1, 20)...),
+		result("hit-path/p99-ttfb", true, around(3, 20)...),
+		result("purge-stampede/recovery", true, around(2, 20)...))
+	newer := newRun("new", saturate(result("hit-path/p50-ttfb", true, around(1, 20)...), 1, 21),
+		result("hit-path/p99-ttfb", true, around(3, 20)...), // no change
+		censored)
+	for _, r := range []*results.Run{base, newer} {
+		r.Workloads = append(r.Workloads, results.Workload{Name: "purge-stampede", Conditions: hitPath.Conditions})
+	}
+	c, err := compare(t, []*results.Run{base}, []*results.Run{newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"hit-path/p50-ttfb", "purge-stampede/recovery"} {
+		r := rowOf(t, c, "builtin", id)
+		if r.Status != Compared || r.Verdict != stats.Regression || !r.Outright || r.ShiftBeyond != 1 ||
+			!strings.Contains(r.Reason, "new's median pass gave no valid value, base's did") {
+			t.Errorf("%s: %s %s (%s), outright %v, beyond %d: want an outright regression", id, r.Status, r.Verdict, r.Reason, r.Outright, r.ShiftBeyond)
+		}
+		if _, err := json.Marshal(r); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.Verdict != stats.NoChange {
+		t.Errorf("p99: %s, want no significant change", r.Verdict)
+	}
+	if got := len(c.Regressions()); got != 2 {
+		t.Errorf("%d regressions, want 2", got)
+	}
+	// The same the other way round is an improvement, for a higher-is-
+	// better test too.
+	up := func(r results.Result) results.Result { r.Unit, r.LowerIsBetter = "x", false; return r }
+	c, err = compare(t, []*results.Run{newRun("b", up(saturate(result("hit-path/p50-ttfb", true, around(1, 20)...), 1, 21)))},
+		[]*results.Run{newRun("n", up(result("hit-path/p50-ttfb", true, around(1, 20)...)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Verdict != stats.Improvement || !r.Outright || r.ShiftBeyond != -1 {
+		t.Errorf("saturated base, higher is better: %s (%s), beyond %d: want an outright improvement", r.Verdict, r.Reason, r.ShiftBeyond)
+	}
+}
+
+// Issue 44, item 11: a side is not judged on the passes that survived.
+// New's 8 saturated passes of 20 are slower than every pass that carried
+// its rate: its 12 survivors, no slower than base's passes, would say no
+// change.
+func TestRunsSaturatedPassesRankWorst(t *testing.T) {
+	base := newRun("base", result("hit-path/p50-ttfb", true, around(1, 20)...),
+		result("miss-storm/coalescing", false, around(200, 20)...))
+	// Survivors spread as base's passes are; the saturated passes' own
+	// figures (what a client saw) do not count.
+	newer := newRun("new", saturate(result("hit-path/p50-ttfb", true, append(around(1, 12), around(1, 8)...)...), 13, 21),
+		saturate(result("miss-storm/coalescing", false, append(around(200, 12), around(200, 8)...)...), 13, 21))
+	c, err := compare(t, []*results.Run{base}, []*results.Run{newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"hit-path/p50-ttfb", "miss-storm/coalescing"} {
+		r := rowOf(t, c, "builtin", id)
+		if r.Status != Compared || r.Verdict != stats.Regression || r.Outright || r.New.Worst != 8 || len(r.New.Values) != 12 ||
+			r.P == nil || *r.P >= 0.05 {
+			t.Errorf("%s: %s %s (%s) p %v, new %d values and %d worst: want a regression by the U test with 8 worst", id, r.Status, r.Verdict, r.Reason, r.P, len(r.New.Values), r.New.Worst)
+		}
+	}
+	// JudgeRanked, the entry point for ranking cells, says the same; with
+	// nothing spoiled it is Judge.
+	if d := JudgeRanked(around(1, 20), around(1, 12), 0, 8, "ms", true, Defaults()); d.Verdict != stats.Regression {
+		t.Errorf("JudgeRanked: %s (%s), want a regression", d.Verdict, d.Reason)
+	}
+	a, b := JudgeRanked(around(1, 20), around(1.2, 20), 0, 0, "ms", true, Defaults()), Judge(around(1, 20), around(1.2, 20), "ms", true, Defaults())
+	if a.Verdict != b.Verdict || a.P != b.P || a.Shift != b.Shift {
+		t.Errorf("JudgeRanked without spoiled passes %+v, Judge %+v", a, b)
+	}
+	// Spoiled on both sides alike: no change.
+	c, err = compare(t, []*results.Run{newRun("b", saturate(result("hit-path/p50-ttfb", true, around(1, 20)...), 1, 5))},
+		[]*results.Run{newRun("n", saturate(result("hit-path/p50-ttfb", true, around(1, 20)...), 3, 7))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Verdict != stats.NoChange {
+		t.Errorf("4 saturated of 20 on each side: %s (%s), want no significant change", r.Verdict, r.Reason)
+	}
+}
+
+// Issue 44, item 19: passes the instrument spoiled (the generator's own
+// lateness) say nothing of the engine, but a latency's published value,
+// counted from the intended send time, bounds it: the engine was no
+// slower. Left out, the 8 survivors of new would say no change; counted
+// at their published 3 ms they make a regression: the row is
+// inconclusive, never a decision either way. A change that holds however
+// they are counted is decided.
+func TestRunsLatePassesBound(t *testing.T) {
+	late := func(r results.Result, from, to int, published float64) results.Result {
+		for i := from; i < to; i++ {
+			r = invalid(r, i)
+			r.Passes[i].Value = results.F(published)
+		}
+		return r
+	}
+	base := newRun("base", result("hit-path/p50-ttfb", true, around(1, 20)...),
+		result("hit-path/p99-ttfb", true, around(3, 20)...))
+	newer := newRun("new", late(result("hit-path/p50-ttfb", true, around(1, 20)...), 1, 13, 3),
+		late(result("hit-path/p99-ttfb", true, around(6, 20)...), 1, 6, 9))
+	c, err := compare(t, []*results.Run{base}, []*results.Run{newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Verdict != Inconclusive || r.New.Late != 12 || r.New.Worst != 0 ||
+		!strings.Contains(r.Reason, "the instrument spoiled 0 of base's and 12 of new's") {
+		t.Errorf("p50: %s (%s), new %d late: want inconclusive", r.Verdict, r.Reason, r.New.Late)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.Verdict != stats.Regression {
+		t.Errorf("p99 twice as slow in its 15 valid passes: %s (%s), want a regression whatever its 5 late passes were", r.Verdict, r.Reason)
+	}
+	if len(c.Inconclusive()) != 1 || c.Verdicts() != 1 {
+		t.Errorf("%d inconclusive, %d verdicts: want 1 and 1", len(c.Inconclusive()), c.Verdicts())
+	}
+	// An inconclusive row decides nothing: it is not among the tests of
+	// the Benjamini–Hochberg adjustment, whose q it would raise.
+	if r := rowOf(t, c, "builtin", "hit-path/p99-ttfb"); r.P == nil || r.Q == nil || *r.Q != *r.P {
+		t.Errorf("p99: p %v, q %v: want q = p, one test adjusted", r.P, r.Q)
+	}
+	// Counted at their published values, 2 late passes of 10 cannot
+	// undo a slowdown of new that is twice their lateness: 0.3 ms against
+	// 0.55 ms, base's late passes published at 0.45 ms.
+	b2 := late(result("hit-path/p50-ttfb", true, around(0.3, 10)...), 1, 3, 0.45)
+	n2 := late(result("hit-path/p50-ttfb", true, around(0.55, 10)...), 1, 2, 0.7)
+	c, err = compare(t, []*results.Run{newRun("b", b2)}, []*results.Run{newRun("n", n2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Verdict != stats.Regression {
+		t.Errorf("0.3 ms against 0.55 ms, 2 and 1 late: %s (%s), want a regression", r.Verdict, r.Reason)
+	}
+	// A pass the host spoiled still carried its rate: counted worst, it
+	// is better than a saturated one. Base spoiled by the host in every
+	// pass against new saturated in every pass is a regression, either way.
+	host := result("hit-path/p50-ttfb", true, around(1, 20)...)
+	for i := 1; i <= 20; i++ {
+		host.Passes[i].Valid = false
+		host.Passes[i].InvalidReasons = []string{"the host spoiled the pass: CPU 0: other processes 76 %"}
+	}
+	host.Value = nil
+	host.Recount()
+	c, err = compare(t, []*results.Run{newRun("b", host)}, []*results.Run{newRun("n", saturate(result("hit-path/p50-ttfb", true, around(1, 20)...), 1, 21))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Status != Compared || r.Verdict != stats.Regression || r.Base.Late != 20 || r.New.Worst != 20 {
+		t.Errorf("base spoiled by the host, new saturated: %s %s (%s), %d late, %d worst: want a regression", r.Status, r.Verdict, r.Reason, r.Base.Late, r.New.Worst)
+	}
+	// With no valid pass on either side, ranks of spoiled and failed passes
+	// that tie both ways are no finding: inconclusive, never "no change".
+	mixed := func(r results.Result) results.Result {
+		for i := 1; i <= 20; i += 2 {
+			r.Passes[i].Saturated, r.Passes[i].InvalidReasons = "", []string{"the generator's own lateness moved TTFB p50"}
+		}
+		r.Recount()
+		return r
+	}
+	both := func() results.Result {
+		return mixed(saturate(result("hit-path/p50-ttfb", true, around(1, 20)...), 1, 21))
+	}
+	c, err = compare(t, []*results.Run{newRun("b", both())}, []*results.Run{newRun("n", both())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowOf(t, c, "builtin", "hit-path/p50-ttfb"); r.Verdict != Inconclusive || !strings.Contains(r.Reason, "no valid pass on either side") {
+		t.Errorf("no valid pass on either side: %s %s (%s), want inconclusive", r.Status, r.Verdict, r.Reason)
 	}
 }
