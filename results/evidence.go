@@ -206,6 +206,10 @@ type CPUShare struct {
 	// ("cc1 6.1 %"), a process allowed on several CPUs counted evenly over
 	// them (the kernel keeps no per-CPU time of a task).
 	Busiest []string `json:"busiest,omitempty"`
+	// Unseen is the percent of the CPU, within Other, that no process this
+	// host lists took: another PID namespace's processes (a container or a
+	// sandbox beside this one), or processes that ended during the pass.
+	Unseen float64 `json:"unseen,omitempty"`
 }
 
 // OriginCounts are the origin's counts over the pass, and the engine's own

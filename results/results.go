@@ -285,6 +285,11 @@ type Interference struct {
 	Threshold     float64  `json:"threshold"`
 	MaxOtherShare float64  `json:"max_other_share"`
 	Busiest       []string `json:"busiest,omitempty"`
+	// UnseenPasses are the busy passes in which most of the other share
+	// was in no process this host lists (CPUShare.Unseen): a neighbour in
+	// another PID namespace, whose time /proc/stat counts and /proc does
+	// not name.
+	UnseenPasses int `json:"unseen_passes,omitempty"`
 }
 
 // Tool identifies the hlsbench build.

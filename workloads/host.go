@@ -319,7 +319,7 @@ func cpuShares(d []cpuload.CPUTime) []results.CPUShare {
 	var out []results.CPUShare
 	for _, t := range d {
 		pct := func(v float64) float64 { return round1(100 * t.Share(v)) }
-		c := results.CPUShare{CPU: t.CPU, Steal: pct(t.Steal), IRQ: pct(t.Interrupts), Ours: pct(t.Ours), Other: pct(t.Other)}
+		c := results.CPUShare{CPU: t.CPU, Steal: pct(t.Steal), IRQ: pct(t.Interrupts), Ours: pct(t.Ours), Other: pct(t.Other), Unseen: pct(t.Unseen)}
 		for _, p := range t.Busiest {
 			if s := pct(p.Seconds); s >= 0.1 {
 				c.Busiest = append(c.Busiest, fmt.Sprintf("%s %.1f %%", p.Name, s))
@@ -331,6 +331,25 @@ func cpuShares(d []cpuload.CPUTime) []results.CPUShare {
 }
 
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+
+// otherNames names what took a CPU's other share, so that a reader tells
+// a compiler from dockerd from a helper of the engine's own: the busiest
+// processes this host lists, and the part no process it lists took (on a
+// machine shared through PID namespaces, most of it), which named
+// processes of 0.1 % would otherwise pass for.
+func otherNames(c results.CPUShare) string {
+	var names []string
+	if len(c.Busiest) > 0 {
+		names = append(names, strings.Join(c.Busiest, ", "))
+	}
+	if c.Unseen >= 0.5*c.Other && c.Unseen > 0 {
+		names = append(names, fmt.Sprintf("%.0f %% in no process this host lists: another PID namespace's (a container or sandbox beside this one) or processes that ended during the pass", c.Unseen))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, "; ") + ")"
+}
 
 // hostSpoil says what of the host spoiled the pass, "" when nothing passed
 // its threshold: each CPU's steal, interrupts and other processes past
@@ -347,10 +366,8 @@ func hostSpoil(ev *results.Evidence, window time.Duration) string {
 		for _, c := range oc.PerCPU {
 			if c.Steal >= 100*HostStealShare || c.Other >= 100*HostOtherShare || c.IRQ >= 100*HostIRQShare {
 				part := fmt.Sprintf("CPU %d: steal %.0f %%, interrupts %.0f %%, other processes %.0f %%", c.CPU, c.Steal, c.IRQ, c.Other)
-				if c.Other >= 100*HostOtherShare && len(c.Busiest) > 0 {
-					// Named, so that a reader tells a compiler from dockerd
-					// from a helper of the engine's own.
-					part += " (" + strings.Join(c.Busiest, ", ") + ")"
+				if c.Other >= 100*HostOtherShare {
+					part += otherNames(c)
 				}
 				parts = append(parts, part)
 			}

@@ -727,6 +727,13 @@ func noteBusy(rc *Recorder, p *passInfo) {
 		return
 	}
 	in.BusyPasses++
+	var other, unseen float64
+	for _, c := range oc.PerCPU {
+		other, unseen = other+c.Other, unseen+c.Unseen
+	}
+	if unseen > 0 && unseen >= 0.5*other {
+		in.UnseenPasses++
+	}
 	for _, b := range oc.Busiest {
 		name, _, _ := strings.Cut(b, " (pid")
 		if !slices.Contains(in.Busiest, name) && len(in.Busiest) < 8 {

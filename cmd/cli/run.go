@@ -571,12 +571,18 @@ const maxWarnings = 5
 // busy on the measured CPUs.
 func writeWarnings(w io.Writer, run *results.Run) {
 	if in := run.Interference; in != nil && in.BusyPasses > 0 {
-		who := "busiest: " + strings.Join(in.Busiest, ", ")
-		if len(in.Busiest) == 0 {
-			who = "no single process stands out"
+		var who []string
+		if len(in.Busiest) > 0 {
+			who = append(who, "busiest: "+strings.Join(in.Busiest, ", "))
+		}
+		if in.UnseenPasses > 0 {
+			who = append(who, fmt.Sprintf("in %d of them most of it in no process this host lists: another PID namespace's, a container or sandbox beside this one", in.UnseenPasses))
+		}
+		if len(who) == 0 {
+			who = append(who, "no single process stands out")
 		}
 		fmt.Fprintf(w, "hlsbench: other processes took over %.0f%% of the measured CPUs (%s) in %d of %d passes, up to %.0f%% (%s); figures may include them: quiet the machine and run again\n",
-			100*in.Threshold, in.CPUs, in.BusyPasses, in.Passes, 100*in.MaxOtherShare, who)
+			100*in.Threshold, in.CPUs, in.BusyPasses, in.Passes, 100*in.MaxOtherShare, strings.Join(who, "; "))
 	}
 	for i, warn := range run.Warnings {
 		if i == maxWarnings {

@@ -236,6 +236,12 @@ type CPUTime struct {
 	// went; the affinity spread is exact for a pinned process, and adds up
 	// to Other for the rest.
 	Busiest []Proc
+	// Unseen is the part of Other no process this host shows took: the
+	// time of processes in another PID namespace (a container or a sandbox
+	// beside this one, whose CPUs /proc/stat counts and whose processes
+	// /proc does not list), or of processes that ended during the
+	// interval, whose time left with them.
+	Unseen float64
 }
 
 // Share is seconds as a share of the CPU's capacity (0 without one).
@@ -326,6 +332,11 @@ func Between(a, b Sample) Delta {
 		busy := seconds(sub(cb.busy(), ca.busy())) - t.Steal
 		t.Ours = min(t.Ours, max(busy, 0))
 		t.Other = max(busy-t.Ours-perSoftirqd[i]/TicksPerSecond, 0)
+		seen := 0.0
+		for _, p := range perOthers[i] {
+			seen += p.Seconds
+		}
+		t.Unseen = max(t.Other-seen, 0)
 		t.Busiest = busiest(perOthers[i], BusiestPerCPU)
 		d.PerCPU = append(d.PerCPU, t)
 	}

@@ -292,4 +292,13 @@ func TestBetweenBusiestPerCPU(t *testing.T) {
 	if !slices.Equal(d.PerCPU[0].Busiest, want0) || !slices.Equal(d.PerCPU[1].Busiest, want1) {
 		t.Errorf("busiest per CPU %+v and %+v, want %+v and %+v", d.PerCPU[0].Busiest, d.PerCPU[1].Busiest, want0, want1)
 	}
+	if u := d.PerCPU[1].Unseen; math.Abs(u) > 1e-9 {
+		t.Errorf("CPU 1: unseen %v s, want 0: dockerd and containerd took all its other 0.2 s", u)
+	}
+	// CPU 1 busy 0.6 s of which the processes listed took 0.2: 0.4 s ran
+	// in processes this host does not list.
+	b.cpu[1] = cpuTimes{user: 60, idle: 140}
+	if d := Between(a, b); math.Abs(d.PerCPU[1].Other-0.6) > 1e-9 || math.Abs(d.PerCPU[1].Unseen-0.4) > 1e-9 {
+		t.Errorf("CPU 1: other %v s, unseen %v s; want 0.6 and 0.4", d.PerCPU[1].Other, d.PerCPU[1].Unseen)
+	}
 }
