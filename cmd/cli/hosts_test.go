@@ -213,12 +213,14 @@ func TestRunPlaced(t *testing.T) {
 			// Five hosts' processes share this machine's two cores: a
 			// sub-millisecond p99 may be moved by the agents' lateness,
 			// or a pass find every connection busy (saturated), or a
-			// generator host none of whose CPUs rested (judged as this
+			// generator host none of whose CPUs rested, or whose other
+			// processes (the other test hosts: /proc/stat is the whole
+			// machine's) took more than this host allows (judged as this
 			// host is), and is then rightly not a figure. Varnish 7.1
 			// has no TLS listener of its own: its tls cell is not
 			// applicable, placed or not.
 			machine := strings.Contains(r.NoValue, "lateness") || strings.Contains(r.NoValue, "saturated") ||
-				strings.Contains(r.NoValue, "every CPU at least")
+				strings.Contains(r.NoValue, "every CPU at least") || strings.Contains(r.NoValue, "the host spoiled the pass")
 			if !machine && !(r.Topology == "tls" && r.NotApplicable != "") {
 				t.Errorf("%s %s: no value: %s %q", r.Workload, r.Test, r.NoValue, r.InvalidReasons)
 			}
