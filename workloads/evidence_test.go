@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,13 +28,16 @@ func TestBodyCheckedWithoutChecksum(t *testing.T) {
 	}
 	// serve answers as the origin does, then spoils the body as the test
 	// asks, and drops the checksum header.
-	var spoil string
+	// An atomic: a connection of the case before may still be served
+	// while the next case sets its spoil (the race detector saw it in CI).
+	var spoil atomic.Value
+	spoil.Store("")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		o.ServeHTTP(rec, r)
 		body := rec.Body.Bytes()
 		status := rec.Code
-		switch spoil {
+		switch spoil.Load().(string) {
 		case "short":
 			body = body[:len(body)-100]
 		case "empty":
@@ -71,7 +75,7 @@ func TestBodyCheckedWithoutChecksum(t *testing.T) {
 		{"wrong", ManifestPath + "?run=t", -1, false, false},
 		{"short", origin.MasterPath, -1, false, false},
 	} {
-		spoil = c.spoil
+		spoil.Store(c.spoil)
 		ev := newEvidenceSet(cfg.Seed)
 		ev.segN = c.segN
 		ev.know(cfg, c.path)
