@@ -29,6 +29,57 @@ func TestREADMEIsShort(t *testing.T) {
 	}
 }
 
+// The README's two commands stay the ones the Makefile and CI run: its
+// test command is what .ci/run calls on a fresh clone, and each command's
+// comment spells out the Makefile's recipe.
+func TestREADMECommandsAreCI(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	readme, makefile, ci := read("README.md"), read("Makefile"), read(".ci/run")
+	if !regexp.MustCompile(`(?m)^make test$`).MatchString(ci) {
+		t.Error(".ci/run does not run make test, the README's test command")
+	}
+	for _, c := range []struct{ target, want string }{
+		{"test", "go test -p 1 -count=1 -timeout 40m ./..."},
+		{"run", "bin/hlsbench run"},
+	} {
+		recipe := recipe(makefile, c.target)
+		if len(recipe) == 0 || recipe[0] != c.want {
+			t.Errorf("make %s runs %q, want %q: say so in the README and here", c.target, recipe, c.want)
+			continue
+		}
+		line := regexp.MustCompile(`(?m)^make ` + c.target + ` +#.*$`).FindString(readme)
+		if !strings.Contains(line, c.want) {
+			t.Errorf("README.md's make %s line %q does not say it runs %q", c.target, line, c.want)
+		}
+	}
+	if r := recipe(makefile, "test"); len(r) != 2 || r[1] != strings.Replace(r[0], "go test", "go test -race", 1) {
+		t.Errorf("make test runs %q; the README says: the suite, then the same with -race", r)
+	}
+}
+
+// recipe returns the commands of a Makefile target, in order.
+func recipe(makefile, target string) []string {
+	var out []string
+	in := false
+	for _, line := range strings.Split(makefile, "\n") {
+		switch {
+		case strings.HasPrefix(line, target+":"):
+			in = true
+		case in && strings.HasPrefix(line, "\t"):
+			out = append(out, strings.TrimSpace(line))
+		case in:
+			return out
+		}
+	}
+	return out
+}
+
 // documents are the files whose relative links must hold: the README,
 // METHODOLOGY.md and everything in docs/.
 func documents(t *testing.T) []string {
