@@ -210,6 +210,11 @@ type CPUShare struct {
 	// host lists took: another PID namespace's processes (a container or a
 	// sandbox beside this one), or processes that ended during the pass.
 	Unseen float64 `json:"unseen,omitempty"`
+	// NetIRQ is the percent of the CPU, within IRQ, in network softirqs
+	// (NET_RX, NET_TX; softirq time split by /proc/softirqs' counts): on
+	// loopback, the cost of moving the cell's own bytes, part of the cost
+	// of serving.
+	NetIRQ float64 `json:"net_irq,omitempty"`
 }
 
 // OriginCounts are the origin's counts over the pass, and the engine's own
@@ -352,6 +357,13 @@ type OtherCPU struct {
 	GeneratorBusyShare float64 `json:"generator_busy_share,omitempty"`
 	// PerCPU splits each measured CPU's time (percent of it).
 	PerCPU []CPUShare `json:"per_cpu,omitempty"`
+	// NetIRQCeiling is the percent of a CPU the network softirqs of the
+	// bytes the pass moved may take (workloads.NetIRQPerGiB a GiB): up to
+	// it, a CPU's NetIRQ is the cell's own cost, not the host's.
+	NetIRQCeiling float64 `json:"net_irq_ceiling,omitempty"`
+	// MovedBytes are the body bytes the generator read in the pass, the
+	// ceiling's measure.
+	MovedBytes int64 `json:"moved_bytes,omitempty"`
 }
 
 // Cost is what the engine and the origin used during a pass.

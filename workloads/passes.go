@@ -214,6 +214,12 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 	}
 	after := takeAfter(ctx, tgt)
 	p.ev = delta(tgt, before, after)
+	if oc := p.ev.OtherCPU; oc != nil && p.lr != nil {
+		// The network softirqs of the bytes the pass moved are the cell's
+		// cost, up to a ceiling: the host is blamed for the rest.
+		oc.MovedBytes = p.lr.BodyBytes
+		oc.NetIRQCeiling = netIRQCeiling(p.lr.BodyBytes, after.takenAt.Sub(before.takenAt))
+	}
 	if used != nil {
 		p.ev.Cost = costOf(used, p.lr, p.control)
 	}

@@ -302,3 +302,81 @@ func TestBetweenBusiestPerCPU(t *testing.T) {
 		t.Errorf("CPU 1: other %v s, unseen %v s; want 0.6 and 0.4", d.PerCPU[1].Other, d.PerCPU[1].Unseen)
 	}
 }
+
+const softirqsFixture = `                    CPU0       CPU1
+          HI:          0          0
+       TIMER:    1071414    1049646
+      NET_TX:        148         97
+      NET_RX:   29838163   26270776
+       BLOCK:          0    1149325
+    IRQ_POLL:          0          0
+     TASKLET:        463         28
+       SCHED:    1299133    1602185
+     HRTIMER:    1349897    1547042
+         RCU:     802223    1022773
+`
+
+func TestParseSoftirqs(t *testing.T) {
+	got, err := parseSoftirqs([]byte(softirqsFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]softirqCounts{
+		0: {net: 148 + 29838163, other: 1071414 + 463 + 1299133 + 1349897 + 802223},
+		1: {net: 97 + 26270776, other: 1049646 + 1149325 + 28 + 1602185 + 1547042 + 1022773},
+	}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	for _, bad := range []string{"", "CPU0\n", "CPUx\nTIMER: 1\n", "CPU0\nTIMER 1\n", "CPU0\nTIMER: x\n", "CPU0\nTIMER: 1 2\n"} {
+		if c, err := parseSoftirqs([]byte(bad)); err == nil {
+			t.Errorf("%q: %+v, want an error", bad, c)
+		}
+	}
+}
+
+// The softirq time of a CPU is the network's in the share of its softirqs
+// that were NET_RX or NET_TX over the interval, ksoftirqd's included; hard
+// interrupts never are.
+func TestBetweenNetInterrupts(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a := Sample{At: t0, CPUs: []int{0, 1},
+		cpu: map[int]cpuTimes{0: {idle: 100}, 1: {idle: 100}},
+		procs: map[procKey]procTime{
+			{pid: 23, start: 1}: {pid: 23, comm: "ksoftirqd/0", ticks: 0, weight: 1},
+		},
+		softirqs: map[int]softirqCounts{0: {net: 1000, other: 500}, 1: {net: 10, other: 10}}}
+	// CPU 0: 30 ticks of softirq, 10 of hard interrupts, 10 of ksoftirqd;
+	// 9000 network softirqs and 1000 others (TIMER, RCU). CPU 1: 20 ticks
+	// of softirq, all of them timers'.
+	b := Sample{At: t0.Add(time.Second), CPUs: []int{0, 1},
+		cpu: map[int]cpuTimes{0: {system: 10, irq: 10, softirq: 30, idle: 150}, 1: {softirq: 20, idle: 180}},
+		procs: map[procKey]procTime{
+			{pid: 23, start: 1}: {pid: 23, comm: "ksoftirqd/0", ticks: 10, weight: 1, set: cpuSet(0), hasSet: true},
+		},
+		softirqs: map[int]softirqCounts{0: {net: 10000, other: 1500}, 1: {net: 10, other: 400}}}
+	d := Between(a, b)
+	if d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
+	if c0 := d.PerCPU[0]; !near(c0.Interrupts, 0.5) || !near(c0.NetInterrupts, 0.36) {
+		t.Errorf("CPU 0 interrupts %.3f s, network's %.3f s: want 0.5 and 0.9 × (0.3 + 0.1) = 0.36", c0.Interrupts, c0.NetInterrupts)
+	}
+	if c1 := d.PerCPU[1]; !near(c1.Interrupts, 0.2) || c1.NetInterrupts != 0 {
+		t.Errorf("CPU 1 interrupts %.3f s, network's %.3f s: want 0.2 and none", c1.Interrupts, c1.NetInterrupts)
+	}
+	// Without /proc/softirqs, none of it is told to be the network's.
+	a.softirqs = nil
+	if d := Between(a, b); d.PerCPU[0].NetInterrupts != 0 {
+		t.Errorf("no softirq counts, network's %.3f s, want none", d.PerCPU[0].NetInterrupts)
+	}
+}
+
+func cpuSet(cpus ...int) unix.CPUSet {
+	var s unix.CPUSet
+	for _, c := range cpus {
+		s.Set(c)
+	}
+	return s
+}
