@@ -162,6 +162,17 @@ type Stalls struct {
 	// Worst are the longest stalls, merged across CPUs when they overlap,
 	// longest first, at most a few.
 	Worst []StallAt `json:"worst,omitempty"`
+	// CellCount and CellMs are the stalls, of Count and TotalMs, that
+	// ended with a thread of the cell (engine, origin, terminator,
+	// hlsbench) runnable on their CPU: the CPU was the cell's, kept from
+	// the sampler (a long system call, its own packets' softirqs), not
+	// the host's interference. HostWorst are the longest of the others.
+	CellCount int       `json:"cell_count,omitempty"`
+	CellMs    float64   `json:"cell_ms,omitempty"`
+	HostWorst []StallAt `json:"host_worst,omitempty"`
+	// Unchecked counts stalls whose cell was not looked at (the sampler
+	// had looked just before): they count as the host's.
+	Unchecked int `json:"unchecked,omitempty"`
 	// CPUSeconds is the sampler's own CPU time in the pass.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// LateSends counts sends the generator dispatched later than

@@ -215,7 +215,8 @@ func startWatch(tgt *Target, log *sendLog) *hostWatch {
 		log.reset()
 	}
 	if tgt.Ours != nil {
-		w.sampler = cpuload.StartStalls(watchCPUs(tgt), cpuload.DefaultStallPeriod, cpuload.DefaultStallThreshold, true)
+		w.sampler = cpuload.StartCellStalls(watchCPUs(tgt), cpuload.DefaultStallPeriod, cpuload.DefaultStallThreshold, true,
+			tgt.Ours().CellProcesses())
 	}
 	return w
 }
@@ -258,13 +259,23 @@ func stallEvidence(st cpuload.Stalls, started time.Time) *results.Stalls {
 	}
 	e := &results.Stalls{CPUs: engines.CPUList(st.CPUs), Policy: st.Policy, PeriodMs: ms(st.Period),
 		ThresholdMs: ms(st.Threshold), Count: len(st.Stalls), CPUSeconds: round3(st.CPUSeconds)}
-	var total time.Duration
+	var total, cell time.Duration
+	var host []cpuload.Stall
 	for _, s := range st.Stalls {
 		total += s.Duration
 		e.LongestMs = max(e.LongestMs, ms(s.Duration))
+		if s.Cell {
+			e.CellCount++
+			cell += s.Duration
+		} else {
+			host = append(host, s)
+		}
 	}
-	e.TotalMs = ms(total)
+	e.TotalMs, e.CellMs, e.Unchecked = ms(total), ms(cell), st.Unchecked
 	e.Worst = worstStalls(st.Stalls, started, 3)
+	if e.CellCount > 0 {
+		e.HostWorst = worstStalls(host, started, 3)
+	}
 	return e
 }
 
@@ -307,15 +318,20 @@ func stallText(e *results.Stalls) string {
 	if e == nil || len(e.Worst) == 0 {
 		return ""
 	}
-	var parts []string
-	for _, w := range e.Worst {
-		parts = append(parts, fmt.Sprintf("%s stalled %.1f ms at %.2f s", cpuNames(w.CPUs), w.Ms, w.AtS))
-	}
-	s := strings.Join(parts, ", ")
+	s := worstText(e.Worst)
 	if e.Count > len(e.Worst) {
 		s += fmt.Sprintf(" (%d stalls of over %.1f ms, %.1f ms in all)", e.Count, e.ThresholdMs, e.TotalMs)
 	}
 	return s
+}
+
+// worstText names stalls as stallText does, without the count.
+func worstText(worst []results.StallAt) string {
+	var parts []string
+	for _, w := range worst {
+		parts = append(parts, fmt.Sprintf("%s stalled %.1f ms at %.2f s", cpuNames(w.CPUs), w.Ms, w.AtS))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cpuNames is "CPU 0" or "CPU 0 and 1" from a CPU list "0" or "0,1".
@@ -390,8 +406,16 @@ func hostSpoil(ev *results.Evidence, window time.Duration) string {
 	}
 	// A placed run's hosts are judged alike, from their probes' counters.
 	parts = append(parts, placedSpoil(ev.Hosts)...)
-	if st := ev.Stalls; st != nil && window > 0 && st.TotalMs >= 1e3*HostStallShare*window.Seconds() {
-		parts = append(parts, fmt.Sprintf("%d stalls took %.1f ms of the %.1f s pass: %s", st.Count, st.TotalMs, window.Seconds(), stallText(st)))
+	// A stall that ended with a thread of the cell runnable on its CPU
+	// was the cell's own work keeping the sampler off (cpuload's Stall.Cell):
+	// only the others are the host's.
+	if st := ev.Stalls; st != nil && window > 0 && st.TotalMs-st.CellMs >= 1e3*HostStallShare*window.Seconds() {
+		if st.CellCount == 0 {
+			parts = append(parts, fmt.Sprintf("%d stalls took %.1f ms of the %.1f s pass: %s", st.Count, st.TotalMs, window.Seconds(), stallText(st)))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d stalls with no thread of the cell runnable on their CPU took %.1f ms of the %.1f s pass: %s (%d more, %.1f ms, were the cell's own)",
+				st.Count-st.CellCount, st.TotalMs-st.CellMs, window.Seconds(), worstText(st.HostWorst), st.CellCount, st.CellMs))
+		}
 	}
 	if st := ev.Stalls; st != nil && st.LateSends > 0 && float64(st.HostLate) >= HostLateShare*float64(st.LateSends) {
 		parts = append(parts, fmt.Sprintf("%d of %d late sends fell in stalls of the engine's CPU", st.HostLate, st.LateSends))

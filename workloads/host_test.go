@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -360,5 +361,43 @@ func TestHostSpoilOwnNetworkInterrupts(t *testing.T) {
 		if s := hostSpoil(pass(tc.irq, tc.netIRQ, tc.bytes), window); s != tc.want {
 			t.Errorf("%s: host %q, want %q", tc.name, s, tc.want)
 		}
+	}
+}
+
+// Stalls that ended with a thread of the cell runnable on their CPU are the
+// cell's own work keeping the sampler off, not the host's (issue 50: "171
+// stalls took 114.5 ms of the 5.0 s pass"): only the others spoil a pass.
+func TestHostSpoilCellStalls(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var stalls []cpuload.Stall
+	for i := range 171 {
+		stalls = append(stalls, cpuload.Stall{CPU: 0, At: t0.Add(time.Duration(i) * 20 * time.Millisecond), Duration: 670 * time.Microsecond, Cell: i >= 20})
+	}
+	stalls[0].Duration = 4 * time.Millisecond
+	stalls[100].Duration = 9 * time.Millisecond
+	st := cpuload.Stalls{CPUs: []int{0}, Period: time.Millisecond, Threshold: 500 * time.Microsecond, Policy: "fifo", Stalls: stalls}
+	ev := &results.Evidence{Stalls: stallEvidence(st, t0)}
+	if e := ev.Stalls; e.Count != 171 || e.CellCount != 151 || fmt.Sprintf("%.1f %.1f", e.CellMs, e.TotalMs) != "109.5 126.2" {
+		t.Errorf("stalls %d (%.1f ms), the cell's %d (%.1f ms): want 171 (126.2), 151 (109.5)", e.Count, e.TotalMs, e.CellCount, e.CellMs)
+	}
+	if s := hostSpoil(ev, 5*time.Second); s != "" {
+		t.Errorf("the cell's own stalls spoiled the pass: %q", s)
+	}
+	// The same stalls, none of them with the cell runnable: the host's.
+	for i := range stalls {
+		stalls[i].Cell = false
+	}
+	ev = &results.Evidence{Stalls: stallEvidence(st, t0)}
+	if s, want := hostSpoil(ev, 5*time.Second), "171 stalls took 126.2 ms of the 5.0 s pass: CPU 0 stalled 9.0 ms at 2.00 s"; !strings.HasPrefix(s, want) {
+		t.Errorf("host %q, want it to begin %q", s, want)
+	}
+	// Past the threshold with the cell's taken out, the reason counts the host's alone.
+	for i := range stalls {
+		stalls[i].Cell = i%2 == 1
+	}
+	ev = &results.Evidence{Stalls: stallEvidence(st, t0)}
+	want := "86 stalls with no thread of the cell runnable on their CPU took 69.3 ms of the 5.0 s pass: CPU 0 stalled 9.0 ms at 2.00 s, CPU 0 stalled 4.0 ms at 0.00 s, CPU 0 stalled 0.7 ms at 0.04 s (85 more, 57.0 ms, were the cell's own)"
+	if s := hostSpoil(ev, 5*time.Second); s != want {
+		t.Errorf("host %q,\nwant %q", s, want)
 	}
 }

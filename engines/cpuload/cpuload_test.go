@@ -2,11 +2,13 @@ package cpuload
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -380,3 +382,68 @@ func cpuSet(cpus ...int) unix.CPUSet {
 	}
 	return s
 }
+
+func TestStateOn(t *testing.T) {
+	line := "4242 (a (b) c) R 1 4242 4242 0 -1 4194560 100 0 0 0 50 7 0 0 20 0 3 0 12345 1000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+	if state, cpu, ok := stateOn([]byte(line)); !ok || state != 'R' || cpu != 1 {
+		t.Errorf("state %c, CPU %d, %v: want R on CPU 1", state, cpu, ok)
+	}
+	for _, bad := range []string{"", "1 (x) R 1 2", "1 (x) RR" + strings.Repeat(" 0", 40)} {
+		if _, _, ok := stateOn([]byte(bad)); ok {
+			t.Errorf("%q read", bad)
+		}
+	}
+}
+
+// A stall is the cell's when a thread of the cell is runnable on its CPU
+// as the sampler wakes: a busy process pinned to CPU 0 is, on CPU 0 only;
+// a sleeping one is nowhere.
+func TestCellRunnable(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	start := func(script string) *exec.Cmd {
+		c := exec.Command("sh", "-c", script)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
+	}
+	busy, sleeping := start("while :; do :; done"), start("sleep 10")
+	if err := unix.SchedSetaffinity(busy.Process.Pid, ptrSet(cpuSet(0))); err != nil {
+		t.Fatal(err)
+	}
+	self := unix.Gettid()
+	// The busy loop moves to CPU 0 at its next tick; give it a second.
+	deadline := time.Now().Add(time.Second)
+	for !cellRunnable([]int{busy.Process.Pid}, 0, self) {
+		if time.Now().After(deadline) {
+			t.Fatal("a busy loop pinned to CPU 0 is not runnable there")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cellRunnable([]int{busy.Process.Pid}, 1, self) {
+		t.Error("a busy loop pinned to CPU 0 is runnable on CPU 1")
+	}
+	// Until sleep has started, the shell is runnable.
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", sleeping.Process.Pid)); err == nil {
+			if state, _, ok := stateOn(b); ok && state == 'S' {
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, c := range []int{0, 1} {
+		if cellRunnable([]int{sleeping.Process.Pid, 999999999}, c, self) {
+			t.Errorf("a sleeping process is runnable on CPU %d", c)
+		}
+	}
+	// The sampler's own thread is never the cell's.
+	if cellRunnable([]int{os.Getpid()}, -1, self) {
+		t.Error("a thread of this process runnable on CPU -1")
+	}
+}
+
+func ptrSet(s unix.CPUSet) *unix.CPUSet { return &s }
