@@ -403,7 +403,15 @@ type Cost struct {
 	TerminatorCPUSeconds   *float64 `json:"terminator_cpu_seconds,omitempty"`
 	TerminatorPeakRSSBytes *int64   `json:"terminator_peak_rss_bytes,omitempty"`
 	TerminatorCPUMsPer1000 *float64 `json:"terminator_cpu_ms_per_1000,omitempty"`
-	Errors                 []string `json:"errors,omitempty"`
+	// EngineIRQ is the percent of the engine's CPUs (shared with its
+	// terminator and the origin; every measured CPU when none is pinned)
+	// that went to hard and soft interrupts in the pass, and EngineNetIRQ
+	// the part of it in network softirqs: on loopback most of it moves
+	// the pass's own bytes, a cost of serving that no process is charged
+	// with. Null when the CPUs were not measured.
+	EngineIRQ    *float64 `json:"engine_irq,omitempty"`
+	EngineNetIRQ *float64 `json:"engine_net_irq,omitempty"`
+	Errors       []string `json:"errors,omitempty"`
 }
 
 // evidenceFromExtra reads the untyped "extra" of schema 1 and 2 passes.

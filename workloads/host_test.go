@@ -401,3 +401,36 @@ func TestHostSpoilCellStalls(t *testing.T) {
 		t.Errorf("host %q,\nwant %q", s, want)
 	}
 }
+
+// The interrupts on the engine's CPU are part of the cost of serving: the
+// pass's cost records them, the result keeps their median over the valid
+// passes, and the table says them beside the engine's CPU.
+func TestEngineIRQBesideCost(t *testing.T) {
+	oc := &results.OtherCPU{PerCPU: []results.CPUShare{{CPU: 0, IRQ: 35, NetIRQ: 33}, {CPU: 1, IRQ: 4, NetIRQ: 1}}}
+	if irq, net := engineIRQ(oc, []int{0}); irq == nil || net == nil || *irq != 35 || *net != 33 {
+		t.Fatalf("engine's CPU 0: interrupts %v, network %v, want 35 and 33", irq, net)
+	}
+	if irq, net := engineIRQ(oc, []int{0, 1}); *irq != 19.5 || *net != 17 {
+		t.Errorf("engine's CPUs 0 and 1: interrupts %v, network %v, want their means 19.5 and 17", *irq, *net)
+	}
+	if irq, _ := engineIRQ(oc, []int{2}); irq != nil {
+		t.Errorf("an unmeasured CPU's interrupts %v, want none", *irq)
+	}
+	pass := func(i int, irq, net float64, valid bool) results.Pass {
+		return results.Pass{Index: i, Valid: valid, Value: results.F(1), Evidence: &results.Evidence{Cost: &results.Cost{
+			EngineCPUMsPer1000: results.F(716), EngineIRQ: results.F(irq), EngineNetIRQ: results.F(net)}}}
+	}
+	r := &results.Result{ID: "segment/full-p50-ttfb", Workload: Segment, Test: "full-p50-ttfb", Title: "p50", Engine: "builtin",
+		Unit: "ms", LowerIsBetter: true, Value: results.F(1), Passes: []results.Pass{
+			pass(1, 30, 28, true), pass(2, 35, 33, true), pass(3, 36, 34, true), pass(4, 90, 10, false)}}
+	r.Recount()
+	if r.EngineIRQ == nil || *r.EngineIRQ != 35 || *r.EngineNetIRQ != 33 {
+		t.Fatalf("result's interrupts %v, network %v: want the valid passes' medians 35 and 33", r.EngineIRQ, r.EngineNetIRQ)
+	}
+	var b strings.Builder
+	writeCost(&b, []*results.Result{r})
+	out := strings.ReplaceAll(b.String(), "\n    ", " ")
+	if want := "716\u00a0CPU-ms per 1000 requests, —, interrupts 35\u00a0% of its CPU (33\u00a0% network softirqs)"; !strings.Contains(out, want) {
+		t.Errorf("cost %q lacks %q", out, want)
+	}
+}
