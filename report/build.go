@@ -575,7 +575,8 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 		if cells == &t.Instrument && r.NotApplicable != "" {
 			continue // the instrument not applicable: no cost to show
 		}
-		cs.add(k, Cost{Label: b.label(k, version), CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes}, t.Title)
+		cs.add(k, Cost{Label: b.label(k, version), CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes,
+			IRQ: r.EngineIRQ, NetIRQ: r.EngineNetIRQ}, t.Title)
 		// The terminator's own row, under the engine's: its cost is beside
 		// the engine's, not in it.
 		if tc, tm := r.TerminatorCost(); tc != nil || tm != nil {
@@ -657,7 +658,8 @@ func nameInstrumentLimit(t *Test, terminators map[cellKey]string) {
 // or as a new row.
 func addCost(cs []Cost, c Cost, test string) []Cost {
 	for i := range cs {
-		if sameF(cs[i].CPUMsPer1000, c.CPUMsPer1000) && sameI(cs[i].PeakRSSBytes, c.PeakRSSBytes) {
+		if sameF(cs[i].CPUMsPer1000, c.CPUMsPer1000) && sameI(cs[i].PeakRSSBytes, c.PeakRSSBytes) &&
+			sameF(cs[i].IRQ, c.IRQ) && sameF(cs[i].NetIRQ, c.NetIRQ) {
 			cs[i].Tests = append(cs[i].Tests, test)
 			return cs
 		}

@@ -46,3 +46,20 @@ func TestDisplayName(t *testing.T) {
 		t.Error("baseEngine")
 	}
 }
+
+// The interrupts on the engine's CPUs are said beside its CPU-ms when they
+// were measured, and a test whose interrupts differ is a row of its own.
+func TestCostCPUTextInterrupts(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	c := Cost{CPUMsPer1000: f(716), IRQ: f(35), NetIRQ: f(33)}
+	if got, want := c.CPUText(), "716 (interrupts 35 % of its CPU, 33 % network softirqs)"; got != want {
+		t.Errorf("cost %q, want %q", got, want)
+	}
+	if got := (Cost{CPUMsPer1000: f(716)}).CPUText(); got != "716" {
+		t.Errorf("cost without interrupts %q, want 716", got)
+	}
+	cs := addCost(addCost(nil, c, "full p50"), Cost{CPUMsPer1000: f(716), IRQ: f(6), NetIRQ: f(5)}, "range p50")
+	if len(cs) != 2 {
+		t.Errorf("costs %+v: want two rows, their interrupts differ", cs)
+	}
+}

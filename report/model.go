@@ -222,6 +222,11 @@ type Cost struct {
 	// passes), nil when not measured; PeakRSSBytes its largest resident set.
 	CPUMsPer1000 *float64
 	PeakRSSBytes *int64
+	// IRQ and NetIRQ are the percent of the engine's CPUs in interrupts
+	// and, of it, in network softirqs (medians of the passes), nil when
+	// not measured: the kernel's work of moving the answers, charged to
+	// no process, said beside the engine's own CPU.
+	IRQ, NetIRQ *float64
 }
 
 // CostByTest says whether a cost row names its tests: some engine's cost

@@ -188,10 +188,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			}
 			for _, c := range wl.Cost {
 				if wl.CostByTest() {
-					p("| %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(costTests(c)), costText(c.CPUMsPer1000), rssText(c.PeakRSSBytes))
+					p("| %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(costTests(c)), c.CPUText(), rssText(c.PeakRSSBytes))
 					continue
 				}
-				p("| %s | %s | %s |\n", mdEscape(c.Label), costText(c.CPUMsPer1000), rssText(c.PeakRSSBytes))
+				p("| %s | %s | %s |\n", mdEscape(c.Label), c.CPUText(), rssText(c.PeakRSSBytes))
 			}
 			p("\n")
 		}
@@ -350,6 +350,16 @@ func costText(v *float64) string {
 		return "not measured"
 	}
 	return results.Sig3(*v)
+}
+
+// CPUText is the CPU-ms per 1000 requests, with the interrupts on the
+// engine's CPUs when they were measured.
+func (c Cost) CPUText() string {
+	s := costText(c.CPUMsPer1000)
+	if c.IRQ != nil && c.NetIRQ != nil {
+		s += fmt.Sprintf(" (interrupts %.0f %% of its CPU, %.0f %% network softirqs)", *c.IRQ, *c.NetIRQ)
+	}
+	return s
 }
 
 func rssText(v *int64) string {

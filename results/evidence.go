@@ -162,6 +162,17 @@ type Stalls struct {
 	// Worst are the longest stalls, merged across CPUs when they overlap,
 	// longest first, at most a few.
 	Worst []StallAt `json:"worst,omitempty"`
+	// CellCount and CellMs are the stalls, of Count and TotalMs, that
+	// ended with a thread of the cell (engine, origin, terminator,
+	// hlsbench) runnable on their CPU: the CPU was the cell's, kept from
+	// the sampler (a long system call, its own packets' softirqs), not
+	// the host's interference. HostWorst are the longest of the others.
+	CellCount int       `json:"cell_count,omitempty"`
+	CellMs    float64   `json:"cell_ms,omitempty"`
+	HostWorst []StallAt `json:"host_worst,omitempty"`
+	// Unchecked counts stalls whose cell was not looked at (the sampler
+	// had looked just before): they count as the host's.
+	Unchecked int `json:"unchecked,omitempty"`
 	// CPUSeconds is the sampler's own CPU time in the pass.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// LateSends counts sends the generator dispatched later than
@@ -210,6 +221,11 @@ type CPUShare struct {
 	// host lists took: another PID namespace's processes (a container or a
 	// sandbox beside this one), or processes that ended during the pass.
 	Unseen float64 `json:"unseen,omitempty"`
+	// NetIRQ is the percent of the CPU, within IRQ, in network softirqs
+	// (NET_RX, NET_TX; softirq time split by /proc/softirqs' counts): on
+	// loopback, the cost of moving the cell's own bytes, part of the cost
+	// of serving.
+	NetIRQ float64 `json:"net_irq,omitempty"`
 }
 
 // OriginCounts are the origin's counts over the pass, and the engine's own
@@ -352,6 +368,13 @@ type OtherCPU struct {
 	GeneratorBusyShare float64 `json:"generator_busy_share,omitempty"`
 	// PerCPU splits each measured CPU's time (percent of it).
 	PerCPU []CPUShare `json:"per_cpu,omitempty"`
+	// NetIRQCeiling is the percent of a CPU the network softirqs of the
+	// bytes the pass moved may take (workloads.NetIRQPerGiB a GiB): up to
+	// it, a CPU's NetIRQ is the cell's own cost, not the host's.
+	NetIRQCeiling float64 `json:"net_irq_ceiling,omitempty"`
+	// MovedBytes are the body bytes the generator read in the pass, the
+	// ceiling's measure.
+	MovedBytes int64 `json:"moved_bytes,omitempty"`
 }
 
 // Cost is what the engine and the origin used during a pass.
@@ -380,7 +403,15 @@ type Cost struct {
 	TerminatorCPUSeconds   *float64 `json:"terminator_cpu_seconds,omitempty"`
 	TerminatorPeakRSSBytes *int64   `json:"terminator_peak_rss_bytes,omitempty"`
 	TerminatorCPUMsPer1000 *float64 `json:"terminator_cpu_ms_per_1000,omitempty"`
-	Errors                 []string `json:"errors,omitempty"`
+	// EngineIRQ is the percent of the engine's CPUs (shared with its
+	// terminator and the origin; every measured CPU when none is pinned)
+	// that went to hard and soft interrupts in the pass, and EngineNetIRQ
+	// the part of it in network softirqs: on loopback most of it moves
+	// the pass's own bytes, a cost of serving that no process is charged
+	// with. Null when the CPUs were not measured.
+	EngineIRQ    *float64 `json:"engine_irq,omitempty"`
+	EngineNetIRQ *float64 `json:"engine_net_irq,omitempty"`
+	Errors       []string `json:"errors,omitempty"`
 }
 
 // evidenceFromExtra reads the untyped "extra" of schema 1 and 2 passes.

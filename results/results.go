@@ -485,6 +485,10 @@ type Result struct {
 	// memory in a measured pass (null where the engine runs in-process).
 	EngineCPUMsPer1000 *float64 `json:"engine_cpu_ms_per_1000,omitempty"`
 	EnginePeakRSSBytes *int64   `json:"engine_peak_rss_bytes,omitempty"`
+	// EngineIRQ and EngineNetIRQ are the medians over the same passes of
+	// Cost's: the interrupts on the engine's CPUs, beside its CPU time.
+	EngineIRQ    *float64 `json:"engine_irq,omitempty"`
+	EngineNetIRQ *float64 `json:"engine_net_irq,omitempty"`
 
 	// LowerBound, when set, says Value is a lower bound and why, in a
 	// few words shown after it ("≥ 24000 rps (the generator ran out at
@@ -642,8 +646,8 @@ func (r *Result) Recount() {
 	}
 	r.Valid = r.MeasuredPasses > 0 && r.ValidPasses > 0 && r.ValidPasses+excused == r.MeasuredPasses
 	r.Spread = SpreadOf(r.Passes)
-	r.EngineCPUMsPer1000, r.EnginePeakRSSBytes = nil, nil
-	var perK []float64
+	r.EngineCPUMsPer1000, r.EnginePeakRSSBytes, r.EngineIRQ, r.EngineNetIRQ = nil, nil, nil, nil
+	var perK, irq, netIRQ []float64
 	for _, p := range r.Passes {
 		if p.Warmup || p.Evidence == nil || p.Evidence.Cost == nil {
 			continue
@@ -654,6 +658,9 @@ func (r *Result) Recount() {
 		if c.EngineCPUMsPer1000 != nil && p.Valid && p.Value != nil {
 			perK = append(perK, *c.EngineCPUMsPer1000)
 		}
+		if c.EngineIRQ != nil && c.EngineNetIRQ != nil && p.Valid && p.Value != nil {
+			irq, netIRQ = append(irq, *c.EngineIRQ), append(netIRQ, *c.EngineNetIRQ)
+		}
 		if c.EnginePeakRSSBytes != nil && (r.EnginePeakRSSBytes == nil || *c.EnginePeakRSSBytes > *r.EnginePeakRSSBytes) {
 			r.EnginePeakRSSBytes = c.EnginePeakRSSBytes
 		}
@@ -661,6 +668,10 @@ func (r *Result) Recount() {
 	if len(perK) > 0 {
 		m := stats.Median(perK)
 		r.EngineCPUMsPer1000 = &m
+	}
+	if len(irq) > 0 {
+		a, b := stats.Median(irq), stats.Median(netIRQ)
+		r.EngineIRQ, r.EngineNetIRQ = &a, &b
 	}
 	if r.Value != nil {
 		r.NoValue = ""

@@ -214,8 +214,15 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 	}
 	after := takeAfter(ctx, tgt)
 	p.ev = delta(tgt, before, after)
+	if oc := p.ev.OtherCPU; oc != nil && p.lr != nil {
+		// The network softirqs of the bytes the pass moved are the cell's
+		// cost, up to a ceiling: the host is blamed for the rest.
+		oc.MovedBytes = p.lr.BodyBytes
+		oc.NetIRQCeiling = netIRQCeiling(p.lr.BodyBytes, after.takenAt.Sub(before.takenAt))
+	}
 	if used != nil {
 		p.ev.Cost = costOf(used, p.lr, p.control)
+		p.ev.Cost.EngineIRQ, p.ev.Cost.EngineNetIRQ = engineIRQ(p.ev.OtherCPU, engineCPUs(tgt))
 	}
 	agree(rc, spec, tgt, p)
 	noteBusy(rc, p)
@@ -699,6 +706,25 @@ func costOf(us []cost.Usage, r *loadgen.Result, control int64) *results.Cost {
 		}
 	}
 	return c
+}
+
+// engineIRQ is the mean interrupt and network-softirq percent of the
+// engine's CPUs in the pass, nil when none of them was measured.
+func engineIRQ(oc *results.OtherCPU, cpus []int) (irq, netIRQ *float64) {
+	if oc == nil {
+		return nil, nil
+	}
+	var sum, net float64
+	n := 0
+	for _, c := range oc.PerCPU {
+		if slices.Contains(cpus, c.CPU) {
+			sum, net, n = sum+c.IRQ, net+c.NetIRQ, n+1
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return ptr(round1(sum / float64(n))), ptr(round1(net / float64(n)))
 }
 
 // minBusiest is the CPU time a process must have taken in a pass to be

@@ -172,6 +172,11 @@ func writeCost(w io.Writer, rs []*results.Result) {
 			continue
 		}
 		line := fmt.Sprintf("engine cost, %s (%s): %s", k.eng, strings.Join(seen[k], ", "), costText(r.EngineCPUMsPer1000, r.EnginePeakRSSBytes))
+		if r.EngineIRQ != nil && r.EngineNetIRQ != nil {
+			// The kernel's work of moving the answers' bytes is charged to
+			// no process: it is said beside the engine's own CPU.
+			line += fmt.Sprintf(", interrupts %.0f\u00a0%% of its CPU (%.0f\u00a0%% network softirqs)", *r.EngineIRQ, *r.EngineNetIRQ)
+		}
 		if tc, tm := r.TerminatorCost(); tc != nil || tm != nil {
 			line += "; the TLS terminator in front of it: " + costText(tc, tm)
 		}

@@ -2,11 +2,13 @@ package cpuload
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -302,3 +304,146 @@ func TestBetweenBusiestPerCPU(t *testing.T) {
 		t.Errorf("CPU 1: other %v s, unseen %v s; want 0.6 and 0.4", d.PerCPU[1].Other, d.PerCPU[1].Unseen)
 	}
 }
+
+const softirqsFixture = `                    CPU0       CPU1
+          HI:          0          0
+       TIMER:    1071414    1049646
+      NET_TX:        148         97
+      NET_RX:   29838163   26270776
+       BLOCK:          0    1149325
+    IRQ_POLL:          0          0
+     TASKLET:        463         28
+       SCHED:    1299133    1602185
+     HRTIMER:    1349897    1547042
+         RCU:     802223    1022773
+`
+
+func TestParseSoftirqs(t *testing.T) {
+	got, err := parseSoftirqs([]byte(softirqsFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]softirqCounts{
+		0: {net: 148 + 29838163, other: 1071414 + 463 + 1299133 + 1349897 + 802223},
+		1: {net: 97 + 26270776, other: 1049646 + 1149325 + 28 + 1602185 + 1547042 + 1022773},
+	}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	for _, bad := range []string{"", "CPU0\n", "CPUx\nTIMER: 1\n", "CPU0\nTIMER 1\n", "CPU0\nTIMER: x\n", "CPU0\nTIMER: 1 2\n"} {
+		if c, err := parseSoftirqs([]byte(bad)); err == nil {
+			t.Errorf("%q: %+v, want an error", bad, c)
+		}
+	}
+}
+
+// The softirq time of a CPU is the network's in the share of its softirqs
+// that were NET_RX or NET_TX over the interval, ksoftirqd's included; hard
+// interrupts never are.
+func TestBetweenNetInterrupts(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a := Sample{At: t0, CPUs: []int{0, 1},
+		cpu: map[int]cpuTimes{0: {idle: 100}, 1: {idle: 100}},
+		procs: map[procKey]procTime{
+			{pid: 23, start: 1}: {pid: 23, comm: "ksoftirqd/0", ticks: 0, weight: 1},
+		},
+		softirqs: map[int]softirqCounts{0: {net: 1000, other: 500}, 1: {net: 10, other: 10}}}
+	// CPU 0: 30 ticks of softirq, 10 of hard interrupts, 10 of ksoftirqd;
+	// 9000 network softirqs and 1000 others (TIMER, RCU). CPU 1: 20 ticks
+	// of softirq, all of them timers'.
+	b := Sample{At: t0.Add(time.Second), CPUs: []int{0, 1},
+		cpu: map[int]cpuTimes{0: {system: 10, irq: 10, softirq: 30, idle: 150}, 1: {softirq: 20, idle: 180}},
+		procs: map[procKey]procTime{
+			{pid: 23, start: 1}: {pid: 23, comm: "ksoftirqd/0", ticks: 10, weight: 1, set: cpuSet(0), hasSet: true},
+		},
+		softirqs: map[int]softirqCounts{0: {net: 10000, other: 1500}, 1: {net: 10, other: 400}}}
+	d := Between(a, b)
+	if d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
+	if c0 := d.PerCPU[0]; !near(c0.Interrupts, 0.5) || !near(c0.NetInterrupts, 0.36) {
+		t.Errorf("CPU 0 interrupts %.3f s, network's %.3f s: want 0.5 and 0.9 × (0.3 + 0.1) = 0.36", c0.Interrupts, c0.NetInterrupts)
+	}
+	if c1 := d.PerCPU[1]; !near(c1.Interrupts, 0.2) || c1.NetInterrupts != 0 {
+		t.Errorf("CPU 1 interrupts %.3f s, network's %.3f s: want 0.2 and none", c1.Interrupts, c1.NetInterrupts)
+	}
+	// Without /proc/softirqs, none of it is told to be the network's.
+	a.softirqs = nil
+	if d := Between(a, b); d.PerCPU[0].NetInterrupts != 0 {
+		t.Errorf("no softirq counts, network's %.3f s, want none", d.PerCPU[0].NetInterrupts)
+	}
+}
+
+func cpuSet(cpus ...int) unix.CPUSet {
+	var s unix.CPUSet
+	for _, c := range cpus {
+		s.Set(c)
+	}
+	return s
+}
+
+func TestStateOn(t *testing.T) {
+	line := "4242 (a (b) c) R 1 4242 4242 0 -1 4194560 100 0 0 0 50 7 0 0 20 0 3 0 12345 1000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+	if state, cpu, ok := stateOn([]byte(line)); !ok || state != 'R' || cpu != 1 {
+		t.Errorf("state %c, CPU %d, %v: want R on CPU 1", state, cpu, ok)
+	}
+	for _, bad := range []string{"", "1 (x) R 1 2", "1 (x) RR" + strings.Repeat(" 0", 40)} {
+		if _, _, ok := stateOn([]byte(bad)); ok {
+			t.Errorf("%q read", bad)
+		}
+	}
+}
+
+// A stall is the cell's when a thread of the cell is runnable on its CPU
+// as the sampler wakes: a busy process pinned to CPU 0 is, on CPU 0 only;
+// a sleeping one is nowhere.
+func TestCellRunnable(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	start := func(script string) *exec.Cmd {
+		c := exec.Command("sh", "-c", script)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
+	}
+	busy, sleeping := start("while :; do :; done"), start("sleep 10")
+	if err := unix.SchedSetaffinity(busy.Process.Pid, ptrSet(cpuSet(0))); err != nil {
+		t.Fatal(err)
+	}
+	self := unix.Gettid()
+	// The busy loop moves to CPU 0 at its next tick; give it a second.
+	deadline := time.Now().Add(time.Second)
+	for !cellRunnable([]int{busy.Process.Pid}, 0, self) {
+		if time.Now().After(deadline) {
+			t.Fatal("a busy loop pinned to CPU 0 is not runnable there")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cellRunnable([]int{busy.Process.Pid}, 1, self) {
+		t.Error("a busy loop pinned to CPU 0 is runnable on CPU 1")
+	}
+	// Until sleep has started, the shell is runnable.
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", sleeping.Process.Pid)); err == nil {
+			if state, _, ok := stateOn(b); ok && state == 'S' {
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, c := range []int{0, 1} {
+		if cellRunnable([]int{sleeping.Process.Pid, 999999999}, c, self) {
+			t.Errorf("a sleeping process is runnable on CPU %d", c)
+		}
+	}
+	// The sampler's own thread is never the cell's.
+	if cellRunnable([]int{os.Getpid()}, -1, self) {
+		t.Error("a thread of this process runnable on CPU -1")
+	}
+}
+
+func ptrSet(s unix.CPUSet) *unix.CPUSet { return &s }

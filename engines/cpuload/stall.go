@@ -1,15 +1,23 @@
 package cpuload
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlsbench/hlsbench/engines/internal/procfs"
 )
 
 // A stall sampler is cyclictest's method in-process: one thread per
@@ -20,6 +28,15 @@ import (
 // and soft interrupts, or a real-time task. Our engine and our generator
 // are normal tasks and cannot delay it; at SCHED_OTHER (no CAP_SYS_NICE)
 // they can, and a stall then also counts a busy CPU's run queue.
+//
+// Even at SCHED_FIFO, a task of the cell can delay it: a long system call
+// on a kernel that does not preempt one, or the softirqs of its own
+// packets, run on its way out of a send with preemption off. Such a
+// stall ends with that task preempted, runnable on the CPU: as it wakes
+// late, the sampler looks at the cell's threads (StartCellStalls) and
+// marks the stall the cell's (Stall.Cell) when one of them is runnable
+// there. A stall with none is the host's: the CPU went to the hypervisor,
+// to interrupts while it was idle, or to a task not of the cell.
 
 // Default stall sampler settings: a 1 ms period costs about 1000 short
 // wake-ups a second per CPU; 500 µs late is well past a timer's own slack
@@ -35,6 +52,10 @@ type Stall struct {
 	CPU      int
 	At       time.Time
 	Duration time.Duration
+	// Cell says a thread of the cell (StartCellStalls) was runnable on
+	// the CPU as the sampler woke from the stall: the CPU was the cell's,
+	// kept from the sampler, not taken from it by the host.
+	Cell bool
 }
 
 // End is when the stall ended.
@@ -54,7 +75,11 @@ type Stalls struct {
 	Stalls []Stall
 	// CPUSeconds is the samplers' own CPU time, every thread.
 	CPUSeconds float64
-	Err        error
+	// Unchecked counts the stalls whose cell was not looked at, the
+	// sampler having looked less than cellCheckGap before (a CPU stalled
+	// every period, at SCHED_OTHER): they count as the host's.
+	Unchecked int
+	Err       error
 }
 
 // Sampler runs until Stop.
@@ -67,14 +92,29 @@ type Sampler struct {
 	anchorW   time.Time
 	anchorM   int64
 	fifoTried bool
+	cell      []int
 }
+
+// cellCheckGap bounds the cost of looking at the cell's threads: a few
+// hundred microseconds a look, on the CPU the sampler holds, at most once
+// in this long per CPU.
+const cellCheckGap = 10 * time.Millisecond
 
 // StartStalls starts one sampler thread per CPU in cpus (empty: none, and
 // Stop reports nothing). fifo asks for SCHED_FIFO priority 1: the lowest
 // real-time priority, above every normal task and below the kernel's own
 // real-time threads.
 func StartStalls(cpus []int, period, threshold time.Duration, fifo bool) *Sampler {
-	s := &Sampler{out: Stalls{CPUs: append([]int{}, cpus...), Period: period, Threshold: threshold, Policy: "other"}}
+	return StartCellStalls(cpus, period, threshold, fifo, nil)
+}
+
+// StartCellStalls is StartStalls, telling the stalls that end with a
+// thread of the processes cell (the cell's: its engine, origin,
+// terminator and hlsbench; the sampler's own threads aside) runnable on
+// the stalled CPU.
+func StartCellStalls(cpus []int, period, threshold time.Duration, fifo bool, cell []int) *Sampler {
+	s := &Sampler{out: Stalls{CPUs: append([]int{}, cpus...), Period: period, Threshold: threshold, Policy: "other"},
+		cell: slices.Clone(cell)}
 	if len(cpus) == 0 || period <= 0 {
 		return s
 	}
@@ -131,6 +171,9 @@ func (s *Sampler) run(cpu int, period, threshold time.Duration, fifo bool, ready
 	ready <- struct{}{}
 	var stalls []Stall
 	var wakes int64
+	var unchecked int
+	var checked int64
+	self := unix.Gettid()
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	next := ts.Nano() + int64(period)
@@ -144,7 +187,16 @@ func (s *Sampler) run(cpu int, period, threshold time.Duration, fifo bool, ready
 		now := ts.Nano()
 		wakes++
 		if late := time.Duration(now - next); late > threshold {
-			stalls = append(stalls, Stall{CPU: cpu, At: s.wall(next), Duration: late})
+			st := Stall{CPU: cpu, At: s.wall(next), Duration: late}
+			switch {
+			case len(s.cell) == 0:
+			case checked != 0 && now-checked < int64(cellCheckGap):
+				unchecked++
+			default:
+				st.Cell = cellRunnable(s.cell, cpu, self)
+				checked = now
+			}
+			stalls = append(stalls, st)
 		}
 		// Deadlines missed during a stall are one stall, not many.
 		next += int64(period)
@@ -161,6 +213,7 @@ func (s *Sampler) run(cpu int, period, threshold time.Duration, fifo bool, ready
 	s.out.Stalls = append(s.out.Stalls, stalls...)
 	s.out.Wakes += wakes
 	s.out.CPUSeconds += cpuSec
+	s.out.Unchecked += unchecked
 	s.mu.Unlock()
 }
 
@@ -175,4 +228,65 @@ func (s *Sampler) Stop() Stalls {
 	}
 	sort.Slice(s.out.Stalls, func(i, j int) bool { return s.out.Stalls[i].At.Before(s.out.Stalls[j].At) })
 	return s.out
+}
+
+// cellRunnable says whether a thread of the processes pids, other than
+// self, is runnable (state R) and was last on cpu: the task the sampler
+// just preempted, or one waiting behind it.
+func cellRunnable(pids []int, cpu, self int) bool {
+	for _, pid := range pids {
+		dir := filepath.Join(procfs.Root, strconv.Itoa(pid), "task")
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue // gone
+		}
+		for _, e := range ents {
+			if e.Name() == strconv.Itoa(self) {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			if state, on, ok := stateOn(b); ok && state == 'R' && on == cpu {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stateOn reads a task's state and the CPU it last ran on (fields 3 and
+// 39 of its stat, proc(5)), after the command name, which may hold
+// anything.
+func stateOn(b []byte) (state byte, cpu int, ok bool) {
+	end := bytes.LastIndexByte(b, ')')
+	if end < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[end+1:]))
+	if len(f) < 39-2 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	cpu, err := strconv.Atoi(f[39-3])
+	if err != nil {
+		return 0, 0, false
+	}
+	return f[0][0], cpu, true
+}
+
+// CellProcesses are the processes of ours: its PIDs and every process in
+// its PGIDs now.
+func (o Ours) CellProcesses() []int {
+	out := slices.Clone(o.PIDs)
+	all, err := procfs.All()
+	if err != nil {
+		return out
+	}
+	for _, p := range all {
+		if slices.Contains(o.PGIDs, p.PGID) && !slices.Contains(out, p.PID) {
+			out = append(out, p.PID)
+		}
+	}
+	return out
 }
