@@ -601,7 +601,11 @@ func runMore(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPUPlan
 			break
 		}
 		rc.Progress.unplan(-time.Duration(n*ext[0].PerPass()*len(cells)) * cfg.PassDuration)
-		rc.Progress.Note("%s: %d more passes of each of %d cells, to decide (%d run)", w.Name, n, len(cells), passes)
+		more := fmt.Sprintf("%d more passes", n)
+		if n == 1 {
+			more = "1 more pass"
+		}
+		rc.Progress.Note("%s: %s of each of %d cells, to decide (%d run)", w.Name, more, len(cells), passes)
 		for e := extra; e < extra+n*ext[0].PerPass(); e++ {
 			for i, c := range cells {
 				what := fmt.Sprintf("pass %d (more to decide)", passes+1+(e-extra)/ext[i].PerPass())
