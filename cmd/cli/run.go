@@ -98,7 +98,9 @@ terminal, a line per pass otherwise; --quiet silences it.
 Exit codes: 0 every result valid; 3 the run finished but some result is
 invalid or has no value (the reasons are under each table and in the file);
 1 failure (the file says status "failed" and why); 2 bad flags or input;
-130 interrupted (finished passes kept).`,
+130 interrupted (finished passes kept). With --decide BASE,NEW the run ends
+with compare's decision of the two rows and its code: 0 no regression, 1 a
+regression, 2 inconclusive at --max-passes or nothing to compare.`,
 		Example: `  hlsbench run --quick
   hlsbench run --engine builtin --workload ` + workloads.Names()[2] + `
   hlsbench run --engine external --url http://127.0.0.1:6081 --origin-listen 127.0.0.1:8081 --workload all`,
