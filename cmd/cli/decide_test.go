@@ -124,6 +124,11 @@ func TestDecideLoop(t *testing.T) {
 				if r.MeasuredPasses != tc.passes || len(r.Passes) != tc.passes {
 					t.Errorf("%s on %s: %d measured passes (%d kept), want %d", r.ID, r.Engine, r.MeasuredPasses, len(r.Passes), tc.passes)
 				}
+				for i, p := range r.Passes {
+					if p.Index != i+1 || p.Warmup {
+						t.Errorf("%s on %s: pass %d recorded as %d (warm-up %v)", r.ID, r.Engine, i+1, p.Index, p.Warmup)
+					}
+				}
 			}
 			d := run.Decision
 			if d == nil || d.Base != "a" || d.New != "b" || d.PlannedPasses != 2 || d.MaxPasses != 5 || len(d.Tests) != 2 {
