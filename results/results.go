@@ -81,6 +81,40 @@ type Run struct {
 	// Placement names the hosts of a run whose roles ran on other hosts
 	// (hlsbench run --place); absent when everything ran on Host.
 	Placement []PlacedHost `json:"placement,omitempty"`
+	// Decision is hlsbench run --decide's: two rows of the run compared
+	// per test as hlsbench compare does, after the planned passes and
+	// each round of more; absent without --decide.
+	Decision *Decision `json:"decision,omitempty"`
+}
+
+// Decision is a comparison of two rows of one run that the run repeated
+// passes for until it decided, or until its bound.
+type Decision struct {
+	Base string `json:"base"`
+	New  string `json:"new"`
+	// PlannedPasses are the measured passes of each row the run planned
+	// (--passes); MaxPasses the bound on them, the planned included.
+	PlannedPasses int `json:"planned_passes"`
+	MaxPasses     int `json:"max_passes"`
+	// Tests are the tests compared, as they were judged last.
+	Tests []DecidedTest `json:"tests"`
+	// Error says why nothing could be compared, when nothing could.
+	Error string `json:"error,omitempty"`
+}
+
+// DecidedTest is one test of a Decision.
+type DecidedTest struct {
+	ID       string `json:"id"` // WORKLOAD/TEST
+	Topology string `json:"topology,omitempty"`
+	// Verdict is compare's: regression, improvement, no significant
+	// change, inconclusive, not comparable, or why the test was not
+	// compared ("invalid in base").
+	Verdict string `json:"verdict"`
+	// Decided says the verdict is a decision; Passes is how many measured
+	// passes of each row it was judged on.
+	Decided bool   `json:"decided"`
+	Passes  int    `json:"passes"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // PlacedHost is one host of a placed run and what ran there.

@@ -19,6 +19,7 @@ const ManifestPath = "/stream/index.m3u8"
 type hitPath struct{}
 
 func (hitPath) spreads() {}
+func (hitPath) extends() {}
 
 func (hitPath) Spec() Spec {
 	p := engines.DefaultPolicy()

@@ -39,7 +39,23 @@ func (s *rateSession) Close() error { return s.g.Close() }
 
 func (s *rateSession) Step(ctx context.Context, step int) error {
 	sr, i := &s.series[step/s.perSeries()], step%s.perSeries()
-	s.rc.Progress.step(sr.label+passLabel(i, s.cfg.Warmups, s.cfg.Passes, ""), sr.pass.Duration)
+	return s.pass(ctx, sr, i, passLabel(i, s.cfg.Warmups, s.cfg.Passes, ""))
+}
+
+// PerPass is a step per series: one more measured pass of each.
+func (s *rateSession) PerPass() int { return len(s.series) }
+
+// Extra runs measured pass Passes+1+e/PerPass of series e%PerPass, after
+// the planned ones, recorded as they are.
+func (s *rateSession) Extra(ctx context.Context, e int) error {
+	sr, n := &s.series[e%len(s.series)], s.cfg.Passes+e/len(s.series)
+	return s.pass(ctx, sr, s.cfg.Warmups+n, fmt.Sprintf("pass %d (%d planned, more to decide)", n+1, s.cfg.Passes))
+}
+
+// pass runs and records pass i of a series (warm-ups first), label its
+// progress line.
+func (s *rateSession) pass(ctx context.Context, sr *series, i int, label string) error {
+	s.rc.Progress.step(sr.label+label, sr.pass.Duration)
 	spoiled := make([][]results.SpoiledAttempt, len(sr.tests))
 	for attempt := 0; ; attempt++ {
 		before := take(ctx, s.tgt)

@@ -82,6 +82,14 @@ type RunSpec struct {
 	// Placed, when set, runs the origin, the engine and the generators on
 	// the hosts it opened (hlsbench run --place).
 	Placed *Placed
+	// More, when set, is asked once a workload that Extends has run its
+	// planned passes on every cell, and again after each round it asks
+	// for, how many more measured passes each cell is to run (0: none):
+	// hlsbench run --decide, judging run's results so far, while a
+	// comparison of two rows is undecided. passes is how many measured
+	// passes each cell has run. The rounds are interleaved as the planned
+	// passes are, so drift hits every cell alike.
+	More func(run *results.Run, w Spec, passes int) int
 
 	agents *agents // a placed run's, started by Execute
 }
@@ -533,6 +541,9 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 	if err := runSteps(ctx, spec, w, plan, rc, cells); err != nil || ctx.Err() != nil {
 		return err
 	}
+	if err := runMore(ctx, spec, w, cfg, plan, rc, cells); err != nil || ctx.Err() != nil {
+		return err
+	}
 	for _, c := range cells {
 		if spec.Done != nil {
 			spec.Done(c.name, c.topology, w.Name)
@@ -548,74 +559,167 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 // own while it is the only cell awake. A cell is frozen before the next is
 // thawed, so two are never awake at once.
 func runSteps(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, cells []*cell) error {
-	freeze := len(cells) > 1 && spec.runtime().Freezes
-	if freeze {
+	st, err := newStepper(ctx, spec, w, plan, rc, cells)
+	if err != nil {
+		return err
+	}
+	for k := 0; k < cells[0].sess.Steps(); k++ {
+		for _, c := range cells {
+			what := fmt.Sprintf("step %d of %d", k+1, c.sess.Steps())
+			if err := st.step(ctx, c, k, what, func() error { return c.sess.Step(ctx, k) }); err != nil || ctx.Err() != nil {
+				return err
+			}
+		}
+	}
+	return st.dead()
+}
+
+// runMore runs the rounds of measured passes spec.More asks for after the
+// planned ones, every cell's pass e before pass e+1 of any, as runSteps
+// runs the planned ones: each more pass is recorded as the planned ones
+// are, and none is dropped.
+func runMore(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPUPlan, rc *Recorder, cells []*cell) error {
+	if spec.More == nil || !w.Extends() {
+		return nil
+	}
+	ext := make([]extender, len(cells))
+	for i, c := range cells {
+		x, ok := c.sess.(extender)
+		if !ok {
+			return nil // said by Extends; a session of a test may not
+		}
+		ext[i] = x
+	}
+	st, err := newStepper(ctx, spec, w, plan, rc, cells)
+	if err != nil {
+		return err
+	}
+	passes, extra := cfg.Passes, 0 // each cell's measured passes, and the extra steps run
+	for ctx.Err() == nil {
+		n := spec.More(rc.Run, w, passes)
+		if n <= 0 {
+			break
+		}
+		rc.Progress.unplan(-time.Duration(n*ext[0].PerPass()*len(cells)) * cfg.PassDuration)
+		more := fmt.Sprintf("%d more passes", n)
+		if n == 1 {
+			more = "1 more pass"
+		}
+		rc.Progress.Note("%s: %s of each of %d cells, to decide (%d run)", w.Name, more, len(cells), passes)
+		for e := extra; e < extra+n*ext[0].PerPass(); e++ {
+			for i, c := range cells {
+				what := fmt.Sprintf("pass %d (more to decide)", passes+1+(e-extra)/ext[i].PerPass())
+				if err := st.step(ctx, c, -1, what, func() error { return ext[i].Extra(ctx, e) }); err != nil || ctx.Err() != nil {
+					return err
+				}
+			}
+		}
+		extra += n * ext[0].PerPass()
+		passes += n
+		if err := st.dead(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// extender is a session that runs measured passes after its planned
+// Steps (a workload that Extends).
+type extender interface {
+	// PerPass is how many extra steps make one more measured pass (one
+	// per series of a rate session).
+	PerPass() int
+	// Extra runs and records extra step e (0, 1, … in order).
+	Extra(ctx context.Context, e int) error
+}
+
+// stepper runs steps of a workload's cells one at a time, every other
+// cell frozen where the runtime can (runSteps).
+type stepper struct {
+	spec   RunSpec
+	w      Spec
+	plan   CPUPlan
+	rc     *Recorder
+	cells  []*cell
+	freeze bool
+	awake  *cell
+}
+
+func newStepper(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, cells []*cell) (*stepper, error) {
+	st := &stepper{spec: spec, w: w, plan: plan, rc: rc, cells: cells, freeze: len(cells) > 1 && spec.runtime().Freezes}
+	if st.freeze {
 		for _, c := range cells {
 			if err := c.freeze(ctx); err != nil {
+				return nil, fmt.Errorf("%s: freeze: %w", w.Name, err)
+			}
+		}
+	}
+	return st, nil
+}
+
+// step runs one step of c (run), planned step k (its restart, if any, is
+// before it) or an extra one (k < 0); what names it if c ends during it.
+// A dead cell runs none. The error is nil when ctx is done: interrupted,
+// what finished is kept.
+func (st *stepper) step(ctx context.Context, c *cell, k int, what string, run func() error) error {
+	w, rc := st.w, st.rc
+	if c.dead != nil {
+		return nil
+	}
+	rc.Progress.setWhere(c.where(w))
+	if st.freeze && st.awake != c {
+		// Frozen before the next is thawed: never two awake.
+		if st.awake != nil {
+			if err := st.awake.freeze(ctx); err != nil {
 				return fmt.Errorf("%s: freeze: %w", w.Name, err)
 			}
 		}
+		if err := c.thaw(ctx); err != nil {
+			return fmt.Errorf("%s: thaw: %w", w.Name, err)
+		}
+		st.awake = c
 	}
-	var awake *cell
-	for k := 0; k < cells[0].sess.Steps(); k++ {
-		for _, c := range cells {
-			if c.dead != nil {
-				continue
-			}
-			rc.Progress.setWhere(c.where(w))
-			if freeze && awake != c {
-				// Frozen before the next is thawed: never two awake.
-				if awake != nil {
-					if err := awake.freeze(ctx); err != nil {
-						return fmt.Errorf("%s: freeze: %w", w.Name, err)
-					}
-				}
-				if err := c.thaw(ctx); err != nil {
-					return fmt.Errorf("%s: thaw: %w", w.Name, err)
-				}
-				awake = c
-			}
-			// Restarts and the step's evidence (counters, cost) happen
-			// while c is thawed and every other cell frozen.
-			if err := restartAt(ctx, spec, w, plan, rc, c, k); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("%s on %s: %w", w.Name, c.label(), err)
-			}
-			before, counts := c.vitals(), rc.passCounts(&w, c)
-			if why := c.ended(vitals{}); why != nil {
-				// Ended between steps (frozen, or before the first).
-				if err := c.died(ctx, rc, &w, counts, why, why); err != nil {
-					return err
-				}
-				awake = nil
-				continue
-			}
-			err := c.sess.Step(ctx, k)
+	// Restarts and the step's evidence (counters, cost) happen while c is
+	// thawed and every other cell frozen.
+	if k >= 0 {
+		if err := restartAt(ctx, st.spec, w, st.plan, rc, c, k); err != nil {
 			if ctx.Err() != nil {
-				return nil // interrupted: keep what finished
+				return nil
 			}
-			if why := c.ended(before); why != nil {
-				if err := c.died(ctx, rc, &w, counts, why, fmt.Errorf("during step %d of %d: %w", k+1, c.sess.Steps(), why)); err != nil {
-					return err
-				}
-				awake = nil
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("%s on %s: %w", w.Name, c.label(), err)
-			}
+			return fmt.Errorf("%s on %s: %w", w.Name, c.label(), err)
 		}
 	}
+	before, counts := c.vitals(), rc.passCounts(&w, c)
+	if why := c.ended(vitals{}); why != nil {
+		// Ended between steps (frozen, or before the first).
+		st.awake = nil
+		return c.died(ctx, rc, &w, counts, why, why)
+	}
+	err := run()
+	if ctx.Err() != nil {
+		return nil // interrupted: keep what finished
+	}
+	if why := c.ended(before); why != nil {
+		st.awake = nil
+		return c.died(ctx, rc, &w, counts, why, fmt.Errorf("during %s: %w", what, why))
+	}
+	if err != nil {
+		return fmt.Errorf("%s on %s: %w", w.Name, c.label(), err)
+	}
+	return nil
+}
+
+// dead is the error of the cells whose processes ended, each with where
+// its output is kept; nil when none did.
+func (st *stepper) dead() error {
 	var errs []error
-	for _, c := range cells {
+	for _, c := range st.cells {
 		if c.dead != nil {
 			where := ""
-			if p := rc.logPath(&w, c); p != "" {
+			if p := st.rc.logPath(&st.w, c); p != "" {
 				where = "\n(its output is kept in " + p + ")"
 			}
-			errs = append(errs, fmt.Errorf("%s on %s: %w%s", w.Name, c.label(), c.dead, where))
+			errs = append(errs, fmt.Errorf("%s on %s: %w%s", st.w.Name, c.label(), c.dead, where))
 		}
 	}
 	return errors.Join(errs...)

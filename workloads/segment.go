@@ -25,6 +25,7 @@ const rangeBytes = 65536
 type segment struct{}
 
 func (segment) spreads() {}
+func (segment) extends() {}
 
 func (segment) Spec() Spec {
 	p := engines.DefaultPolicy()

@@ -279,6 +279,18 @@ func (s Spec) Spreads() bool {
 	return ok
 }
 
+// extends is a workload whose session can run measured passes past its
+// planned ones (extender): a rate pass stands alone, so one more is one
+// more sample of the same thing (hlsbench run --decide).
+type extends interface{ extends() }
+
+// Extends says whether the workload can run more passes than planned, for
+// a comparison the planned ones leave undecided (RunSpec.More).
+func (s Spec) Extends() bool {
+	_, ok := s.w.(extends)
+	return ok
+}
+
 // NeedsCache says whether the workload measures a cache.
 func (s Spec) NeedsCache() bool {
 	_, ok := s.w.(measuresCache)

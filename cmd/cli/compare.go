@@ -184,6 +184,13 @@ func RunCompare(ctx context.Context, stdout, stderr io.Writer, o CompareOptions)
 			return noVerdict{fmt.Errorf("--markdown %s: %w", o.Markdown, err)}
 		}
 	}
+	return comparisonVerdict(c)
+}
+
+// comparisonVerdict is a comparison's outcome as compare's exit code
+// says it: nil no regression, errRegression, or a noVerdict (a side that
+// did not finish, an inconclusive row, nothing compared).
+func comparisonVerdict(c *compare.Comparison) error {
 	regs := c.Regressions()
 	switch {
 	case len(c.Incomplete) > 0:

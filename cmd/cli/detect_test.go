@@ -2,12 +2,8 @@ package cli
 
 import (
 	"context"
-	"fmt"
+	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,108 +13,130 @@ import (
 	"github.com/hlsbench/hlsbench/workloads"
 )
 
-// delayProxy forwards to target, adding d to every answer before its
-// first byte (spinning, for a delay the timer's granularity cannot blur).
-func delayProxy(t *testing.T, target string, d time.Duration) string {
-	u, _ := url.Parse(target)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// delayedCache is a built-in cache in this process, fetching from an
+// origin at listen (which the run starts there), behind a proxy that holds
+// every answer d more before its first byte: an external proxy of its
+// own, for a row of --engine external@TAG.
+func delayedCache(t *testing.T, d time.Duration) (url, listen string) {
+	t.Helper()
+	hit, err := workloads.Specs(workloads.HitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen = freeAddr(t)
+	cache, err := builtin.New(builtin.Config{Origin: "http://" + listen, Policy: engines.BuiltinPolicy(hit[0].Policy)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cache.Close() })
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Held by spinning: time.Sleep rounds a sleep this short up to
+		// about a millisecond here.
 		for start := time.Now(); time.Since(start) < d; {
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+		cache.ServeHTTP(w, r)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String(), listen
+}
+
+// decideDelay runs hit-path on two external proxies, the rows fast (no
+// delay) and slow (0.2 ms more on every answer), listed in --engine in
+// that order or the other, and asks hlsbench for a decision of slow
+// against fast: the product repeats passes itself while a test is
+// undecided, up to its bound. It returns the exit code, stdout (the
+// decision) and stderr.
+func decideDelay(t *testing.T, fast, slow string, slowFirst bool, extra ...string) (int, string, string) {
+	t.Helper()
+	fastURL, fastListen := delayedCache(t, 0)
+	slowURL, slowListen := delayedCache(t, 200*time.Microsecond)
+	rows := fast + "," + slow
+	if slowFirst {
+		rows = slow + "," + fast
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := append([]string{"run", "--runtime", "inproc", "--engine", rows,
+		"--url", tagOf(fast) + "=" + fastURL + "," + tagOf(slow) + "=" + slowURL,
+		"--origin-listen", tagOf(fast) + "=" + fastListen + "," + tagOf(slow) + "=" + slowListen,
+		"--workload", "hit-path", "--decide", fast + "," + slow,
+		"--out", t.TempDir(), "--quiet", "--lock", "none"}, extra...)
+	return runCLI(t, ctx, args...)
+}
+
+// tagOf is external@TAG's TAG.
+func tagOf(row string) string {
+	_, tag, _ := strings.Cut(row, "@")
+	return tag
+}
+
+// checkDelayDecision judges hlsbench's decision of a 0.2 ms slower proxy
+// (pair, "BASE→NEW") against the same proxy without the delay: hit-path's
+// p50 TTFB a regression (exit 1), and every regression one of hit-path's,
+// which the delay slows. The product saying its bound was reached with
+// p50 still inconclusive is a true answer about this machine now (its
+// passes were spoiled): the test skips with the product's reason. Any
+// other outcome is a wrong decision, and fails.
+func checkDelayDecision(t *testing.T, pair string, code int, out, errs string) {
+	t.Helper()
+	if !strings.Contains(out, "\ndecision, ") {
+		t.Fatalf("exit %d without a decision:\n%s\n%s", code, out, errs)
+	}
+	p50 := decisionLine(out, "hit-path/p50-ttfb")
+	if strings.Contains(p50, "at the bound") {
+		t.Skipf("hlsbench decided nothing on hit-path p50 within its bound (exit %d): %s", code, p50)
+	}
+	if code != ExitFailure || !strings.Contains(p50, "regression, decided after") {
+		t.Fatalf("exit %d, hit-path p50 %q: want a regression (exit 1) for a 0.2 ms slower proxy\n%s\n%s", code, p50, out, errs)
+	}
+	_, regs, _ := strings.Cut(errs, "significant regression: ")
+	// "BASE→NEW (external) hit-path/p50-ttfb +29.7%, …"
+	for _, r := range strings.Split(strings.TrimSpace(regs), ", ") {
+		if !strings.HasPrefix(r, pair+" (") || !strings.Contains(r, ") hit-path/p") {
+			t.Errorf("regression %q: want hit-path's, of %s", r, pair)
+		}
+	}
+}
+
+// decisionLine is the decision's line of a test, its wrapped lines
+// joined.
+func decisionLine(out, id string) string {
+	var got []string
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "  "+id+":"):
+			got = append(got, strings.TrimSpace(line))
+		case len(got) > 0 && strings.HasPrefix(line, "    "):
+			got = append(got, strings.TrimSpace(line))
+		case len(got) > 0:
+			return strings.Join(got, " ")
+		}
+	}
+	return strings.Join(got, " ")
 }
 
 // Detection: a proxy in front of the built-in cache that adds 0.2 ms to
-// every answer makes compare exit 1 and name the hit-path tests, against
-// the same proxy adding nothing, measured back to back.
+// every answer is a regression of hit-path's p50 TTFB against the same
+// proxy adding nothing, measured in one run interleaved pass by pass, the
+// slow row first in --engine: hlsbench run --decide decides it, running
+// more passes while the machine's spoiled passes leave it undecided.
 func TestCompareDetectsDelay(t *testing.T) {
 	if testing.Short() {
-		t.Skip("two runs of 11 passes")
+		t.Skip("runs hit-path on two proxies, 10 passes each and up to 30")
 	}
 	if raceEnabled {
 		// Its verdict is a 0.2 ms latency: the race detector's stalls of
 		// tens of milliseconds would decide it (it runs once, without).
 		t.Skip("a latency verdict: run without -race")
 	}
-	specs, err := workloads.Specs(workloads.HitPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	originAddr := freeAddr(t)
-	cache, err := builtin.New(builtin.Config{Origin: "http://" + originAddr, Policy: engines.BuiltinPolicy(specs[0].Policy)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cache.Close()
-	cacheSrv := httptest.NewServer(cache)
-	defer cacheSrv.Close()
-
-	dir := t.TempDir()
-	measure := func(name string, d time.Duration) string {
-		out := filepath.Join(dir, name)
-		code, _, errs := runCLI(t, context.Background(), "run", "--runtime", "inproc", "--engine", "external",
-			"--url", delayProxy(t, cacheSrv.URL, d), "--origin-listen", originAddr, "--workload", "hit-path",
-			"--passes", "10", "--warmups", "1", "--pass-duration", "1s", "--rate", "500", "--quiet", "--out", out)
-		if code != ExitOK && code != ExitInvalid {
-			t.Fatalf("%s: exit %d: %s", name, code, errs)
-		}
-		return out
-	}
-	// The generator shares this process with the cache and the proxy: on a
-	// busy machine its own lateness and the host spoil passes, and compare
-	// counts them both ways: when they could hide the delay or invent one,
-	// it says "inconclusive" (exit 2), no decision. Up to three pairs are
-	// measured while it decides nothing; a decision is then judged, and
-	// only a wrong one fails: "no regression" (exit 0), or a regression
-	// that is not hit-path's p50.
-	var code int
-	var out, errs string
-	for attempt := 1; attempt <= 3; attempt++ {
-		base := measure(fmt.Sprintf("base-%d", attempt), 0)
-		slow := measure(fmt.Sprintf("new-%d", attempt), 200*time.Microsecond)
-		code, out, errs = runCLI(t, context.Background(), "compare", base, slow)
-		t.Logf("compare, pair %d:\n%s%s", attempt, out, errs)
-		if code != ExitUsage && !p50Undecided(out) {
-			break
-		}
-	}
-	switch {
-	case code == ExitUsage:
-		// The product said it could not decide on this machine now: a true
-		// answer, not a wrong one.
-		t.Skipf("compare decided nothing in three pairs (exit 2: %s): the machine spoiled the passes that would", strings.TrimSpace(errs))
-	case p50Undecided(out):
-		t.Skipf("compare could not decide hit-path p50 in three pairs (exit %d): the machine spoiled the passes that would", code)
-	case code != 1:
-		t.Fatalf("compare exit %d, want 1 for a 0.2 ms slower proxy", code)
-	}
-	if !strings.Contains(p50Row(out), "regression") || !strings.Contains(errs, "hit-path/p50-ttfb") {
-		t.Errorf("compare does not name hit-path p50-ttfb as a regression")
-	}
-}
-
-// p50Row is the hit-path p50 row of compare's table.
-func p50Row(table string) string {
-	for _, line := range strings.Split(table, "\n") {
-		if strings.Contains(line, "p50-ttfb") {
-			return line
-		}
-	}
-	return ""
-}
-
-// p50Undecided says compare reached no decision on the hit-path p50 row:
-// passes the instrument spoiled leave it inconclusive, or a side has no
-// pass it could compare ("invalid in both", "not comparable").
-func p50Undecided(table string) bool {
-	row := p50Row(table)
-	for _, s := range []string{"inconclusive", " in base", " in new", " in both", "not comparable"} {
-		if strings.Contains(row, s) {
-			return true
-		}
-	}
-	return row == ""
+	fast, slow := "external@base", "external@new"
+	code, out, errs := decideDelay(t, fast, slow, true,
+		"--passes", "10", "--warmups", "1", "--pass-duration", "1s", "--rate", "500", "--max-passes", "30")
+	t.Logf("decision (exit %d):\n%s%s", code, out, errs)
+	checkDelayDecision(t, fast+"→"+slow, code, out, errs)
 }

@@ -50,6 +50,12 @@ type RunOptions struct {
 	// hosts' clocks.
 	Place          string
 	ClockTolerance time.Duration
+	// Decide names two rows of Engine, BASE,NEW, to compare per test
+	// once their planned passes are done, running rounds of more passes
+	// of both while a test is undecided, up to MaxPasses each (0:
+	// decideFactor × passes).
+	Decide    string
+	MaxPasses int
 
 	// Settings holds the workloads' settings as their flags set them
 	// (workloads.Settings: a flag each); those not given come from the
@@ -62,6 +68,7 @@ type RunOptions struct {
 	// set, keeps a suite directory's manifest.
 	nightly bool
 	suite   *suiteState
+	decide  *decider // --decide, once checked
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -91,7 +98,9 @@ terminal, a line per pass otherwise; --quiet silences it.
 Exit codes: 0 every result valid; 3 the run finished but some result is
 invalid or has no value (the reasons are under each table and in the file);
 1 failure (the file says status "failed" and why); 2 bad flags or input;
-130 interrupted (finished passes kept).`,
+130 interrupted (finished passes kept). With --decide BASE,NEW the run ends
+with compare's decision of the two rows and its code: 0 no regression, 1 a
+regression, 2 inconclusive at --max-passes or nothing to compare.`,
 		Example: `  hlsbench run --quick
   hlsbench run --engine builtin --workload ` + workloads.Names()[2] + `
   hlsbench run --engine external --url http://127.0.0.1:6081 --origin-listen 127.0.0.1:8081 --workload all`,
@@ -106,6 +115,8 @@ invalid or has no value (the reasons are under each table and in the file);
 	f.StringVar(&o.Engine, "engine", "builtin", "engine: builtin, varnish, vinyl, nginx, null (the instrument's own ceiling and floor) or external (a comma list runs several, one table); NAME@VERSION a build, LABEL=NAME a variant (a=varnish,b=varnish)")
 	f.StringVar(&o.Out, "out", "", "directory for the run's JSON file (default $XDG_DATA_HOME/hlsbench/runs)")
 	f.BoolVar(&o.NoSave, "no-save", false, "do not write a results file")
+	f.StringVar(&o.Decide, "decide", "", "`BASE,NEW`: two rows of --engine to compare per test as hlsbench compare does once their planned passes are done; while a test is undecided (inconclusive, too few valid passes) both run --passes more, interleaved, up to --max-passes; the exit code is compare's (hit-path and segment)")
+	f.IntVar(&o.MaxPasses, "max-passes", 0, "with --decide: the most measured passes of each row, the planned included, before the decision is inconclusive (0: "+fmt.Sprint(decideFactor)+"× --passes)")
 	protocolFlags(f, &o)
 	return c
 }
@@ -250,6 +261,10 @@ func RunBench(ctx context.Context, stdout, stderr io.Writer, o RunOptions) error
 	if err != nil {
 		return err
 	}
+	if o.decide = p.decide; p.decide != nil {
+		rs.More = p.decide.more
+		p.decide.plan(stderr)
+	}
 	tables := stdout
 	if o.JSON {
 		tables = stderr
@@ -275,6 +290,7 @@ type runPlan struct {
 	// externalURLs and originListens are the external rows' --url and
 	// --origin-listen, by row.
 	externalURLs, originListens map[string]string
+	decide                      *decider // --decide; nil without
 	configs                     map[string]*engines.UserConfig
 	binaries                    map[string]string
 	sources                     map[string]engines.Source
@@ -376,6 +392,9 @@ func parseRunFlags(o RunOptions) (*runPlan, error) {
 	if p.configs, err = loadConfigs(o.Config, p.sels, p.originListens); err != nil {
 		return nil, err
 	}
+	if p.decide, err = parseDecide(o, p.engineNames, p.specs, p.cfg.Passes); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -406,6 +425,9 @@ func (p *runPlan) record(o RunOptions) map[string]any {
 	}
 	settings["workload_settings"] = pols
 	settings["lock"] = o.Lock
+	if p.decide != nil {
+		settings["decide"], settings["max_passes"] = p.decide.base+","+p.decide.new, p.decide.max
+	}
 	if p.place != nil {
 		settings["place"], settings["clock_tolerance_ms"] = o.Place, float64(o.ClockTolerance)/1e6
 	}
@@ -560,6 +582,14 @@ func finishRun(stdout, stderr io.Writer, o RunOptions, run *results.Run, rc *wor
 		return err
 	case run.Interrupted:
 		return errInterrupted
+	case o.decide != nil:
+		// The run was asked for a decision: compare's, not the
+		// figures' validity, is its outcome.
+		tables := stdout
+		if o.JSON {
+			tables = stderr
+		}
+		return o.decide.finish(tables, run, rc.Path())
 	}
 	return verdict(run)
 }
