@@ -324,7 +324,7 @@ type passInfo struct {
 	// other reason is the engine's (invalidBy).
 	instrument []string
 	started    time.Time
-	ev        *results.Evidence // never nil once observed
+	ev         *results.Evidence // never nil once observed
 	// samplerCPU is the stall sampler's CPU time over samplerWall, which
 	// the process's CPU time includes.
 	samplerCPU  float64
