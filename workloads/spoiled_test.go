@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -118,5 +119,52 @@ func TestInvalidByOfSaturation(t *testing.T) {
 	}
 	if got := p.invalidBy(nil); got != "" {
 		t.Errorf("no reason: %q, want none", got)
+	}
+}
+
+// The table counts the passes the host or the instrument spoiled beside
+// the valid ones, says what that means under it, and keeps its width.
+func TestTableCountsSpoiledPasses(t *testing.T) {
+	rc := &Recorder{Run: results.NewRun("t", "", nil)}
+	spec := specOf(HitPath)
+	tgt := &Target{Engine: results.Engine{Name: "nginx", Runtime: engines.RuntimeProcess}}
+	h := loadgen.NewHistogram()
+	for range 100 {
+		h.RecordValue(127e3)
+	}
+	for _, d := range []struct {
+		id string
+		q  float64
+	}{{"p50-ttfb", 50}, {"p99-ttfb", 99}} {
+		lt := rc.latency(&spec, tgt, d.id, d.id, d.q)
+		for i := range 10 {
+			p := newPass(i, 0, rated(500, 499.8, 1000, 20), nil)
+			p.ev = &results.Evidence{}
+			var more []string
+			if d.q == 99 && i >= 7 {
+				more = p.instrumental([]string{"the generator's own lateness moved TTFB p99 from 0.127 ms to 0.179 ms"})
+			}
+			lt.add(p, h, more...)
+		}
+	}
+	var b bytes.Buffer
+	WriteTable(&b, spec, rc.Results())
+	t.Log("\n" + b.String())
+	for _, line := range strings.Split(b.String(), "\n") {
+		if n := len([]rune(line)); n > TableWidth {
+			t.Errorf("line of %d columns: %q", n, line)
+		}
+	}
+	out := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{"10/10\n", "7/10, 3 spoiled", "k spoiled: passes the host or the instrument spoiled"} {
+		if want == "10/10\n" {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("table lacks p50's %q", want)
+			}
+			continue
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q", want)
+		}
 	}
 }
