@@ -156,7 +156,7 @@ func TestTableCountsSpoiledPasses(t *testing.T) {
 		}
 	}
 	out := strings.Join(strings.Fields(b.String()), " ")
-	for _, want := range []string{"10/10\n", "7/10, 3 spoiled", "k spoiled: passes the host or the instrument spoiled"} {
+	for _, want := range []string{"10/10\n", "7/10 (3)", "(k): k passes the host or the instrument spoiled"} {
 		if want == "10/10\n" {
 			if !strings.Contains(b.String(), want) {
 				t.Errorf("table lacks p50's %q", want)

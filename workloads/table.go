@@ -88,7 +88,8 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 		}
 		valid := fmt.Sprintf("%d/%d", r.ValidPasses, r.MeasuredPasses)
 		if r.SpoiledPasses > 0 {
-			valid += fmt.Sprintf(", %d spoiled", r.SpoiledPasses)
+			// In parentheses, to keep the table's width: said under it.
+			valid += fmt.Sprintf(" (%d)", r.SpoiledPasses)
 			spoiled = true
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", row, valid)
@@ -106,7 +107,7 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	if spoiled {
 		// Said where the count is shown: a cell with such passes may still
 		// be valid, and why.
-		legend += "; k spoiled: passes the host or the instrument spoiled (the generator's own lateness, other processes, stalls), not the engine: left out of the value, and the test stays valid while its valid passes are at least half of the measured ones"
+		legend += "; (k): k passes the host or the instrument spoiled (the generator's own lateness, other processes, stalls), not the engine: left out of the value, and the test stays valid while its valid passes are at least half of the measured ones"
 	}
 	fmt.Fprintln(w, wrap(legend, TableWidth, "  ", "  "))
 	if rated {
