@@ -526,9 +526,9 @@ func instrumentSpoiled(p results.Pass) bool {
 }
 
 // instrumentReasons mark a pass's invalid reason as the instrument's in a
-// file that did not record its class: workloads' words for the generator's lateness and busy cores, and for
-// the host that spoiled a pass (workloads.hostSpoil, the stalls of its
-// CPUs).
+// file that did not record its class: workloads' words for the
+// generator's lateness and busy cores, and for the host that spoiled a
+// pass (workloads.hostSpoil, the stalls of its CPUs).
 var instrumentReasons = []string{"generator", "the host spoiled the pass", "stalls of", "stalled"}
 
 func invalidReason(r *results.Result) string {
@@ -552,6 +552,17 @@ func invalidReason(r *results.Result) string {
 		return r.NoValue
 	case r.MeasuredPasses == 0:
 		return "no measured pass"
+	}
+	// A valid test lists no reason for the passes the host or the
+	// instrument spoiled: their own say it.
+	for _, p := range r.Passes {
+		if !p.Warmup && p.ByInstrument() {
+			why := fmt.Sprintf("pass %d: %s", p.Index, p.InvalidReasons[0])
+			if r.SpoiledPasses > 1 {
+				why += fmt.Sprintf(" (and %d more spoiled by the host or the instrument)", r.SpoiledPasses-1)
+			}
+			return why
+		}
 	}
 	return "marked invalid, no reason recorded"
 }

@@ -854,5 +854,12 @@ func TestRunsSpoiledByRecordedClass(t *testing.T) {
 		if r := rowOf(t, cmp, "builtin", "hit-path/p50-ttfb"); r.New.Late != c.late || r.New.Worst != c.worst {
 			t.Errorf("%s: new %d late and %d worst, want %d and %d", c.name, r.New.Late, r.New.Worst, c.late, c.worst)
 		}
+		// A test valid on its 15 passes says why the other 5 are left
+		// out: their own reasons, never "no reason recorded".
+		want := "5 of 20 measured passes without a valid value (pass 1: " + c.why
+		if !slices.ContainsFunc(cmp.Warnings, func(w string) bool { return strings.Contains(w, want) }) ||
+			slices.ContainsFunc(cmp.Warnings, func(w string) bool { return strings.Contains(w, "no reason recorded") }) {
+			t.Errorf("%s: warnings %q, want %q", c.name, cmp.Warnings, want)
+		}
 	}
 }
