@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -166,5 +167,36 @@ func TestTableCountsSpoiledPasses(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q", want)
 		}
+	}
+}
+
+// A crash is the engine's: the passes it ended are invalid by the engine
+// whatever made them invalid before, and the cell is invalid although
+// the passes the instrument spoiled were fewer than half.
+func TestCrashedPassesAreTheEngines(t *testing.T) {
+	rc := &Recorder{Run: results.NewRun("t", "", nil)}
+	spec := specOf(HitPath)
+	tgt := &Target{Engine: results.Engine{Name: "nginx", Runtime: engines.RuntimeProcess, Topology: "plaintext"}}
+	lt := rc.latency(&spec, tgt, "p99-ttfb", "p99 TTFB", 99)
+	h := loadgen.NewHistogram()
+	h.RecordValue(127e3)
+	for i := range 10 {
+		p := newPass(i, 0, rated(500, 499.8, 1000, 20), nil)
+		p.ev = &results.Evidence{}
+		var more []string
+		if i >= 8 {
+			more = p.instrumental([]string{"the generator's own lateness moved TTFB p99"})
+		}
+		lt.add(p, h, more...)
+	}
+	if !lt.r.Valid || lt.r.SpoiledPasses != 2 {
+		t.Fatalf("before the crash: valid %v, %d spoiled; want valid, 2 spoiled", lt.r.Valid, lt.r.SpoiledPasses)
+	}
+	c := &cell{name: lt.r.Engine, topology: lt.r.Topology}
+	if err := rc.crashed(&spec, c, map[*results.Result]int{lt.r: 9}, errors.New("nginx: the kernel killed 1 of its processes")); err != nil {
+		t.Fatal(err)
+	}
+	if p := lt.r.Passes[9]; lt.r.Valid || p.InvalidBy != results.InvalidByEngine || lt.r.SpoiledPasses != 1 {
+		t.Errorf("after the crash: valid %v, pass 10 by %q, %d spoiled; want invalid, pass 10 the engine's, 1 spoiled", lt.r.Valid, p.InvalidBy, lt.r.SpoiledPasses)
 	}
 }
