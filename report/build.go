@@ -772,7 +772,7 @@ func cellOf(r *results.Result, label, version, source string) Cell {
 		Value: r.Value, NoValue: r.NoValue, Valid: r.Valid, ValidPasses: r.ValidPasses, MeasuredPasses: r.MeasuredPasses,
 		Spread: r.Spread, Invalid: r.InvalidReasons, Errors: r.Errors, Requests: r.Requests, Source: source,
 		CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes,
-		OfferedRPS: r.OfferedRPS, AchievedRPS: r.AchievedRPS, SaturatedPasses: r.SaturatedPasses, SaturatedValue: r.SaturatedValue,
+		OfferedRPS: r.OfferedRPS, AchievedRPS: r.AchievedRPS, SaturatedPasses: r.SaturatedPasses, SaturatedValue: r.SaturatedValue, SpoiledPasses: r.SpoiledPasses,
 		LowerBound: r.LowerBound, InstrumentCeiling: r.InstrumentCeiling, MiBPerSecond: r.MiBPerSecond}
 	if c.Value == nil && c.NoValue == "" {
 		c.NoValue = "nothing was measured"
@@ -782,7 +782,12 @@ func cellOf(r *results.Result, label, version, source string) Cell {
 			continue
 		}
 		c.Passes = append(c.Passes, PassPoint{Index: p.Index, Value: p.Value, NoValue: p.NoValue, Valid: p.Valid && p.Value != nil,
-			OfferedRPS: p.OfferedRPS, AchievedRPS: p.AchievedRPS, Saturated: p.Saturated})
+			OfferedRPS: p.OfferedRPS, AchievedRPS: p.AchievedRPS, Saturated: p.Saturated, Spoiled: p.ByInstrument()})
+		if p.ByInstrument() && r.Valid {
+			for _, why := range p.InvalidReasons {
+				c.Spoiled = append(c.Spoiled, fmt.Sprintf("pass %d: %s", p.Index, why))
+			}
+		}
 		if p.Saturated != "" && c.SaturatedWhy == "" {
 			c.SaturatedWhy = p.Saturated
 		}

@@ -492,6 +492,9 @@ func bar(c Cell, unit string) (*float64, string) {
 		if c.Saturated() {
 			s += fmt.Sprintf(" (saturated in %d of %d passes)", c.SaturatedPasses, c.MeasuredPasses)
 		}
+		if c.SpoiledPasses > 0 {
+			s += fmt.Sprintf(" (%d of %d passes spoiled by the host or the instrument)", c.SpoiledPasses, c.MeasuredPasses)
+		}
 		return c.Value, s
 	}
 	return nil, reasonText(c.NoValue)

@@ -705,6 +705,14 @@ func caveats(in *Input, rep *Report) []string {
 						why += fmt.Sprintf(" (and %d more)", len(cell.Invalid)-1)
 					}
 				}
+				if len(cell.Spoiled) > 0 {
+					// A valid cell's invalid passes are the host's or the
+					// instrument's: said as such, with the first reason.
+					why = fmt.Sprintf(" (%d spoiled by the host or the instrument, not the engine): %s", cell.SpoiledPasses, cell.Spoiled[0])
+					if len(cell.Spoiled) > 1 {
+						why += fmt.Sprintf(" (and %d more)", len(cell.Spoiled)-1)
+					}
+				}
 				what := "left out of the value"
 				if cell.ValidPasses == 0 {
 					what = "so it has no value"

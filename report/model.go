@@ -133,6 +133,13 @@ type Cell struct {
 	// one's reason, what ran out.
 	SaturatedPasses int
 	SaturatedWhy    string
+	// SpoiledPasses of MeasuredPasses the host or the instrument spoiled
+	// (results.Result.SpoiledPasses): left out of the value, not against
+	// the cell while the valid passes are at least half. Spoiled are
+	// their reasons ("pass 8: …") when the cell is valid, where Invalid
+	// does not list them.
+	SpoiledPasses int
+	Spoiled       []string
 	// SaturatedValue is a latency over the saturated passes: what a client
 	// saw, queueing included, never the engine's TTFB.
 	SaturatedValue *float64
@@ -209,6 +216,9 @@ type PassPoint struct {
 	// it carried; Saturated is why it was saturated ("" when it was not).
 	OfferedRPS, AchievedRPS float64
 	Saturated               string
+	// Spoiled: the host or the instrument made the pass invalid, not the
+	// engine.
+	Spoiled bool
 }
 
 // Cost is one engine's cost in a workload.

@@ -16,7 +16,9 @@ import (
 // workload's rows have the rate offered and carried (the cell's: the
 // median of its passes); saturated_passes counts the saturated passes (a
 // pass's row: 1 or 0), and saturated_value is a latency cell's over them:
-// what a client saw, not in value. lower_bound says a value is a lower
+// what a client saw, not in value; spoiled_passes counts the passes the
+// host or the instrument spoiled (a pass's row: 1 or 0), left out of the
+// value and not against a valid cell. lower_bound says a value is a lower
 // bound and why (a capacity the generator ran out on, or at the
 // instrument's limit), instrument_ceiling marks the null engine's
 // capacity, mib_per_s is a capacity's body carried. An invalid row (valid
@@ -25,7 +27,7 @@ import (
 var csvHeader = []string{"workload", "test", "title", "engine", "version", "runtime", "topology", "pass",
 	"value", "unit", "lower_is_better", "valid", "no_value", "valid_passes", "measured_passes",
 	"min", "median", "max", "requests", "errors", "engine_cpu_ms_per_1000", "engine_peak_rss_bytes",
-	"offered_rps", "achieved_rps", "saturated_passes", "saturated_value", "lower_bound", "instrument_ceiling", "mib_per_s", "source", "seen_value"}
+	"offered_rps", "achieved_rps", "saturated_passes", "saturated_value", "spoiled_passes", "lower_bound", "instrument_ceiling", "mib_per_s", "source", "seen_value"}
 
 // WriteCSV writes every figure of the report: each cell's value and each
 // of its measured passes. A figure with nothing measured is empty, with
@@ -41,7 +43,7 @@ func WriteCSV(w io.Writer, rep *Report) error {
 				row := []string{t.Workload, t.Name, t.Title, c.Engine, c.Version, c.Runtime, c.Topology, "all",
 					num(c.Value), t.Unit, strconv.FormatBool(t.LowerIsBetter), strconv.FormatBool(c.Valid), c.NoValue,
 					strconv.Itoa(c.ValidPasses), strconv.Itoa(c.MeasuredPasses), "", "", "",
-					strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10), "", "", "", "", "", "",
+					strconv.FormatInt(c.Requests, 10), strconv.FormatInt(c.Errors, 10), "", "", "", "", "", "", "",
 					c.LowerBound, strconv.FormatBool(c.InstrumentCeiling), num(c.MiBPerSecond), c.Source, ""}
 				if !c.Valid && c.Value != nil {
 					invalidRow(row, c.Invalid, "")
@@ -55,7 +57,7 @@ func WriteCSV(w io.Writer, rep *Report) error {
 				}
 				row[22], row[23], row[25] = num(c.OfferedRPS), num(c.AchievedRPS), num(c.SaturatedValue)
 				if c.MeasuredPasses > 0 {
-					row[24] = strconv.Itoa(c.SaturatedPasses)
+					row[24], row[26] = strconv.Itoa(c.SaturatedPasses), strconv.Itoa(c.SpoiledPasses)
 				}
 				if err := cw.Write(row); err != nil {
 					return err
@@ -67,13 +69,16 @@ func WriteCSV(w io.Writer, rep *Report) error {
 					if p.OfferedRPS > 0 {
 						pr[22], pr[23] = fnum(p.OfferedRPS), fnum(p.AchievedRPS)
 					}
-					pr[24] = "0"
+					pr[24], pr[26] = "0", "0"
 					if p.Saturated != "" {
 						pr[24] = "1"
 					}
+					if p.Spoiled {
+						pr[26] = "1"
+					}
 					pr[len(pr)-2] = c.Source
 					if !p.Valid && p.Value != nil {
-						invalidRow(pr, c.Invalid, fmt.Sprintf("pass %d: ", p.Index))
+						invalidRow(pr, append(c.Invalid[:len(c.Invalid):len(c.Invalid)], c.Spoiled...), fmt.Sprintf("pass %d: ", p.Index))
 					}
 					if err := cw.Write(pr); err != nil {
 						return err
@@ -324,7 +329,11 @@ func passesText(c Cell) string {
 	if c.MeasuredPasses == 0 {
 		return "—"
 	}
-	return fmt.Sprintf("%d of %d", c.ValidPasses, c.MeasuredPasses)
+	s := fmt.Sprintf("%d of %d", c.ValidPasses, c.MeasuredPasses)
+	if c.SpoiledPasses > 0 {
+		s += fmt.Sprintf("; %d of %d spoiled by the host or the instrument", c.SpoiledPasses, c.MeasuredPasses)
+	}
+	return s
 }
 
 func spreadText(c Cell, unit string) string {

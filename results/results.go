@@ -470,7 +470,9 @@ type Result struct {
 	LowerIsBetter bool   `json:"lower_is_better"`
 	// Valid is true when every measured pass was valid (and there was
 	// one), but for passes invalid for their saturation alone in a cell
-	// that is not saturated (see Saturated).
+	// that is not saturated (see Saturated), and for passes the
+	// instrument or the host spoiled (SpoiledPasses) while the valid ones
+	// are at least half of the measured passes (see Recount).
 	Valid bool `json:"valid"`
 	// InvalidReasons explain a false Valid, with the pass they came from.
 	InvalidReasons []string `json:"invalid_reasons"`
@@ -486,6 +488,11 @@ type Result struct {
 	OfferedRPS      *float64 `json:"offered_rps,omitempty"`
 	AchievedRPS     *float64 `json:"achieved_rps,omitempty"`
 	SaturatedPasses int      `json:"saturated_passes,omitempty"`
+	// SpoiledPasses counts the measured passes invalid only for the
+	// instrument or the host (Pass.InvalidBy InvalidByInstrument): not
+	// the engine's doing, so they neither count against the cell nor
+	// stand behind its value.
+	SpoiledPasses int `json:"spoiled_passes,omitempty"`
 	// SaturatedValue, for a latency test with saturated passes, is its
 	// quantile over every saturated measured pass merged: what a client
 	// saw while the rate was not carried. Never a TTFB: Value stays the
@@ -562,6 +569,29 @@ func onlySaturated(p Pass) bool {
 	return true
 }
 
+// Whose an invalid pass's reasons are (Pass.InvalidBy).
+const (
+	// InvalidByInstrument: every reason is the instrument's or the
+	// host's — the generator's own lateness or its busy CPUs, a host that
+	// spoiled the pass (steal, interrupts, other processes, stalls) —
+	// but for its saturation. Such a pass says nothing of the engine.
+	InvalidByInstrument = "instrument"
+	// InvalidBySaturation: the pass's saturation is its only reason.
+	InvalidBySaturation = "saturation"
+	// InvalidByEngine: a reason is the engine's (failed requests, wrong
+	// or short bodies, misses where hits were due, a crash, no value) or
+	// was not classified where it was made.
+	InvalidByEngine = "engine"
+)
+
+// ByInstrument says the pass is invalid for the instrument or the host
+// alone (and perhaps its saturation), as the code that judged it recorded
+// in InvalidBy. A pass that recorded no class (files written before
+// InvalidBy) is the engine's: nothing says otherwise.
+func (p Pass) ByInstrument() bool {
+	return !p.Valid && len(p.InvalidReasons) > 0 && p.InvalidBy == InvalidByInstrument
+}
+
 // SaturationShare is the share of its offered rate a pass must carry not
 // to be saturated.
 const SaturationShare = 0.97
@@ -575,18 +605,23 @@ type ErrorSample struct {
 
 // Pass is one measured (or warm-up) pass's figures for a test.
 type Pass struct {
-	Index          int              `json:"index"`
-	Warmup         bool             `json:"warmup"`
-	Value          *float64         `json:"value"`
-	NoValue        string           `json:"no_value,omitempty"`
-	Valid          bool             `json:"valid"`
-	InvalidReasons []string         `json:"invalid_reasons,omitempty"`
-	Requests       int64            `json:"requests"`
-	Errors         int64            `json:"errors"`
-	ErrorsByKind   map[string]int64 `json:"errors_by_kind,omitempty"`
-	ErrorSamples   []ErrorSample    `json:"error_samples,omitempty"`
-	PoolLimited    bool             `json:"pool_limited,omitempty"`
-	AchievedRPS    float64          `json:"achieved_rps,omitempty"`
+	Index          int      `json:"index"`
+	Warmup         bool     `json:"warmup"`
+	Value          *float64 `json:"value"`
+	NoValue        string   `json:"no_value,omitempty"`
+	Valid          bool     `json:"valid"`
+	InvalidReasons []string `json:"invalid_reasons,omitempty"`
+	// InvalidBy says whose an invalid pass's reasons are, recorded where
+	// they were judged: InvalidByInstrument, InvalidBySaturation or
+	// InvalidByEngine; "" for a valid pass and in files written before it
+	// was recorded, read as the engine's.
+	InvalidBy    string           `json:"invalid_by,omitempty"`
+	Requests     int64            `json:"requests"`
+	Errors       int64            `json:"errors"`
+	ErrorsByKind map[string]int64 `json:"errors_by_kind,omitempty"`
+	ErrorSamples []ErrorSample    `json:"error_samples,omitempty"`
+	PoolLimited  bool             `json:"pool_limited,omitempty"`
+	AchievedRPS  float64          `json:"achieved_rps,omitempty"`
 	// OfferedRPS is the rate the pass's schedule offered (0 for bursts,
 	// closed loops and viewer plans, which offer no rate).
 	OfferedRPS float64 `json:"offered_rps,omitempty"`
@@ -636,7 +671,7 @@ func (r *Result) Recount() {
 	r.InvalidReasons = []string{}
 	r.MeasuredPasses, r.ValidPasses, r.Requests, r.Errors = 0, 0, 0, 0
 	r.ErrorsByKind = map[string]int64{}
-	r.OfferedRPS, r.AchievedRPS, r.SaturatedPasses = nil, nil, 0
+	r.OfferedRPS, r.AchievedRPS, r.SaturatedPasses, r.SpoiledPasses = nil, nil, 0, 0
 	var carried []float64
 	for _, p := range r.Passes {
 		if p.Warmup {
@@ -664,21 +699,36 @@ func (r *Result) Recount() {
 	}
 	// A cell whose median pass was not saturated is valid on its valid
 	// passes: the few saturated ones are counted (SaturatedPasses), not
-	// reasons that it is invalid.
-	excused, saturated := 0, r.Saturated()
+	// reasons that it is invalid. So are the passes the instrument or the
+	// host spoiled (SpoiledPasses), one late pass of twenty saying nothing
+	// of the engine, as long as the valid passes are at least half of the
+	// measured ones: fewer, and the value would rest on whichever minority
+	// happened to survive. A pass the engine made invalid keeps the cell
+	// invalid.
+	excused, spoiled, saturated := 0, 0, r.Saturated()
 	for _, p := range r.Passes {
-		if p.Warmup {
-			continue
-		}
-		if !saturated && onlySaturated(p) {
+		switch {
+		case p.Warmup:
+		case !saturated && onlySaturated(p):
 			excused++
+		case p.ByInstrument():
+			r.SpoiledPasses++
+			if !saturated {
+				spoiled++
+			}
+		}
+	}
+	r.Valid = r.MeasuredPasses > 0 && r.ValidPasses > 0 && r.ValidPasses+excused+spoiled == r.MeasuredPasses &&
+		(spoiled == 0 || 2*r.ValidPasses >= r.MeasuredPasses)
+	for _, p := range r.Passes {
+		if p.Warmup || !saturated && onlySaturated(p) || r.Valid && p.ByInstrument() {
 			continue
 		}
+		// An invalid cell lists every reason, the spoiled passes' too.
 		for _, why := range p.InvalidReasons {
 			r.InvalidReasons = append(r.InvalidReasons, fmt.Sprintf("pass %d: %s", p.Index, why))
 		}
 	}
-	r.Valid = r.MeasuredPasses > 0 && r.ValidPasses > 0 && r.ValidPasses+excused == r.MeasuredPasses
 	r.Spread = SpreadOf(r.Passes)
 	r.EngineCPUMsPer1000, r.EnginePeakRSSBytes, r.EngineIRQ, r.EngineNetIRQ = nil, nil, nil, nil
 	var perK, irq, netIRQ []float64

@@ -620,7 +620,7 @@ func (as *audienceSession) record(p *passInfo, r *loadgen.Result, f *passFigures
 	ev := f.ev
 	noOrigin := "the origin's counters could not be read around the pass"
 	timed := func(late []string) []string {
-		return append(append([]string{}, late...), p.latencyReasons()...)
+		return append(append([]string{}, p.instrumental(late)...), p.latencyReasons()...)
 	}
 
 	// Counts at the origin, a failed request counted as a miss served

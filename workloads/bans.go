@@ -473,8 +473,8 @@ func (bs *banSession) record(p *passInfo, be *BanEvidence, made []banCall) {
 	busy := p.latencyReasons()
 	// The host's stalls excuse the lateness they account for (a quarter
 	// may be missing: a pass recorded without its records).
-	lastWhy := append(quarterFailed("last", &be.Last), bs.q.last.judge("last quarter's TTFB", 99, bs.watch, p.ev)...)
-	driftWhy := append(append(quarterFailed("first", &be.First), bs.q.first.judge("first quarter's TTFB", 99, bs.watch, p.ev)...), lastWhy...)
+	lastWhy := append(quarterFailed("last", &be.Last), p.instrumental(bs.q.last.judge("last quarter's TTFB", 99, bs.watch, p.ev))...)
+	driftWhy := append(append(quarterFailed("first", &be.First), p.instrumental(bs.q.first.judge("first quarter's TTFB", 99, bs.watch, p.ev))...), lastWhy...)
 	driftWhy, lastWhy = append(driftWhy, busy...), append(lastWhy, busy...)
 
 	// The drift of the p99, last quarter against first.

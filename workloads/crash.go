@@ -93,6 +93,7 @@ func (rc *Recorder) crashed(w *Spec, c *cell, counts map[*results.Result]int, wh
 			p := &r.Passes[i]
 			p.Valid = false
 			p.InvalidReasons = append(p.InvalidReasons, "ended during the pass: "+first)
+			p.InvalidBy = results.InvalidByEngine
 		}
 		r.Value = nil
 		r.Recount()

@@ -119,8 +119,8 @@ func (m *missStormSession) Step(ctx context.Context, i int) error {
 	p.ev.SetPart(burstPart, &BurstEvidence{Object: path, ObjectFetches: fetches, Clients: clients})
 	p.ev.Claims = claims(r)
 	p.ev.Generator = generatorFigures(r, 50, 99)
-	m.p50.add(p, r.TTFB, lateness(r, 50)...)
-	m.p99.add(p, r.TTFB, lateness(r, 99)...)
+	m.p50.add(p, r.TTFB, p.instrumental(lateness(r, 50))...)
+	m.p99.add(p, r.TTFB, p.instrumental(lateness(r, 99))...)
 	var x *float64
 	why := ""
 	if fetches > 0 {

@@ -312,7 +312,7 @@ func (o *flapSession) judge(p *passInfo, f flip) {
 	}
 	// The generator's lateness and a busy generator move a latency, so
 	// they are judged here as for every latency test (latencyTest.add).
-	late := classLateness("failing-phase TTFB", failHist, failDisp, 50)
+	late := p.instrumental(classLateness("failing-phase TTFB", failHist, failDisp, 50))
 	late = append(late, p.latencyReasons()...)
 	o.ttfb.addValue(p, failHist, tv, "", append(late, ttfbWhy...)...)
 

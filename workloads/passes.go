@@ -197,6 +197,9 @@ func msq(h *hdr.Histogram, q float64) *float64 {
 // warm-ups are numbered from 1 apart from the measured passes.
 func newPass(i, warmups int, r *loadgen.Result, reasons []string) *passInfo {
 	p := &passInfo{index: i + 1 - warmups, warmup: i < warmups, lr: r, reasons: reasons}
+	if r != nil {
+		p.instrumental(r.InstrumentChecks())
+	}
 	if p.warmup {
 		p.index = i + 1
 	}
@@ -322,8 +325,13 @@ type passInfo struct {
 	// latency tests are invalid (they count queueing), its counts at the
 	// origin are not.
 	saturated string
-	started   time.Time
-	ev        *results.Evidence // never nil once observed
+	// instrument are the reasons the instrument or the host caused (the
+	// generator's own lateness, a host that spoiled the pass), as the
+	// code that judged them said (instrumental): busy is one too. Every
+	// other reason is the engine's (invalidBy).
+	instrument []string
+	started    time.Time
+	ev         *results.Evidence // never nil once observed
 	// samplerCPU is the stall sampler's CPU time over samplerWall, which
 	// the process's CPU time includes.
 	samplerCPU  float64
@@ -331,6 +339,33 @@ type passInfo struct {
 	// control counts hlsbench's own requests to the engine while the
 	// meter ran (purges, bans, checks): see costOf.
 	control int64
+}
+
+// instrumental records why as reasons the instrument or the host caused,
+// not the engine, and returns it: the pass's class (invalidBy) comes from
+// where its reasons were judged, not from their words.
+func (p *passInfo) instrumental(why []string) []string {
+	p.instrument = append(p.instrument, why...)
+	return why
+}
+
+// invalidBy is whose the pass's reasons are (results.Pass.InvalidBy): the
+// engine's when one is neither its saturation nor the instrument's.
+func (p *passInfo) invalidBy(reasons []string) string {
+	if len(reasons) == 0 {
+		return ""
+	}
+	by := results.InvalidBySaturation
+	for _, why := range reasons {
+		switch {
+		case why != "" && why == p.saturated:
+		case why != "" && (why == p.busy || slices.Contains(p.instrument, why)):
+			by = results.InvalidByInstrument
+		default:
+			return results.InvalidByEngine
+		}
+	}
+	return by
 }
 
 // latencyValue is a pass's latency quantile, or why it has none: a pass in
@@ -408,7 +443,7 @@ func addPass(r *results.Result, p *passInfo, value *float64, noValue string, mor
 		noValue = ""
 	}
 	rp := results.Pass{Index: p.index, Warmup: p.warmup, Value: value, NoValue: noValue, Valid: len(reasons) == 0,
-		InvalidReasons: reasons, StartedAt: p.started.UTC(), Evidence: p.ev, Saturated: p.saturated}
+		InvalidReasons: reasons, InvalidBy: p.invalidBy(reasons), StartedAt: p.started.UTC(), Evidence: p.ev, Saturated: p.saturated}
 	if p.lr != nil {
 		rp.Requests, rp.Errors, rp.PoolLimited = p.lr.Requests, p.lr.Errors, p.lr.PoolLimited
 		rp.AchievedRPS = math.Round(p.lr.AchievedRPS*10) / 10

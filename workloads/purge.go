@@ -891,7 +891,7 @@ func (pr *purgeRecord) recovery() {
 	if miss != "" {
 		more = append(more, miss)
 	}
-	more = append(more, firstLate(ps.log.recovery, ps.watch, p.ev)...)
+	more = append(more, p.instrumental(firstLate(ps.log.recovery, ps.watch, p.ev))...)
 	more = append(more, p.latencyReasons()...)
 	rp := addPass(ps.recovery, full, rec, recWhy, more...)
 	if censored {
@@ -960,7 +960,7 @@ func (pr *purgeRecord) refillTTFB() {
 			if miss != "" {
 				more = append(more, miss)
 			}
-			more = append(more, ps.log.refill.judge("refill TTFB", t.q, ps.watch, p.ev)...)
+			more = append(more, p.instrumental(ps.log.refill.judge("refill TTFB", t.q, ps.watch, p.ev))...)
 		}
 		more = append(more, p.latencyReasons()...)
 		if pe != nil && pe.Refill.Errors > 0 && v != nil {

@@ -83,12 +83,13 @@ func (s *rateSession) pass(ctx context.Context, sr *series, i int, label string)
 		more := make([][]string, len(sr.tests))
 		invalid := len(p.reasons) > 0 || len(p.latencyReasons()) > 0
 		for k, t := range sr.tests {
-			more[k] = judgeLateness(r, t.q, recs, w, p.ev)
+			more[k] = p.instrumental(judgeLateness(r, t.q, recs, w, p.ev))
 			invalid = invalid || len(more[k]) > 0
 		}
 		if host := hostSpoil(p.ev, r.Elapsed); invalid && host != "" {
+			spoil := p.instrumental([]string{"the host spoiled the pass: " + host})
 			for k := range more {
-				more[k] = append(more[k], "the host spoiled the pass: "+host)
+				more[k] = append(more[k], spoil...)
 			}
 			if !p.warmup && attempt < s.cfg.HostRepeats {
 				for k, t := range sr.tests {

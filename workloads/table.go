@@ -54,6 +54,7 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	causes := newCauses()
 	host := newCauses()
 	var bounds []string
+	spoiled := false
 	host.header = "the host's part (its lateness rejects no pass; a spoiled attempt was run again):"
 	for _, r := range rs {
 		causes.tests[EngineLabel(r)]++
@@ -85,7 +86,13 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 		if perRow {
 			row += "\t" + better(r)
 		}
-		fmt.Fprintf(tw, "%s\t%d/%d\n", row, r.ValidPasses, r.MeasuredPasses)
+		valid := fmt.Sprintf("%d/%d", r.ValidPasses, r.MeasuredPasses)
+		if r.SpoiledPasses > 0 {
+			// In parentheses, to keep the table's width: said under it.
+			valid += fmt.Sprintf(" (%d)", r.SpoiledPasses)
+			spoiled = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", row, valid)
 		causes.add(eng, r)
 		host.addHost(eng, r)
 	}
@@ -96,6 +103,11 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 		legend += "; " + better(rs[0]) + " is better for every test"
 	case !perRow:
 		legend += "; " + directions(rs)
+	}
+	if spoiled {
+		// Said where the count is shown: a cell with such passes may still
+		// be valid, and why.
+		legend += "; (k): k passes the host or the instrument spoiled (the generator's own lateness, other processes, stalls), not the engine: left out of the value, and the test stays valid while its valid passes are at least half of the measured ones"
 	}
 	fmt.Fprintln(w, wrap(legend, TableWidth, "  ", "  "))
 	if rated {

@@ -507,10 +507,15 @@ func gather(files []File, order *[]key, seen map[key]bool) map[key]*gathered {
 // of the instrument: every reason is the generator's (its own lateness,
 // its busy CPUs) or the host's (other processes, stalls), and the engine
 // carried the rate. Such a pass says nothing of the engine, better or
-// worse; a saturated, failed or censored pass does.
+// worse; a saturated, failed or censored pass does. The pass's class
+// (results.Pass.InvalidBy) says so where it was recorded; a file written
+// before it was is read by its reasons' words, as it always was.
 func instrumentSpoiled(p results.Pass) bool {
 	if p.Valid || p.Saturated != "" || p.Errors > 0 || len(p.InvalidReasons) == 0 {
 		return false
+	}
+	if p.InvalidBy != "" {
+		return p.ByInstrument()
 	}
 	for _, why := range p.InvalidReasons {
 		if !slices.ContainsFunc(instrumentReasons, func(s string) bool { return strings.Contains(why, s) }) {
@@ -520,10 +525,10 @@ func instrumentSpoiled(p results.Pass) bool {
 	return true
 }
 
-// instrumentReasons mark a pass's invalid reason as the instrument's:
-// workloads' words for the generator's lateness and busy cores, and for
-// the host that spoiled a pass (workloads.hostSpoil, the stalls of its
-// CPUs).
+// instrumentReasons mark a pass's invalid reason as the instrument's in a
+// file that did not record its class: workloads' words for the
+// generator's lateness and busy cores, and for the host that spoiled a
+// pass (workloads.hostSpoil, the stalls of its CPUs).
 var instrumentReasons = []string{"generator", "the host spoiled the pass", "stalls of", "stalled"}
 
 func invalidReason(r *results.Result) string {
@@ -547,6 +552,17 @@ func invalidReason(r *results.Result) string {
 		return r.NoValue
 	case r.MeasuredPasses == 0:
 		return "no measured pass"
+	}
+	// A valid test lists no reason for the passes the host or the
+	// instrument spoiled: their own say it.
+	for _, p := range r.Passes {
+		if !p.Warmup && p.ByInstrument() {
+			why := fmt.Sprintf("pass %d: %s", p.Index, p.InvalidReasons[0])
+			if r.SpoiledPasses > 1 {
+				why += fmt.Sprintf(" (and %d more spoiled by the host or the instrument)", r.SpoiledPasses-1)
+			}
+			return why
+		}
 	}
 	return "marked invalid, no reason recorded"
 }

@@ -820,3 +820,46 @@ func TestRunsLatePassesBound(t *testing.T) {
 		t.Errorf("no valid pass on either side: %s %s (%s), want inconclusive", r.Status, r.Verdict, r.Reason)
 	}
 }
+
+// Issue 50: a pass's class, where its run recorded one, says whether the
+// instrument spoiled it, not its reasons' words: an engine's reason that
+// happens to say "stalled" ranks worst, a host's that names no generator
+// enters at its published value. A file that recorded no class is read by
+// the words as before.
+func TestRunsSpoiledByRecordedClass(t *testing.T) {
+	mark := func(r results.Result, why, by string) results.Result {
+		r.Passes = append([]results.Pass(nil), r.Passes...)
+		for i := 1; i < 6; i++ {
+			p := &r.Passes[i]
+			p.Valid, p.InvalidReasons, p.InvalidBy = false, []string{why}, by
+		}
+		r.Recount()
+		return r
+	}
+	base := newRun("base", result("hit-path/p50-ttfb", true, around(1, 20)...))
+	for _, c := range []struct {
+		name, why, by string
+		late, worst   int
+	}{
+		{"the engine's, in words that look like the instrument's", "the engine stalled answering the purge", results.InvalidByEngine, 0, 5},
+		{"the host's, in words that name no generator", "CPU 1: steal 31 %", results.InvalidByInstrument, 5, 0},
+		{"no class recorded, an engine's words", "the engine stalled answering the purge", "", 5, 0},
+		{"no class recorded, the host's words", "CPU 1: steal 31 %", "", 0, 5},
+	} {
+		newer := newRun("new", mark(result("hit-path/p50-ttfb", true, around(1, 20)...), c.why, c.by))
+		cmp, err := compare(t, []*results.Run{base}, []*results.Run{newer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := rowOf(t, cmp, "builtin", "hit-path/p50-ttfb"); r.New.Late != c.late || r.New.Worst != c.worst {
+			t.Errorf("%s: new %d late and %d worst, want %d and %d", c.name, r.New.Late, r.New.Worst, c.late, c.worst)
+		}
+		// A test valid on its 15 passes says why the other 5 are left
+		// out: their own reasons, never "no reason recorded".
+		want := "5 of 20 measured passes without a valid value (pass 1: " + c.why
+		if !slices.ContainsFunc(cmp.Warnings, func(w string) bool { return strings.Contains(w, want) }) ||
+			slices.ContainsFunc(cmp.Warnings, func(w string) bool { return strings.Contains(w, "no reason recorded") }) {
+			t.Errorf("%s: warnings %q, want %q", c.name, cmp.Warnings, want)
+		}
+	}
+}

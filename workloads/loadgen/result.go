@@ -115,8 +115,10 @@ type Result struct {
 	// was dispatched, in microseconds after t0 (see WaitsByQuarter).
 	QueuedAt *hdr.Histogram `json:"-"`
 
-	// checks are the reasons the pass is invalid other than lateness.
-	checks []string
+	// checks are the reasons the pass is invalid other than lateness;
+	// instrument those of them that are the instrument's, not the
+	// server's (a saturated event loop, a generator host's clock).
+	checks, instrument []string
 	// worst is the event loop with the highest schedule lag p99.
 	worst loopInfo
 	// stampDelay and rxDelay: see metrics; arrive holds the answers'
@@ -218,9 +220,10 @@ func (g *Generator) result(sp *passSpec, p *Pass, rs []shardResult, start time.T
 		}
 		r.ShardCPU = append(r.ShardCPU, share)
 		if s.wall >= 100*time.Millisecond && share > CPULimit {
-			r.checks = append(r.checks, fmt.Sprintf(
+			why := fmt.Sprintf(
 				"generator CPU saturated: event loop %d used %.0f%% of a core while sending; the figures measure the generator, not the server: lower the rate, or give the generator more cores",
-				i, 100*share))
+				i, 100*share)
+			r.checks, r.instrument = append(r.checks, why), append(r.instrument, why)
 		}
 	}
 	r.TTFB, r.TTFBUncorrected, r.Total, r.TotalUncorrected = m.ttfb, m.ttfbUnc, m.total, m.totalUnc
@@ -374,6 +377,12 @@ func (r *Result) Verdict(quantiles ...float64) (valid bool, reasons []string) {
 	reasons = append(reasons, r.Lateness("total", quantiles...)...)
 	return len(reasons) == 0, reasons
 }
+
+// InstrumentChecks are the reasons of Verdict, lateness aside, that are
+// the instrument's and not the server's: a saturated event loop, a
+// generator host's clock (Invalidate). The server's (no successful
+// request, dropped requests) and an interrupt are not among them.
+func (r *Result) InstrumentChecks() []string { return r.instrument }
 
 // Lateness is the reason, if any, that the generator's own lateness moved
 // the given quantiles of one figure ("ttfb" or "total") past their
@@ -867,6 +876,9 @@ func merge(rs []*Result, shares bool) *Result {
 		}
 		for _, s := range r.checks {
 			out.checks = append(out.checks, prefix(i, s))
+		}
+		for _, s := range r.instrument {
+			out.instrument = append(out.instrument, prefix(i, s))
 		}
 		for _, s := range r.Warnings {
 			out.Warnings = append(out.Warnings, prefix(i, s))

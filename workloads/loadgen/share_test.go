@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // slotRec is one request as a test sees it: its intended time after the
@@ -238,5 +240,44 @@ func TestStartAtPassed(t *testing.T) {
 	r := run(t, g, Pass{Rate: 100, Requests: 5, Duration: time.Second, StartAt: start})
 	if !r.Start.Equal(start) || r.Requests != 5 {
 		t.Errorf("start %v (want %v), requests %d", r.Start, start, r.Requests)
+	}
+}
+
+// The checks that are the instrument's (a saturated event loop, a
+// generator host's clock: Invalidate) are said apart from the server's,
+// through the wire and a merge, so that a pass's class is recorded where
+// it is judged (issue 50); a check of the server's is not among them.
+func TestInstrumentChecks(t *testing.T) {
+	mk := func() *Result {
+		r := &Result{TTFB: NewHistogram(), Total: NewHistogram(), TTFBFromDispatch: NewHistogram(), TotalFromDispatch: NewHistogram()}
+		r.OK, r.Requests = 1, 1
+		for _, h := range []*hdr.Histogram{r.TTFB, r.Total, r.TTFBFromDispatch, r.TotalFromDispatch} {
+			Clamp(h, 1e6)
+		}
+		for _, h := range wireHists(r) {
+			if *h == nil {
+				*h = NewHistogram()
+			}
+		}
+		return r
+	}
+	a, b := mk(), mk()
+	a.checks = []string{"3 of 9 requests were dropped"}
+	clock := "the generator host's clock moved 9 ms during the pass"
+	b.Invalidate(clock)
+	if b.Valid || !slices.Equal(b.InstrumentChecks(), []string{clock}) {
+		t.Fatalf("invalidated: valid %v, instrument checks %q, want %q", b.Valid, b.InstrumentChecks(), clock)
+	}
+	wb, err := b.MarshalWire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = UnmarshalWire(wb); err != nil {
+		t.Fatal(err)
+	}
+	m := MergeShares([]*Result{a, b})
+	want := "generator 2: " + clock
+	if !slices.Equal(m.InstrumentChecks(), []string{want}) || !slices.Contains(m.InvalidReasons, want) || len(m.InvalidReasons) != 2 {
+		t.Errorf("merged: reasons %q, instrument checks %q; want both reasons, %q alone the instrument's", m.InvalidReasons, m.InstrumentChecks(), want)
 	}
 }

@@ -15,9 +15,12 @@ import (
 // histograms, as MergeShares does on the merged ones.
 type wireResult struct {
 	*plainResult
-	Checks []string          `json:"checks"`
-	Worst  wireLoop          `json:"worst"`
-	Hists  map[string]string `json:"histograms"`
+	Checks []string `json:"checks"`
+	// Instrument are the checks that are the instrument's (absent from
+	// an older agent's: then every check is the server's).
+	Instrument []string          `json:"instrument,omitempty"`
+	Worst      wireLoop          `json:"worst"`
+	Hists      map[string]string `json:"histograms"`
 }
 
 // plainResult is Result without its methods, so its exported fields encode
@@ -40,7 +43,7 @@ func wireHists(r *Result) map[string]**hdr.Histogram {
 
 // MarshalWire encodes r for another host: see UnmarshalWire.
 func (r *Result) MarshalWire() ([]byte, error) {
-	w := wireResult{plainResult: (*plainResult)(r), Checks: r.checks,
+	w := wireResult{plainResult: (*plainResult)(r), Checks: r.checks, Instrument: r.instrument,
 		Worst: wireLoop{ID: r.worst.id, CPU: r.worst.cpu, LagP99: r.worst.lagP99}, Hists: map[string]string{}}
 	for name, h := range wireHists(r) {
 		if *h == nil {
@@ -63,7 +66,7 @@ func UnmarshalWire(b []byte) (*Result, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, fmt.Errorf("a generator's result: %w", err)
 	}
-	r.checks = w.Checks
+	r.checks, r.instrument = w.Checks, w.Instrument
 	r.worst = loopInfo{id: w.Worst.ID, cpu: w.Worst.CPU, lagP99: w.Worst.LagP99}
 	for name, h := range wireHists(r) {
 		enc, ok := w.Hists[name]
@@ -80,10 +83,11 @@ func UnmarshalWire(b []byte) (*Result, error) {
 	return r, nil
 }
 
-// Invalidate makes the pass invalid for a reason found outside the
-// generator (a controller's clock check, say): it joins the checks that are
-// not lateness, and the verdict is taken again.
+// Invalidate makes the pass invalid for a reason of the instrument's found
+// outside the generator (a controller's clock check, say): it joins the
+// checks that are not lateness, among InstrumentChecks, and the verdict is
+// taken again.
 func (r *Result) Invalidate(reason string) {
-	r.checks = append(r.checks, reason)
+	r.checks, r.instrument = append(r.checks, reason), append(r.instrument, reason)
 	r.judge()
 }
