@@ -223,6 +223,7 @@ func Build(in *Input, o Options) (*Report, error) {
 		rep.Workloads = append(rep.Workloads, b.workload(wl))
 	}
 	rep.Learned = learned(rep, o)
+	rep.Verdict = verdicts(rep, o)
 	rep.Summary = summary(rep, b.cellOrder, b.summaryLabel)
 	rep.Conditions = conditions(in)
 	rep.Caveats = caveats(in, rep)
