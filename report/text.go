@@ -131,6 +131,13 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		}
 		p("\n")
 	}
+	if len(rep.Engines) > 0 {
+		p("| Engine | Versions measured | Topologies | Notes |\n|---|---|---|---|\n")
+		for _, e := range rep.Engines {
+			p("| %s | %s | %s | %s |\n", mdEscape(e.Engine), mdEscape(orDash(strings.Join(e.Versions, ", "))), strings.Join(e.Topologies, ", "), mdEscape(e.Note))
+		}
+		p("\n")
+	}
 	p("%s\n\n", rep.Summary)
 	if len(rep.Warnings) > 0 {
 		p("> **Read first.**\n")
@@ -235,6 +242,13 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		p("- [%s](runs/%s) (the suite's cells)\n", results.ManifestName, results.ManifestName)
 	}
 	return ew.err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
 }
 
 // mdCites are a verdict line's links to the rows it rests on.

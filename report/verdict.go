@@ -383,3 +383,99 @@ func undecidedText(first Test, unknown, saturated, bounded []string, partial int
 	}
 	return s + "."
 }
+
+// EngineRow is one engine of the page's small table at the top: its
+// versions as the runs measured them, where it ran, and what it is.
+type EngineRow struct {
+	Engine     string
+	Versions   []string
+	Topologies []string
+	// Note says what the row is when it is not a cache under test (the
+	// built-in cache, the instrument) and what stood in front of it.
+	Note string
+}
+
+// engineRows are the page's engines, one row each, in the cells' order:
+// the versions every run measured (a page merged from several builds
+// shows them all), the topologies it ran in.
+func (b *builder) engineRows() []EngineRow {
+	var rows []EngineRow
+	at := map[string]int{}
+	for _, k := range b.cellOrder {
+		i, ok := at[k.engine]
+		if !ok {
+			i = len(rows)
+			at[k.engine] = i
+			// The version goes in its own column, even for a build
+			// selected as NAME@VERSION.
+			name := displayName(baseEngine(k.engine))
+			if kind := b.kinds[k.engine]; kind != "" {
+				name = k.engine + ": " + displayName(kind)
+			}
+			rows = append(rows, EngineRow{Engine: name})
+			switch baseEngine(k.engine) {
+			case "builtin":
+				rows[i].Note = "hlsbench's own reference cache"
+			case InstrumentEngine:
+				rows[i].Note = "the instrument, not an engine: answers prebuilt copies, never ranked"
+			}
+		}
+		r := &rows[i]
+		r.Topologies = appendNew(r.Topologies, topologyName(k.topology))
+		for _, src := range b.in.Sources {
+			if v := b.runVersions[src.Name][k]; v != "" && v != "unknown" {
+				r.Versions = appendNew(r.Versions, v)
+			}
+		}
+		if t := b.terminators[k]; t != "" && !strings.Contains(r.Note, t) {
+			note := "behind " + t + " in " + topologyName(k.topology)
+			if r.Note != "" {
+				note = r.Note + "; " + note
+			}
+			r.Note = note
+		}
+	}
+	return rows
+}
+
+// heading is the title's one line of facts: how many engines, topologies
+// and workloads, the host, the dates measured.
+func heading(rep *Report, rows []EngineRow) string {
+	engines, tops := 0, []string{}
+	for _, r := range rows {
+		if !strings.HasPrefix(r.Note, "the instrument") {
+			engines++
+		}
+		for _, t := range r.Topologies {
+			tops = appendNew(tops, t)
+		}
+	}
+	h := rep.Sources[0].Run.Host
+	host := fmt.Sprintf("%s, %d cores", orUnknown(h.CPUModel), h.Cores)
+	var first, last string
+	for _, s := range rep.Sources {
+		if len(s.Run.Placement) > 0 {
+			host = "several hosts"
+		}
+		if s.Run.StartedAt.IsZero() {
+			continue
+		}
+		d := s.Run.StartedAt.UTC().Format("2006-01-02")
+		if first == "" || d < first {
+			first = d
+		}
+		if d > last {
+			last = d
+		}
+	}
+	s := fmt.Sprintf("%d %s, %d %s, %d %s on %s", engines, plural(engines, "engine", "engines"), len(tops), plural(len(tops), "topology", "topologies"),
+		len(rep.Workloads), plural(len(rep.Workloads), "workload", "workloads"), host)
+	switch {
+	case first == "":
+	case first == last:
+		s += ", " + first
+	default:
+		s += ", " + first + " to " + last
+	}
+	return s
+}

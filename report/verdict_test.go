@@ -227,3 +227,43 @@ func TestVerdictFirst(t *testing.T) {
 		t.Error("the HTML's summary comes after the test conditions")
 	}
 }
+
+// TestTopShort: the page's top is one line of title with its facts, the
+// verdict, the engines in a small table with their versions, and a short
+// summary that lists no engine; the test conditions come after the
+// results in both formats.
+func TestTopShort(t *testing.T) {
+	rep := build(t, "suite")
+	if want := DefaultTitle + ": 3 engines, 1 topology, 4 workloads on AMD EPYC, 2 cores, 2026-12-01"; rep.Title != want {
+		t.Errorf("title %q, want %q", rep.Title, want)
+	}
+	if strings.Contains(rep.Summary, "(plaintext)") || len(strings.Fields(rep.Summary)) > 40 {
+		t.Errorf("the summary lists engines or is long (%d words): %s", len(strings.Fields(rep.Summary)), rep.Summary)
+	}
+	var md, html bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&html, rep); err != nil {
+		t.Fatal(err)
+	}
+	m := md.String()
+	row := "| Varnish | 7.1.1 | plaintext |"
+	for _, in := range []struct{ before, after string }{
+		{"## Verdict", "| Engine | Versions measured | Topologies | Notes |"},
+		{row, rep.Summary},
+		{rep.Summary, "## What did we learn?"},
+		{"## " + rep.Workloads[len(rep.Workloads)-1].Title, "## Test conditions"},
+	} {
+		if i, j := strings.Index(m, in.before), strings.Index(m, in.after); i < 0 || j < 0 || i > j {
+			t.Errorf("the Markdown has %q at %d, not before %q at %d", in.before, i, in.after, j)
+		}
+	}
+	h := html.String()
+	if !strings.Contains(h, "<tr><td>Built-in</td><td>v0.9.0</td><td>plaintext</td><td>hlsbench&#39;s own reference cache</td></tr>") {
+		t.Error("the HTML's engine table lacks the built-in cache's row, named for what it is")
+	}
+	if i, j := strings.Index(h, `<table class="engines">`), strings.Index(h, `<p class="lede">`); i < 0 || i > j {
+		t.Error("the HTML's engine table is not at the top")
+	}
+}
