@@ -39,8 +39,10 @@ const (
 )
 
 // Cite is one comparison a verdict rests on: the leader of a test in one
-// topology against another cell of the same topology, judged by the
-// test's own standing (stand, over compare's Judge).
+// topology (of all its engines, or of those a reader can deploy, without
+// hlsbench's own reference cache) against another cell of the same
+// topology, judged by the test's own standing (stand, over compare's
+// Judge).
 type Cite struct {
 	// Test is the test's ID and Title its title; Workload its workload's
 	// title.
@@ -117,11 +119,12 @@ func verdicts(rep *Report, o Options) []Verdict {
 			out = append(out, Verdict{Job: j.title, Kind: Undecided, Text: "Not measured: these runs have no result for it."})
 			continue
 		}
-		var leads, ties []Cite
+		var leads, deploys, ties []Cite
 		var unknown, saturated, bounded []string
 		partial := 0 // significant comparisons left out: a cell not whole
 		for _, wt := range tests {
-			var best *Cite // the test's largest significant gap, any topology
+			var best *Cite       // the test's largest significant gap, any topology
+			var bestDeploy *Cite // the same among the deployable engines
 			for _, g := range byTopology(wt.t) {
 				s := stand(g, o)
 				for _, c := range s.saturated {
@@ -149,21 +152,47 @@ func verdicts(rep *Report, o Options) []Verdict {
 				if len(s.unknown) > 0 && len(s.behind) == 0 {
 					unknown = append(unknown, fmt.Sprintf("%s, %s: %s", g.Title, topologyName(g.Cells[0].Topology), unknownWhy(s.unknown, o)))
 				}
+				// The engines a reader can deploy, without hlsbench's own
+				// reference cache: which of them to choose is the question,
+				// and the reference cache leading tells nothing of it.
+				if d, ok := deployable(g); ok {
+					ds := stand(d, o)
+					for _, v := range ds.behind {
+						if ds.leader == nil || !whole(*ds.leader, d) || !whole(v.cell, d) {
+							continue
+						}
+						c := cite(wt.wl, d, *ds.leader, v)
+						if bestDeploy == nil || gapSize(*c.Leader.Value, *c.Other.Value, d.LowerIsBetter) > gapSize(*bestDeploy.Leader.Value, *bestDeploy.Other.Value, d.LowerIsBetter) {
+							bestDeploy = &c
+						}
+					}
+				}
 			}
 			if best != nil {
 				leads = append(leads, *best)
 			}
+			if bestDeploy != nil {
+				deploys = append(deploys, *bestDeploy)
+			}
 		}
-		sort.SliceStable(leads, func(a, b int) bool {
-			return gapSize(*leads[a].Leader.Value, *leads[a].Other.Value, lowerOf(rep, leads[a].Test)) >
-				gapSize(*leads[b].Leader.Value, *leads[b].Other.Value, lowerOf(rep, leads[b].Test))
-		})
-		// One pair of engines in one topology and workload is one claim:
+		bySize := func(l []Cite) {
+			sort.SliceStable(l, func(a, b int) bool {
+				return gapSize(*l[a].Leader.Value, *l[a].Other.Value, lowerOf(rep, l[a].Test)) >
+					gapSize(*l[b].Leader.Value, *l[b].Other.Value, lowerOf(rep, l[b].Test))
+			})
+		}
+		bySize(leads)
+		bySize(deploys)
+		// The deployable engines' leads first, then the reference cache's.
+		leads = append(deploys, leads...)
+		// One engine behind in one topology and workload is one claim:
+		// its p50 and p99 of one cause are not two findings, nor its gap to
+		// the reference cache and to the best deployable engine.
 		// p50 and p99 of one cause are not two findings.
 		var kept []Cite
 		for _, c := range leads {
 			if !slices.ContainsFunc(kept, func(k Cite) bool {
-				return k.Leader.Engine == c.Leader.Engine && k.Other.Engine == c.Other.Engine && k.Topology == c.Topology && k.Workload == c.Workload
+				return k.Other.Engine == c.Other.Engine && k.Topology == c.Topology && k.Workload == c.Workload
 			}) {
 				kept = append(kept, c)
 			}
@@ -183,7 +212,7 @@ func verdicts(rep *Report, o Options) []Verdict {
 		case len(ties) > 0 && len(unknown) == 0:
 			c := ties[0]
 			v = Verdict{Kind: Tied, Cites: ties[:1], Text: fmt.Sprintf("A tie: the host could not tell the engines apart in %d %s of %s (for example %s, %s, against %s, %s).",
-				len(ties), plural(len(ties), "comparison", "comparisons"), list(testTitles(tests)), engineName(c.Leader), valueText(*c.Leader.Value, unitOf(rep, c.Test)),
+				len(ties), plural(len(ties), "comparison", "comparisons"), list(citedTitles(ties)), engineName(c.Leader), valueText(*c.Leader.Value, unitOf(rep, c.Test)),
 				engineName(c.Other), valueText(*c.Other.Value, unitOf(rep, c.Test)))}
 		default:
 			v = Verdict{Kind: Undecided, Text: undecidedText(tests[0].t, unknown, saturated, bounded, partial)}
@@ -217,6 +246,22 @@ func leftOut(saturated []string, partial int) string {
 	return " Left out: " + strings.Join(l, "; ") + "."
 }
 
+// deployable is a test's cells without hlsbench's own reference cache,
+// when it had one and at least two other cells remain to compare.
+func deployable(t Test) (Test, bool) {
+	var cells []Cell
+	for _, c := range t.Cells {
+		if baseEngine(c.Engine) != "builtin" {
+			cells = append(cells, c)
+		}
+	}
+	if len(cells) == len(t.Cells) || len(cells) < 2 {
+		return t, false
+	}
+	t.Cells = cells
+	return t, true
+}
+
 // whole says a cell can carry a verdict: every measured pass valid (or
 // excused), and no pass of a latency saturated. The tables show a cell
 // some of whose passes were spoiled, over the others; the verdict, the
@@ -242,13 +287,11 @@ func appendNew(l []string, s string) []string {
 	return append(l, s)
 }
 
-func testTitles(tests []struct {
-	wl string
-	t  Test
-}) []string {
+// citedTitles are the titles of the tests cs cite, each once.
+func citedTitles(cs []Cite) []string {
 	var l []string
-	for _, wt := range tests {
-		l = appendNew(l, wt.t.Title)
+	for _, c := range cs {
+		l = appendNew(l, c.Title)
 	}
 	return l
 }
