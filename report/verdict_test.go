@@ -190,6 +190,15 @@ func TestVerdictHand(t *testing.T) {
 			t.Errorf("hit path names %q, which nothing ranks against it: %s", n, v.Text)
 		}
 	}
+	// A cause is said where the engine's recorded difference names the
+	// workload's TTFB, and only there.
+	causes := map[string][]string{"nginx": {"NGINX's lock makes its hit-path TTFB long.", "NGINX purges hit-path keys one by one."}}
+	if why := causeOf(causes, "nginx", hit); why != "NGINX's lock makes its hit-path TTFB long." {
+		t.Errorf("cause of nginx's hit-path p50 TTFB: %q", why)
+	}
+	if why := causeOf(causes, "nginx", capacity); why != "" {
+		t.Errorf("cause of nginx's capacity: %q, want none (no difference names it)", why)
+	}
 	c := got["Capacity per core"]
 	if c.Kind != Undecided || len(c.Cites) != 0 {
 		t.Fatalf("capacity: %s citing %+v, want undecided (3 passes each)", c.Kind, c.Cites)
