@@ -225,7 +225,11 @@ func Build(in *Input, o Options) (*Report, error) {
 	rep.Learned = learned(rep, o)
 	rep.Verdict = verdicts(rep, o)
 	rep.Engines = b.engineRows()
-	rep.Title += ": " + heading(rep, rep.Engines)
+	if o.Title == DefaultTitle {
+		// The default title says what the page holds in one line; a
+		// title the user gave is theirs, as given.
+		rep.Title += ": " + heading(rep, rep.Engines)
+	}
 	rep.Summary = summary(rep)
 	rep.Conditions = conditions(in)
 	rep.Caveats = caveats(in, rep)

@@ -249,6 +249,16 @@ func TestTopShort(t *testing.T) {
 	if want := DefaultTitle + ": 3 engines, 1 topology, 4 workloads on AMD EPYC, 2 cores, 2026-12-01"; rep.Title != want {
 		t.Errorf("title %q, want %q", rep.Title, want)
 	}
+	// A title the user gave is theirs, as given.
+	in, err := Read([]string{filepath.Join("testdata", "suite")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := catalogOptions()
+	o.Title = "Mine"
+	if mine, err := Build(in, o); err != nil || mine.Title != "Mine" {
+		t.Errorf("a title given: %v, %q, want Mine", err, mine.Title)
+	}
 	if strings.Contains(rep.Summary, "(plaintext)") || len(strings.Fields(rep.Summary)) > 40 {
 		t.Errorf("the summary lists engines or is long (%d words): %s", len(strings.Fields(rep.Summary)), rep.Summary)
 	}
