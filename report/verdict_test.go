@@ -256,8 +256,10 @@ func TestTopShort(t *testing.T) {
 	}
 	o := catalogOptions()
 	o.Title = "Mine"
-	if mine, err := Build(in, o); err != nil || mine.Title != "Mine" {
-		t.Errorf("a title given: %v, %q, want Mine", err, mine.Title)
+	if mine, err := Build(in, o); err != nil {
+		t.Fatal(err)
+	} else if mine.Title != "Mine" {
+		t.Errorf("a title given: %q, want Mine", mine.Title)
 	}
 	if strings.Contains(rep.Summary, "(plaintext)") || len(strings.Fields(rep.Summary)) > 40 {
 		t.Errorf("the summary lists engines or is long (%d words): %s", len(strings.Fields(rep.Summary)), rep.Summary)
