@@ -223,7 +223,14 @@ func Build(in *Input, o Options) (*Report, error) {
 		rep.Workloads = append(rep.Workloads, b.workload(wl))
 	}
 	rep.Learned = learned(rep, o)
-	rep.Summary = summary(rep, b.cellOrder, b.summaryLabel)
+	rep.Verdict = verdicts(rep, o)
+	rep.Engines = b.engineRows()
+	if o.Title == DefaultTitle {
+		// The default title says what the page holds in one line; a
+		// title the user gave is theirs, as given.
+		rep.Title += ": " + heading(rep, rep.Engines)
+	}
+	rep.Summary = summary(rep)
 	rep.Conditions = conditions(in)
 	rep.Caveats = caveats(in, rep)
 	rep.Warnings = b.warn
@@ -473,21 +480,6 @@ func (b *builder) label(k cellKey, version string) string {
 		extra += instrumentNote
 	}
 	return name + " (" + extra + ")"
-}
-
-// summaryLabel names every version a cell was measured with: a page
-// merged from parts may hold several builds of one engine.
-func (b *builder) summaryLabel(k cellKey) string {
-	var vs []string
-	for _, src := range b.in.Sources {
-		if v := b.runVersions[src.Name][k]; v != "" && !slices.Contains(vs, v) {
-			vs = append(vs, v)
-		}
-	}
-	if len(vs) <= 1 {
-		return b.label(k, b.versions[k])
-	}
-	return b.label(k, list(vs))
 }
 
 // workloadOrder is the workloads found, in the catalog's order.

@@ -544,17 +544,10 @@ func bestWord(lower bool) string {
 	return "highest"
 }
 
-func summary(rep *Report, cells []cellKey, label func(cellKey) string) string {
-	var names, instrument []string
-	for _, k := range cells {
-		if baseEngine(k.engine) == InstrumentEngine {
-			instrument = append(instrument, label(k))
-			continue
-		}
-		names = append(names, label(k))
-	}
-	// The instrument comes after the engines it measures the host for.
-	names = append(names, instrument...)
+// summary says what the page holds: the workloads and tests, from how
+// many files, on what. The engines and their versions are in their own
+// table (Report.Engines), not in this sentence.
+func summary(rep *Report) string {
 	var wls []string
 	tests := 0
 	for _, w := range rep.Workloads {
@@ -569,8 +562,8 @@ func summary(rep *Report, cells []cellKey, label func(cellKey) string) string {
 			break
 		}
 	}
-	return fmt.Sprintf("%s across %d %s (%s): %d tests, from %d result %s measured %s.",
-		list(names), len(wls), plural(len(wls), "workload", "workloads"), list(wls), tests,
+	return fmt.Sprintf("%d %s (%s): %d tests, from %d result %s measured %s.",
+		len(wls), plural(len(wls), "workload", "workloads"), list(wls), tests,
 		len(rep.Sources), plural(len(rep.Sources), "file", "files"), where)
 }
 

@@ -27,6 +27,8 @@ var page = template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
 	"saturated":     saturatedValueText,
 	"carried":       carriedText,
 	"saturatedNote": func() string { return saturatedNote },
+	"rowAnchor":     RowAnchor,
+	"topologyName":  topologyName,
 }).ParseFS(templates, "templates/index.html.tmpl"))
 
 // WriteHTML writes the page. Every link and image in it is a relative path

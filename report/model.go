@@ -14,6 +14,11 @@ import (
 type Report struct {
 	Title   string
 	Summary string
+	// Verdict is the box at the top: per job an operator has, which
+	// engine is better and how sure, or why the run cannot say.
+	Verdict []Verdict
+	// Engines are the engines with their versions, a row each.
+	Engines []EngineRow
 	// Sources are the result files read, in the order given (a suite
 	// directory's in its manifest's order).
 	Sources []Source

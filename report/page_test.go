@@ -25,6 +25,9 @@ func needChromium(t *testing.T) {
 	}
 }
 
+// readWidth is the width the page must read at: a laptop's screen.
+const readWidth = 1280
+
 // TestPage opens the page of each fixture in headless Chromium: every chart
 // loads, nothing is logged, nothing is fetched, every link leads to a file.
 // HLSBENCH_SCREENSHOT_DIR keeps the screenshots (fixture.png) for a look.
@@ -34,9 +37,14 @@ func TestPage(t *testing.T) {
 	if shots == "" {
 		shots = t.TempDir()
 	}
-	for _, fx := range []string{"suite", "failing", "saturated"} {
+	// The committed page's runs too: their tables are the widest.
+	dirs := map[string]string{"suite": "testdata/suite", "failing": "testdata/failing", "saturated": "testdata/saturated", "site": "../site/runs"}
+	for _, fx := range []string{"suite", "failing", "saturated", "site"} {
+		if _, err := os.Stat(dirs[fx]); err != nil {
+			continue
+		}
 		t.Run(fx, func(t *testing.T) {
-			in, err := report.Read([]string{filepath.Join("testdata", fx)})
+			in, err := report.Read([]string{filepath.FromSlash(dirs[fx])})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,14 +60,14 @@ func TestPage(t *testing.T) {
 			}
 			tests := 0
 			for _, w := range rep.Workloads {
-				tests += len(w.Tests)
+				tests += len(w.Tests) + len(w.Curves)
 			}
 
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			shot := filepath.Join(shots, fx+".png")
 			start := time.Now()
-			r, err := browser.Check(ctx, filepath.Join(dir, "index.html"), browser.Options{Screenshot: shot, Timeout: 2 * time.Minute})
+			r, err := browser.Check(ctx, filepath.Join(dir, "index.html"), browser.Options{Screenshot: shot, Width: readWidth, Timeout: 2 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +77,7 @@ func TestPage(t *testing.T) {
 				t.Errorf("%d problems:\n%s", len(p), strings.Join(p, "\n"))
 			}
 			if len(r.Images) != tests {
-				t.Errorf("%d images, want one per test (%d)", len(r.Images), tests)
+				t.Errorf("%d images, want one per test and curve (%d)", len(r.Images), tests)
 			}
 			for _, img := range r.Images {
 				if !img.Loaded || img.NaturalWidth <= 0 {
@@ -78,6 +86,11 @@ func TestPage(t *testing.T) {
 			}
 			if len(r.Requests) > 0 {
 				t.Errorf("the page asked the network for %q", r.Requests)
+			}
+			// At a laptop's width the page never scrolls sideways: a wide
+			// table scrolls in its own box.
+			if r.ScrollWidth > readWidth {
+				t.Errorf("the page is %d px wide at %d px: it scrolls sideways", r.ScrollWidth, readWidth)
 			}
 			if r.Title != rep.Title {
 				t.Errorf("title %q, want %q", r.Title, rep.Title)

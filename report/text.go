@@ -124,7 +124,26 @@ func fnum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 func WriteMarkdown(w io.Writer, rep *Report) error {
 	ew := &errWriter{w: w}
 	p := ew.printf
-	p("# %s\n\n%s\n\n", rep.Title, rep.Summary)
+	p("# %s\n\n", rep.Title)
+	cited := map[string]bool{}
+	if len(rep.Verdict) > 0 {
+		p("## Verdict\n\n")
+		for _, v := range rep.Verdict {
+			p("- **%s:** %s%s\n", v.Job, mdEscape(v.Text), mdCites(v.Cites))
+			for _, c := range v.Cites {
+				cited[c.Anchor], cited[c.LeaderAnchor] = true, true
+			}
+		}
+		p("\n")
+	}
+	if len(rep.Engines) > 0 {
+		p("| Engine | Versions measured | Topologies | Notes |\n|---|---|---|---|\n")
+		for _, e := range rep.Engines {
+			p("| %s | %s | %s | %s |\n", mdEscape(e.Engine), mdEscape(orDash(strings.Join(e.Versions, ", "))), strings.Join(e.Topologies, ", "), mdEscape(e.Note))
+		}
+		p("\n")
+	}
+	p("%s\n\n", rep.Summary)
 	if len(rep.Warnings) > 0 {
 		p("> **Read first.**\n")
 		for _, s := range rep.Warnings {
@@ -159,11 +178,17 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 				p("| Engine | Value | Valid passes | Spread of valid passes |\n|---|---:|---:|---|\n")
 			}
 			for _, c := range t.Rows() {
+				spread := spreadText(c, t.Unit)
+				if a := RowAnchor(t, c); cited[a] {
+					// The verdict links here, at the row's end so that
+					// the row still starts with its engine.
+					spread += ` <a id="` + a + `"></a>`
+				}
 				if t.Rated() {
-					p("| %s | %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(cellValue(c, t.Unit)), mdEscape(carriedText(c)), passesText(c), spreadText(c, t.Unit))
+					p("| %s | %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(cellValue(c, t.Unit)), mdEscape(carriedText(c)), passesText(c), spread)
 					continue
 				}
-				p("| %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(cellValue(c, t.Unit)), passesText(c), spreadText(c, t.Unit))
+				p("| %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(cellValue(c, t.Unit)), passesText(c), spread)
 			}
 			p("\n%s\n\n", mdEscape(t.Finding))
 		}
@@ -222,6 +247,25 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		p("- [%s](runs/%s) (the suite's cells)\n", results.ManifestName, results.ManifestName)
 	}
 	return ew.err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// mdCites are a verdict line's links to the rows it rests on.
+func mdCites(cs []Cite) string {
+	var l []string
+	for _, c := range cs {
+		l = append(l, fmt.Sprintf("[%s, %s](#%s)", mdEscape(c.Title), topologyName(c.Topology), c.Anchor))
+	}
+	if len(l) == 0 {
+		return ""
+	}
+	return " (rows: " + strings.Join(l, "; ") + ")"
 }
 
 type errWriter struct {

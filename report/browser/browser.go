@@ -67,6 +67,9 @@ type Result struct {
 	// Links are the href of every <a href>, as written.
 	Links []string
 	Title string
+	// ScrollWidth is the page's width as laid out, in CSS pixels: wider
+	// than Options.Width, the reader scrolls the whole page sideways.
+	ScrollWidth int
 }
 
 // Image is one <img> element.
@@ -227,7 +230,7 @@ func visit(ctx context.Context, abs string, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read page: %w", err)
 	}
-	r := &Result{Page: abs, Title: v.Title, Links: v.Links}
+	r := &Result{Page: abs, Title: v.Title, Links: v.Links, ScrollWidth: v.ScrollWidth}
 	for _, img := range v.Images {
 		r.Images = append(r.Images, Image{
 			Src:           img.Src,
@@ -264,9 +267,10 @@ func visit(ctx context.Context, abs string, o Options) (*Result, error) {
 
 // view is what readPage returns.
 type view struct {
-	Title  string   `json:"title"`
-	Links  []string `json:"links"`
-	Images []struct {
+	Title       string   `json:"title"`
+	Links       []string `json:"links"`
+	ScrollWidth int      `json:"scrollWidth"`
+	Images      []struct {
 		Src      string `json:"src"`
 		Complete bool   `json:"complete"`
 		Width    int    `json:"width"`
@@ -278,6 +282,7 @@ type view struct {
 // to absolute URLs, and the check is about what the page's author wrote.
 const readPage = `({
 	title: document.title,
+	scrollWidth: document.documentElement.scrollWidth,
 	links: Array.from(document.querySelectorAll("a[href]"), a => a.getAttribute("href")),
 	images: Array.from(document.images, i => ({
 		src: i.getAttribute("src") ?? "",

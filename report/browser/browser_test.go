@@ -226,11 +226,20 @@ func TestPage(t *testing.T) {
 	defer cancel()
 	// HLSBENCH_SCREENSHOT_HEIGHT keeps the page's top only (the README's picture).
 	height, _ := strconv.Atoi(os.Getenv("HLSBENCH_SCREENSHOT_HEIGHT"))
-	r, err := Check(ctx, page, Options{Screenshot: os.Getenv("HLSBENCH_SCREENSHOT"), ScreenshotHeight: height, Timeout: time.Minute})
+	// The page reads at a laptop's 1280 px (HLSBENCH_SCREENSHOT_WIDTH):
+	// no sideways scroll of the whole page.
+	width, _ := strconv.Atoi(os.Getenv("HLSBENCH_SCREENSHOT_WIDTH"))
+	if width <= 0 {
+		width = 1280
+	}
+	r, err := Check(ctx, page, Options{Screenshot: os.Getenv("HLSBENCH_SCREENSHOT"), ScreenshotHeight: height, Width: width, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p := r.Problems(); len(p) > 0 {
 		t.Errorf("%s has %d problems:\n%s", page, len(p), strings.Join(p, "\n"))
+	}
+	if r.ScrollWidth > width {
+		t.Errorf("%s is %d px wide at %d px: it scrolls sideways", page, r.ScrollWidth, width)
 	}
 }
