@@ -209,6 +209,20 @@ func engineCPUs(tgt *Target) []int {
 	return watchCPUs(tgt)
 }
 
+// cellProcesses are the processes of the cell's engine, terminator and
+// origin (Target.Groups), whose runnable threads make a stall the cell's
+// own. Not hlsbench's: the generator is the instrument, pinned apart and
+// always busy on its CPU; nor other cells': a suite's are frozen, and their
+// threads (a varnishd's pools are hundreds) would only make each look,
+// which the sampler takes at real-time priority on the engine's CPU, longer.
+func cellProcesses(tgt *Target) []int {
+	pgids := make([]int, 0, len(tgt.Groups))
+	for _, g := range tgt.Groups {
+		pgids = append(pgids, g.PGID)
+	}
+	return cpuload.GroupProcesses(pgids)
+}
+
 func startWatch(tgt *Target, log *sendLog) *hostWatch {
 	w := &hostWatch{tgt: tgt, log: log, started: time.Now()}
 	if log != nil {
@@ -216,7 +230,7 @@ func startWatch(tgt *Target, log *sendLog) *hostWatch {
 	}
 	if tgt.Ours != nil {
 		w.sampler = cpuload.StartCellStalls(watchCPUs(tgt), cpuload.DefaultStallPeriod, cpuload.DefaultStallThreshold, true,
-			tgt.Ours().CellProcesses())
+			cellProcesses(tgt))
 	}
 	return w
 }

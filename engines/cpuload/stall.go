@@ -304,16 +304,18 @@ func stateOn(b []byte) (state byte, cpu int, ok bool) {
 	return f[0][0], cpu, true
 }
 
-// CellProcesses are the processes of ours: its PIDs and every process in
-// its PGIDs now.
-func (o Ours) CellProcesses() []int {
-	out := slices.Clone(o.PIDs)
+// GroupProcesses are the processes in the process groups pgids now.
+func GroupProcesses(pgids []int) []int {
+	if len(pgids) == 0 {
+		return nil
+	}
 	all, err := procfs.All()
 	if err != nil {
-		return out
+		return nil
 	}
+	var out []int
 	for _, p := range all {
-		if slices.Contains(o.PGIDs, p.PGID) && !slices.Contains(out, p.PID) {
+		if slices.Contains(pgids, p.PGID) {
 			out = append(out, p.PID)
 		}
 	}
