@@ -231,6 +231,10 @@ func Build(in *Input, o Options) (*Report, error) {
 		rep.Title += ": " + heading(rep, rep.Engines)
 	}
 	rep.Summary = summary(rep)
+	// After the engines table: the claims' versions are its versions.
+	if rep.Claims = claims(rep, o); rep.Claims != nil {
+		rep.ClaimsNote = claimsNote(rep)
+	}
 	rep.Conditions = conditions(in)
 	rep.Caveats = caveats(in, rep)
 	rep.Warnings = b.warn

@@ -29,6 +29,7 @@ var page = template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
 	"saturatedNote": func() string { return saturatedNote },
 	"rowAnchor":     RowAnchor,
 	"topologyName":  topologyName,
+	"claimsTitle":   func() string { return claimsTitle },
 }).ParseFS(templates, "templates/index.html.tmpl"))
 
 // WriteHTML writes the page. Every link and image in it is a relative path

@@ -27,6 +27,12 @@ type Report struct {
 	// Learned is the page's summary: how many tests separate the cells,
 	// the largest significant differences, the capacity ranking.
 	Learned []string
+	// Claims set each claim of the published comparison this page
+	// regenerates beside this page's figures (reference.go); ClaimsNote
+	// says how a row is judged and how the two pages were measured. Nil
+	// when none of its tests is on the page.
+	Claims     []ClaimRow
+	ClaimsNote []string
 	// Conditions are the test conditions, as label/value rows.
 	Conditions []Fact
 	// Caveats are "What this does not prove", generated from the runs.

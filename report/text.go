@@ -227,6 +227,21 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		}
 		p("**Takeaway:** %s\n\n", mdEscape(wl.Takeaway))
 	}
+	if len(rep.Claims) > 0 {
+		p("## %s\n\n", claimsTitle)
+		for _, s := range rep.ClaimsNote {
+			p("%s\n\n", mdEscape(s))
+		}
+		p("| Their section | Their claim | Ours | Same? | Why |\n|---|---|---|---|---|\n")
+		for _, c := range rep.Claims {
+			ours := mdEscape(c.Ours)
+			if c.Slug != "" {
+				ours += " ([table](#" + c.Slug + "))"
+			}
+			p("| %s | %s | %s | **%s** | %s |\n", mdEscape(c.Section), mdEscape(c.Claim), ours, c.Status, mdEscape(c.Why))
+		}
+		p("\n")
+	}
 	p("## Test conditions\n\n")
 	for _, f := range rep.Conditions {
 		p("- **%s:** %s\n", f.Label, mdEscape(f.Value))
