@@ -542,6 +542,7 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 	t.Name = strings.TrimPrefix(id, wl+"/")
 	t.UnitName = b.o.Catalog.UnitName(wl, t.Name)
 	var meanings []string
+	var runCosts []runCost
 	for _, k := range b.cellOrder {
 		f, ok := b.byTest[id][k]
 		// The null engine's cells are the instrument's, apart from the
@@ -567,6 +568,9 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 		b.ceilingOf(&(*cells)[len(*cells)-1], id, f)
 		if m := staleMeaning(b.label(k, version), k.engine, r); m != "" {
 			meanings = append(meanings, m)
+		}
+		if cells == &t.Cells {
+			runCosts = append(runCosts, runCostOf(f.source.Name, r))
 		}
 		if cells == &t.Instrument && r.NotApplicable != "" {
 			continue // the instrument not applicable: no cost to show
@@ -595,6 +599,9 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 	}
 	nameInstrumentLimit(&t, b.terminators)
 	t.Finding = finding(t, b.o) + instrumentFinding(t)
+	if m := runSpeedMeaning(t, runCosts); m != "" {
+		meanings = append(meanings, m)
+	}
 	t.Meaning = strings.Join(meanings, " ")
 	return t
 }

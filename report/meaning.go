@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hlsbench/hlsbench/results"
@@ -71,4 +72,113 @@ func staleMeaning(label, engine string, r *results.Result) string {
 			"so in service a rendition nobody watched for a while gives its first viewer the copy from when it was last watched; the age, set by the idle time, is the workload's."
 	}
 	return s
+}
+
+// runCost is what one cell of a latency test says about the host's speed
+// in the run that measured it: the generator's own CPU per request of each
+// measured pass, and when its first measured pass started.
+type runCost struct {
+	source, topology string
+	cpuPerRequest    []float64 // ms
+	started          time.Time
+}
+
+// runCostOf reads a cell's generator CPU per request from its passes.
+func runCostOf(source string, r *results.Result) runCost {
+	c := runCost{source: source, topology: r.Topology}
+	for _, p := range r.Passes {
+		if p.Warmup || p.Requests <= 0 || p.Evidence == nil || p.Evidence.Generator == nil || p.Evidence.Generator.CPUSeconds <= 0 {
+			continue
+		}
+		if c.started.IsZero() || p.StartedAt.Before(c.started) {
+			c.started = p.StartedAt
+		}
+		c.cpuPerRequest = append(c.cpuPerRequest, 1000*p.Evidence.Generator.CPUSeconds/float64(p.Requests))
+	}
+	return c
+}
+
+// runSpeedGap is how many times more CPU a request the generator must
+// have spent in a plaintext run than in a TLS one before the page says the
+// host ran at another speed: TLS costs the generator more (it decrypts),
+// so any ratio above 1 already says so; 1.5 leaves the passes' own spread
+// out of it.
+const runSpeedGap = 1.5
+
+// runSpeedMeaning says when a latency test's topologies were measured in
+// different runs at different host speeds, so that a topology's figure
+// against another's is the host's difference. The generator's own CPU per
+// request is the measure: it does the same work for every engine of a
+// topology, and more for TLS (it decrypts every body) than for plaintext.
+// A run of TLS cells whose generator spent much less CPU a request than a
+// plaintext run's can only have had a faster host — the segment Range
+// p50s of 0.016 ms over TLS against 0.088 ms in plaintext on the page of
+// 2026-12-05 were such runs, 11 hours apart, where one run of both
+// topologies measured them equal. Only that direction is said: a TLS run
+// that costs more could be TLS's own cost. "" when the cells are of one
+// run, or nothing shows a host that changed.
+func runSpeedMeaning(t Test, costs []runCost) string {
+	if !t.Latency() {
+		return ""
+	}
+	type run struct {
+		source     string
+		topologies []string
+		cpu        []float64
+		started    time.Time
+		tls        bool
+	}
+	var runs []*run
+	for _, c := range costs {
+		if len(c.cpuPerRequest) == 0 {
+			continue
+		}
+		i := slices.IndexFunc(runs, func(r *run) bool { return r.source == c.source })
+		if i < 0 {
+			runs = append(runs, &run{source: c.source, started: c.started})
+			i = len(runs) - 1
+		}
+		r := runs[i]
+		if !slices.Contains(r.topologies, c.topology) {
+			r.topologies = append(r.topologies, c.topology)
+		}
+		r.tls = r.tls || c.topology == "tls" || c.topology == "proxyv2"
+		r.cpu = append(r.cpu, c.cpuPerRequest...)
+		if c.started.Before(r.started) {
+			r.started = c.started
+		}
+	}
+	median := func(v []float64) float64 {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		if len(s)%2 == 1 {
+			return s[len(s)/2]
+		}
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	for _, plain := range runs {
+		if plain.tls {
+			continue
+		}
+		for _, enc := range runs {
+			if !enc.tls || slices.Contains(enc.topologies, "plaintext") {
+				continue
+			}
+			p, e := median(plain.cpu), median(enc.cpu)
+			if p < runSpeedGap*e {
+				continue
+			}
+			names := make([]string, len(enc.topologies))
+			for i, tp := range enc.topologies {
+				names[i] = topologyName(tp)
+			}
+			encName := strings.Join(names, " and ")
+			return fmt.Sprintf("The plaintext cells and the %s cells were measured in different runs (%s, from %s; %s, from %s), and the host was faster in the second: "+
+				"its generator spent %s ms of CPU a request, decryption included, against %s ms in plaintext (%s× as much), "+
+				"so lower figures in %s than in plaintext here are the host's speed, not the topology's; compare topologies only within one run.",
+				encName, plain.source, plain.started.UTC().Format("2006-01-02 15:04 UTC"), enc.source, enc.started.UTC().Format("2006-01-02 15:04 UTC"),
+				results.Sig3(e), results.Sig3(p), results.Sig3(p/e), encName)
+		}
+	}
+	return ""
 }

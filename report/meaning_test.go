@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +86,65 @@ func TestStaleMeaningOnPage(t *testing.T) {
 	md, html := mdb.String(), htmlb.String()
 	if !strings.Contains(md, "up to 123 s stale") || !strings.Contains(html, `<p class="meaning">`) {
 		t.Errorf("the meaning is not on the page: markdown has it %v, HTML %v", strings.Contains(md, "up to 123 s stale"), strings.Contains(html, `<p class="meaning">`))
+	}
+}
+
+// TestRunSpeedMeaning: a latency table whose TLS cells come from a run
+// where the generator spent much less CPU a request — decrypting — than
+// in the plaintext run says the host, not TLS, made TLS faster: the page's
+// Range p50 of 0.016 ms over TLS against 0.088 ms in plaintext (issue 45,
+// item 8), cells of runs 11 hours apart; one run of both measured them
+// equal (0.141 and 0.139 ms).
+func TestRunSpeedMeaning(t *testing.T) {
+	lat := Test{Unit: "ms", LowerIsBetter: true}
+	day := func(h int) time.Time { return time.Date(2026, 12, 4, h, 0, 0, 0, time.UTC) }
+	plain := runCost{source: "run-b.json", topology: "plaintext", cpuPerRequest: []float64{0.23, 0.24, 0.22}, started: day(30)}
+	tls := runCost{source: "run-a.json", topology: "tls", cpuPerRequest: []float64{0.125, 0.13, 0.12}, started: day(19)}
+	proxy := runCost{source: "run-a.json", topology: "proxyv2", cpuPerRequest: []float64{0.125}, started: day(19).Add(time.Minute)}
+	got := runSpeedMeaning(lat, []runCost{plain, tls, proxy})
+	for _, want := range []string{"different runs (run-b.json, from 2026-12-05 06:00 UTC; run-a.json, from 2026-12-04 19:00 UTC)",
+		"0.125 ms of CPU a request", "against 0.230 ms in plaintext (1.84× as much)", "lower figures in TLS and PROXYv2 than in plaintext here are the host's speed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("meaning %q\nlacks %q", got, want)
+		}
+	}
+	// One run of both topologies: the topologies compare.
+	same := tls
+	same.source = plain.source
+	if got := runSpeedMeaning(lat, []runCost{plain, same}); got != "" {
+		t.Errorf("one run: meaning %q, want none", got)
+	}
+	// TLS costing the generator more is TLS's own cost, not a host that
+	// changed: nothing is said.
+	dear := tls
+	dear.cpuPerRequest = []float64{0.5}
+	if got := runSpeedMeaning(lat, []runCost{plain, dear}); got != "" {
+		t.Errorf("TLS run dearer: meaning %q, want none", got)
+	}
+	// Within the passes' spread: nothing is said.
+	near := tls
+	near.cpuPerRequest = []float64{0.2}
+	if got := runSpeedMeaning(lat, []runCost{plain, near}); got != "" {
+		t.Errorf("1.15× apart: meaning %q, want none", got)
+	}
+	// Not a latency: a count is not the host's speed.
+	if got := runSpeedMeaning(Test{Unit: "rps"}, []runCost{plain, tls}); got != "" {
+		t.Errorf("a rate: meaning %q, want none", got)
+	}
+}
+
+// TestRunCostOf: the generator's CPU a request comes from the measured
+// passes, in ms, and the first of them dates the run.
+func TestRunCostOf(t *testing.T) {
+	at := time.Date(2026, 12, 5, 6, 26, 0, 0, time.UTC)
+	r := results.Result{Topology: "tls", Passes: []results.Pass{
+		{Warmup: true, Requests: 2500, StartedAt: at.Add(-time.Minute), Evidence: &results.Evidence{Generator: &results.GeneratorFigures{CPUSeconds: 9}}},
+		{Requests: 2500, StartedAt: at.Add(time.Minute), Evidence: &results.Evidence{Generator: &results.GeneratorFigures{CPUSeconds: 0.5}}},
+		{Requests: 2500, StartedAt: at, Evidence: &results.Evidence{Generator: &results.GeneratorFigures{CPUSeconds: 0.25}}},
+		{Requests: 2500, StartedAt: at},
+	}}
+	c := runCostOf("run.json", &r)
+	if !slices.Equal(c.cpuPerRequest, []float64{0.2, 0.1}) || !c.started.Equal(at) || c.source != "run.json" || c.topology != "tls" {
+		t.Errorf("runCostOf = %+v, want [0.2 0.1] ms from %v", c, at)
 	}
 }
