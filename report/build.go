@@ -545,6 +545,8 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 	t := Test{ID: id, Slug: strings.ReplaceAll(id, "/", "-"), Workload: wl, Ranked: b.o.Catalog.Ranked(wl)}
 	t.Name = strings.TrimPrefix(id, wl+"/")
 	t.UnitName = b.o.Catalog.UnitName(wl, t.Name)
+	var meanings []string
+	var runCosts []runCost
 	for _, k := range b.cellOrder {
 		f, ok := b.byTest[id][k]
 		// The null engine's cells are the instrument's, apart from the
@@ -568,6 +570,12 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 		}
 		*cells = append(*cells, cellOf(r, b.label(k, version), version, f.source.Name))
 		b.ceilingOf(&(*cells)[len(*cells)-1], id, f)
+		if m := staleMeaning(b.label(k, version), k.engine, r); m != "" {
+			meanings = append(meanings, m)
+		}
+		if cells == &t.Cells {
+			runCosts = append(runCosts, runCostOf(f.source.Name, r))
+		}
 		if cells == &t.Instrument && r.NotApplicable != "" {
 			continue // the instrument not applicable: no cost to show
 		}
@@ -595,6 +603,10 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 	}
 	nameInstrumentLimit(&t, b.terminators)
 	t.Finding = finding(t, b.o) + instrumentFinding(t)
+	if m := runSpeedMeaning(t, runCosts); m != "" {
+		meanings = append(meanings, m)
+	}
+	t.Meaning = strings.Join(meanings, " ")
 	return t
 }
 

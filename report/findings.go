@@ -395,7 +395,7 @@ func changeText(d stats.Delta) string {
 }
 
 // tieReasons says why each tie is one: the U test's p, a difference under
-// the threshold or the generator's resolution, or equal passes.
+// the threshold or the generator's timing tolerance, or equal passes.
 func tieReasons(vs []verdict, unit string, o Options) string {
 	var r []string
 	for _, v := range vs {
@@ -406,11 +406,11 @@ func tieReasons(vs []verdict, unit string, o Options) string {
 			why = sameValues
 		case !math.IsNaN(d.P) && d.P >= o.Compare.Alpha:
 			why = pText(d)
-		case unit == "ms" && math.Abs(d.NewMedian-d.BaseMedian) < o.Compare.ResolutionMs:
+		case unit == "ms" && math.Abs(d.NewMedian-d.BaseMedian) < o.Compare.ToleranceMs:
 			// Say what the U test found too: a consistent gap smaller
 			// than the generator can vouch for is still a gap.
-			why = fmt.Sprintf("%s %s, %s, but %s ms apart: under the generator's %g ms resolution", changeText(d), worse(d.NewMedian > d.BaseMedian),
-				pText(d), results.Sig3(math.Abs(d.NewMedian-d.BaseMedian)), o.Compare.ResolutionMs)
+			why = fmt.Sprintf("%s %s, %s, but %s ms apart: under the generator's %g ms timing tolerance", changeText(d), worse(d.NewMedian > d.BaseMedian),
+				pText(d), results.Sig3(math.Abs(d.NewMedian-d.BaseMedian)), o.Compare.ToleranceMs)
 		default:
 			why = fmt.Sprintf("%s apart, under the %g %% threshold", changeText(d), o.Compare.Threshold)
 		}

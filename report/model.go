@@ -101,6 +101,10 @@ type Test struct {
 	// Finding says which cell leads and which do not differ from it
 	// significantly (a tie), computed with results/stats.Compare.
 	Finding string
+	// Meaning says what a figure means where the figure alone would
+	// mislead (an engine's worst answers far outside its p99, and why),
+	// computed from the run's evidence; "" when nothing needs saying.
+	Meaning string
 }
 
 // Cell is one engine × runtime × topology's result for a test.

@@ -191,6 +191,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 				p("| %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(cellValue(c, t.Unit)), passesText(c), spread)
 			}
 			p("\n%s\n\n", mdEscape(t.Finding))
+			if t.Meaning != "" {
+				p("%s\n\n", mdEscape(t.Meaning))
+			}
 		}
 		for _, c := range wl.Curves {
 			p("### %s\n\n", c.Title)

@@ -28,10 +28,10 @@ type CompareOptions struct {
 	// suite (Base): the rows of BaseNames[i] against NewNames[i].
 	BaseNames, NewNames []string
 	// Threshold is in percent of the base median.
-	Threshold    float64
-	Alpha        float64
-	ResolutionMs float64
-	JSON         bool
+	Threshold   float64
+	Alpha       float64
+	ToleranceMs float64
+	JSON        bool
 	// Markdown, when set, is a file that receives a Markdown summary
 	// (for a CI's job page or a pull request).
 	Markdown string
@@ -65,8 +65,8 @@ difference between a new pass and a base pass), printed in percent of the
 base median with its 1 − alpha confidence interval. The verdict is a
 regression (or an improvement) when the two-sided Mann-Whitney U test's p,
 adjusted for the many tests of one comparison (Benjamini–Hochberg: q), is
-below --alpha and the shift is at least --threshold percent (and --resolution
-ms for a latency) in the direction that is worse (or better) for the test;
+below --alpha and the shift is at least --threshold percent (and --tolerance,
+the generator's timing tolerance, in ms for a latency) in the direction that is worse (or better) for the test;
 ~ (no significant change) otherwise. The adjustment keeps the expected share
 of false regressions among those reported at alpha: thirty tests judged one
 by one at p < 0.05 would report one or two that are not there most nights. It is "not comparable" when a side has too few valid passes for the
@@ -110,7 +110,8 @@ slower. --markdown writes a summary for a CI page.`,
 	f := c.Flags()
 	f.Float64Var(&o.Threshold, "threshold", stats.DefaultThreshold, "smallest change of the median, in percent, reported as a regression or an improvement")
 	f.Float64Var(&o.Alpha, "alpha", stats.DefaultAlpha, "significance level of the U test")
-	f.Float64Var(&o.ResolutionMs, "resolution", compare.DefaultResolutionMs, "smallest change of a latency's median, in ms, reported as a regression or an improvement (the generator's timing tolerance)")
+	f.Float64Var(&o.ToleranceMs, "tolerance", compare.DefaultToleranceMs, "the generator's timing tolerance: smallest change of a latency's median, in ms, reported as a regression or an improvement")
+	toleranceAlias(c, &o.ToleranceMs, stderr)
 	f.BoolVar(&o.JSON, "json", false, "print one JSON object: the rows (typed) and the warnings")
 	f.StringSliceVar(&o.BaseNames, "base", nil, "with one suite or run: the engines (rows of --engine) of the base side, a comma list paired in order with --new's")
 	f.StringSliceVar(&o.NewNames, "new", nil, "with one suite or run: the engines of the new side, e.g. --base prod --new candidate")
@@ -120,14 +121,31 @@ slower. --markdown writes a summary for a CI page.`,
 
 // checkJudge checks the flags of compare's statistics, which report's
 // ties share.
-func checkJudge(threshold, alpha, resolutionMs float64) error {
+// toleranceAlias keeps --resolution, the first name of --tolerance,
+// working for scripts that use it, hidden and deprecated: 0.05 ms is the
+// generator's timing tolerance, not a resolution (the histograms resolve
+// 1 µs), and one thing has one name. pflag's MarkDeprecated would print
+// its message through cobra to stdout, into --json's object; the same
+// message goes to stderr instead.
+func toleranceAlias(c *cobra.Command, p *float64, stderr io.Writer) {
+	f := c.Flags()
+	f.Float64Var(p, "resolution", compare.DefaultToleranceMs, "deprecated: the old name of --tolerance")
+	_ = f.MarkHidden("resolution")
+	c.PreRun = func(c *cobra.Command, _ []string) {
+		if c.Flags().Changed("resolution") {
+			fmt.Fprintln(stderr, "Flag --resolution has been deprecated, use --tolerance, the generator's timing tolerance in ms")
+		}
+	}
+}
+
+func checkJudge(threshold, alpha, toleranceMs float64) error {
 	switch {
 	case !(alpha > 0 && alpha < 1):
 		return usagef("--alpha %g: want a level between 0 and 1, e.g. 0.05", alpha)
 	case !(threshold >= 0) || math.IsInf(threshold, 0):
 		return usagef("--threshold %g: want a percentage, 0 or more, e.g. 5", threshold)
-	case !(resolutionMs >= 0) || math.IsInf(resolutionMs, 0):
-		return usagef("--resolution %g: want milliseconds, 0 or more, e.g. 0.05", resolutionMs)
+	case !(toleranceMs >= 0) || math.IsInf(toleranceMs, 0):
+		return usagef("--tolerance %g: want milliseconds, 0 or more, e.g. 0.05", toleranceMs)
 	}
 	return nil
 }
@@ -137,10 +155,10 @@ var errRegression = errors.New("significant regression")
 
 // RunCompare is `hlsbench compare`.
 func RunCompare(ctx context.Context, stdout, stderr io.Writer, o CompareOptions) error {
-	if err := checkJudge(o.Threshold, o.Alpha, o.ResolutionMs); err != nil {
+	if err := checkJudge(o.Threshold, o.Alpha, o.ToleranceMs); err != nil {
 		return err
 	}
-	opts := compare.Options{Threshold: o.Threshold, Alpha: o.Alpha, ResolutionMs: o.ResolutionMs}
+	opts := compare.Options{Threshold: o.Threshold, Alpha: o.Alpha, ToleranceMs: o.ToleranceMs}
 	var c *compare.Comparison
 	var base, nw []compare.File
 	var err error
@@ -245,8 +263,8 @@ func writeComparison(w io.Writer, c *compare.Comparison, o CompareOptions, nBase
 	legend := fmt.Sprintf("base, new: median of the valid measured passes' own values; n: how many, base/new; "+
 		"shift %%: Hodges–Lehmann shift of new from base in %% of the base median, with its %g%% confidence interval ((—): too few passes for one); "+
 		"q: the two-sided Mann-Whitney U p-value adjusted for the %d tests that could reach a verdict (Benjamini–Hochberg); "+
-		"~: no significant change (q ≥ %g, |shift| < %g%%, or under %g ms for a latency)",
-		100*(1-c.Alpha), c.Verdicts(), c.Alpha, c.Threshold, c.ResolutionMs)
+		"~: no significant change (q ≥ %g, |shift| < %g%%, or under the generator's %g ms timing tolerance for a latency)",
+		100*(1-c.Alpha), c.Verdicts(), c.Alpha, c.Threshold, c.ToleranceMs)
 	if notes {
 		legend += "; note: another host or engine version, or partial: passes without a valid value, ranked worst (see the warnings)"
 	}
@@ -581,8 +599,8 @@ func writeComparisonMarkdown(w io.Writer, c *compare.Comparison, o CompareOption
 		b.WriteString("\n")
 		i = j
 	}
-	fmt.Fprintf(b, "Regression or improvement: q < %g (the U test's p adjusted by Benjamini–Hochberg over %d tests) and a shift of at least %g%% (%g ms for a latency).\n",
-		c.Alpha, c.Verdicts(), c.Threshold, c.ResolutionMs)
+	fmt.Fprintf(b, "Regression or improvement: q < %g (the U test's p adjusted by Benjamini–Hochberg over %d tests) and a shift of at least %g%% (%g ms for a latency: the generator's timing tolerance).\n",
+		c.Alpha, c.Verdicts(), c.Threshold, c.ToleranceMs)
 	if len(c.Warnings) > 0 {
 		b.WriteString("\n")
 		for _, warn := range c.Warnings {

@@ -267,3 +267,32 @@ func TestCompareExitCountsEveryRow(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareTolerance: the generator's timing tolerance is --tolerance;
+// --resolution, its first name, still works, deprecated, with the same
+// effect (issue 45, item 8: 0.05 ms is a tolerance, not a resolution).
+func TestCompareTolerance(t *testing.T) {
+	_, base, nw := compareFixture(t)
+	// builtin hit-path/p99-ttfb moves 0.9 → 1.2 ms: a regression, unless
+	// 0.3 ms is within the tolerance.
+	for _, flag := range []string{"--tolerance", "--resolution"} {
+		code, out, errs := runCLI(t, context.Background(), "compare", flag, "0.5", base, nw)
+		if code != ExitFailure || strings.Contains(errs, "builtin hit-path/p99-ttfb") {
+			t.Errorf("%s 0.5: exit %d, stderr %q; want 1 without builtin hit-path/p99-ttfb", flag, code, errs)
+		}
+		if !strings.Contains(out, "the generator's 0.5 ms timing tolerance") {
+			t.Errorf("%s 0.5: the legend does not name the tolerance:\n%s", flag, out)
+		}
+		if deprecated := strings.Contains(errs, "--resolution has been deprecated, use --tolerance"); deprecated != (flag == "--resolution") {
+			t.Errorf("%s: deprecation said %v; stderr %q", flag, deprecated, errs)
+		}
+		if strings.Contains(out, "deprecated") {
+			t.Errorf("%s: the deprecation is on stdout, where --json's object goes:\n%s", flag, out)
+		}
+	}
+	for _, args := range [][]string{{"compare", "--tolerance", "-1", base, nw}, {"report", "--tolerance", "-1", "--out", filepath.Join(t.TempDir(), "site"), base}} {
+		if code, _, errs := runCLI(t, context.Background(), args...); code != ExitUsage || !strings.Contains(errs, "--tolerance -1") {
+			t.Errorf("%q: exit %d, stderr %q; want a usage error naming --tolerance -1", args, code, errs)
+		}
+	}
+}

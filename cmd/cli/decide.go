@@ -167,7 +167,7 @@ func (d *decider) finish(w io.Writer, run *results.Run, path string) error {
 		return noVerdict{fmt.Errorf("--decide %s,%s: %w", d.base, d.new, err)}
 	}
 	o := CompareOptions{Base: name, BaseNames: []string{d.base}, NewNames: []string{d.new},
-		Threshold: d.opts.Threshold, Alpha: d.opts.Alpha, ResolutionMs: d.opts.ResolutionMs}
+		Threshold: d.opts.Threshold, Alpha: d.opts.Alpha, ToleranceMs: d.opts.ToleranceMs}
 	fmt.Fprintln(w)
 	writeComparison(w, c, o, 1, 1)
 	d.writeDecisions(w, c)

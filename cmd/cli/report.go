@@ -19,11 +19,11 @@ type ReportOptions struct {
 	Inputs []string
 	Out    string
 	Title  string
-	// Threshold, Alpha and ResolutionMs are compare's: the report calls
+	// Threshold, Alpha and ToleranceMs are compare's: the report calls
 	// two cells a tie when compare would find no significant change.
-	Threshold    float64
-	Alpha        float64
-	ResolutionMs float64
+	Threshold   float64
+	Alpha       float64
+	ToleranceMs float64
 }
 
 func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -48,7 +48,7 @@ only: it never measures.
 
 Each test's finding names the leading cell and calls the others a tie when
 compare's test finds no significant difference (Mann-Whitney U over the
-valid passes' values, --alpha, --threshold, --resolution).
+valid passes' values, --alpha, --threshold, --tolerance).
 
 DIR must be new, empty, or a report written before: it is then replaced
 whole, and only once the new report is complete.
@@ -74,7 +74,8 @@ file, a DIR that holds other files, bad flags).`,
 	f.StringVar(&o.Title, "title", report.DefaultTitle, "the page's title")
 	f.Float64Var(&o.Threshold, "threshold", stats.DefaultThreshold, "smallest difference of medians, in percent, that is not a tie")
 	f.Float64Var(&o.Alpha, "alpha", stats.DefaultAlpha, "significance level of the U test")
-	f.Float64Var(&o.ResolutionMs, "resolution", compare.DefaultResolutionMs, "smallest difference of a latency's medians, in ms, that is not a tie")
+	f.Float64Var(&o.ToleranceMs, "tolerance", compare.DefaultToleranceMs, "the generator's timing tolerance: smallest difference of a latency's medians, in ms, that is not a tie")
+	toleranceAlias(c, &o.ToleranceMs, stderr)
 	return c
 }
 
@@ -83,7 +84,7 @@ func RunReport(ctx context.Context, stdout, stderr io.Writer, o ReportOptions) e
 	if o.Out == "" {
 		return usagef("--out: the report needs a directory to write")
 	}
-	if err := checkJudge(o.Threshold, o.Alpha, o.ResolutionMs); err != nil {
+	if err := checkJudge(o.Threshold, o.Alpha, o.ToleranceMs); err != nil {
 		return err
 	}
 	in, err := report.Read(o.Inputs)
@@ -91,7 +92,7 @@ func RunReport(ctx context.Context, stdout, stderr io.Writer, o ReportOptions) e
 		return usageError{err}
 	}
 	rep, err := report.Build(in, report.Options{Title: o.Title, Catalog: workloads.Catalog(),
-		Compare: compare.Options{Threshold: o.Threshold, Alpha: o.Alpha, ResolutionMs: o.ResolutionMs}})
+		Compare: compare.Options{Threshold: o.Threshold, Alpha: o.Alpha, ToleranceMs: o.ToleranceMs}})
 	if err != nil {
 		return usageError{err}
 	}

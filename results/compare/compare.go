@@ -77,26 +77,28 @@ type Options struct {
 	Threshold float64
 	// Alpha is the significance level of the U test.
 	Alpha float64
-	// ResolutionMs is the smallest change of a latency's median, in ms,
-	// reported as a regression or an improvement: below it the generator's
-	// own timing (its tolerance for lateness, loadgen.LagToleranceFloor)
-	// cannot tell a change from noise.
-	ResolutionMs float64
+	// ToleranceMs is the generator's timing tolerance: the smallest change
+	// of a latency's median, in ms, reported as a regression or an
+	// improvement. Below it the generator's own timing (its tolerance for
+	// lateness, loadgen.LagToleranceFloor) cannot tell a change from noise.
+	// It is a tolerance, not a resolution: the histograms resolve 1 µs.
+	ToleranceMs float64
 }
 
-// DefaultResolutionMs is the generator's lateness tolerance floor.
-const DefaultResolutionMs = 0.05
+// DefaultToleranceMs is the generator's timing tolerance: its lateness
+// tolerance floor.
+const DefaultToleranceMs = 0.05
 
 // Defaults are the options of `hlsbench compare` without flags.
 func Defaults() Options {
-	return Options{Threshold: stats.DefaultThreshold, Alpha: stats.DefaultAlpha, ResolutionMs: DefaultResolutionMs}
+	return Options{Threshold: stats.DefaultThreshold, Alpha: stats.DefaultAlpha, ToleranceMs: DefaultToleranceMs}
 }
 
 // Comparison is the outcome of Runs.
 type Comparison struct {
-	Threshold    float64 `json:"threshold_pct"`
-	Alpha        float64 `json:"alpha"`
-	ResolutionMs float64 `json:"resolution_ms"`
+	Threshold   float64 `json:"threshold_pct"`
+	Alpha       float64 `json:"alpha"`
+	ToleranceMs float64 `json:"tolerance_ms"`
 	// Base and New are the files compared.
 	Base []string `json:"base"`
 	New  []string `json:"new"`
@@ -337,7 +339,7 @@ func Runs(base, new []File, o Options) (*Comparison, error) {
 	if !(o.Threshold >= 0) || math.IsInf(o.Threshold, 0) {
 		return nil, fmt.Errorf("threshold %g%%: want 0 or more, e.g. 5", o.Threshold)
 	}
-	c := &Comparison{Threshold: o.Threshold, Alpha: o.Alpha, ResolutionMs: o.ResolutionMs, Base: paths(base), New: paths(new), Rows: []Row{}, Warnings: []string{}}
+	c := &Comparison{Threshold: o.Threshold, Alpha: o.Alpha, ToleranceMs: o.ToleranceMs, Base: paths(base), New: paths(new), Rows: []Row{}, Warnings: []string{}}
 	var order []key
 	seen := map[key]bool{}
 	sides := [2]map[key]*gathered{gather(base, &order, seen), gather(new, &order, seen)}
@@ -1017,13 +1019,13 @@ func project(c results.Conditions, keep func(string) bool) results.Conditions {
 
 // Judge compares two samples of pass values as compare does: the U test
 // and threshold of stats.Compare, and a latency change under the
-// generator's resolution is no change. The report calls ties with it.
+// generator's timing tolerance is no change. The report calls ties with it.
 func Judge(base, new []float64, unit string, lowerIsBetter bool, o Options) stats.Delta {
 	d := stats.Compare(base, new, lowerIsBetter, o.Threshold, o.Alpha)
 	if (d.Verdict == stats.Regression || d.Verdict == stats.Improvement) && unit == "ms" &&
-		math.Abs(d.Shift.Estimate) < o.ResolutionMs {
-		d.Verdict, d.Reason = stats.NoChange, fmt.Sprintf("the shift, %+.3f ms, is under the %g ms resolution of the generator's timing",
-			d.Shift.Estimate, o.ResolutionMs)
+		math.Abs(d.Shift.Estimate) < o.ToleranceMs {
+		d.Verdict, d.Reason = stats.NoChange, fmt.Sprintf("the shift, %+.3f ms, is under the generator's %g ms timing tolerance",
+			d.Shift.Estimate, o.ToleranceMs)
 	}
 	return d
 }
@@ -1215,7 +1217,7 @@ func judgeRanked(base, new []float64, worst, poor, best [2]int, unit string, low
 		return not(fmt.Sprintf("too many ties: %s, tied at the worst rank, and no split of the passes into %d and %d can give p < %g (the smallest p is %.3g)",
 			spoiled, len(b), len(n), o.Alpha, t.MinP))
 	}
-	// The threshold and the resolution are held against the shift, a
+	// The threshold and the timing tolerance are held against the shift, a
 	// figure; a pass that gave none is no figure a few percent off. When
 	// the U test finds new worse (or better), new has the larger (or
 	// smaller) share of such passes, and the shares themselves differ
@@ -1244,8 +1246,8 @@ func judgeRanked(base, new []float64, worst, poor, best [2]int, unit string, low
 		small = "the shift is 0"
 	case !(math.Abs(d.ShiftPct) >= o.Threshold):
 		small = fmt.Sprintf("the shift, %+.2f%%, is under the %g%% threshold", d.ShiftPct, o.Threshold)
-	case unit == "ms" && math.Abs(d.Shift.Estimate) < o.ResolutionMs:
-		small = fmt.Sprintf("the shift, %+.3f ms, is under the %g ms resolution of the generator's timing", d.Shift.Estimate, o.ResolutionMs)
+	case unit == "ms" && math.Abs(d.Shift.Estimate) < o.ToleranceMs:
+		small = fmt.Sprintf("the shift, %+.3f ms, is under the generator's %g ms timing tolerance", d.Shift.Estimate, o.ToleranceMs)
 	}
 	switch {
 	case d.P >= o.Alpha:

@@ -453,7 +453,7 @@ func FuzzRuns(f *testing.F) {
 	})
 }
 
-// A latency change smaller than the generator's timing resolution is no
+// A latency change smaller than the generator's timing tolerance is no
 // change, however significant: 0.080 ms against 0.093 ms here.
 func TestRunsResolution(t *testing.T) {
 	base := newRun("base", result("origin-flap/p50-ttfb-failing", true, around(0.080, 10)...))
@@ -461,16 +461,16 @@ func TestRunsResolution(t *testing.T) {
 	for _, tc := range []struct {
 		res  float64
 		want stats.Verdict
-	}{{0, stats.Regression}, {DefaultResolutionMs, stats.NoChange}} {
+	}{{0, stats.Regression}, {DefaultToleranceMs, stats.NoChange}} {
 		o := Defaults()
-		o.ResolutionMs = tc.res
+		o.ToleranceMs = tc.res
 		c, err := Runs([]File{{Path: "run-base.json", Run: base}}, []File{{Path: "run-new.json", Run: slow}}, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := rowOf(t, c, "builtin", "origin-flap/p50-ttfb-failing")
-		if r.Verdict != tc.want || (tc.res > 0 && !strings.Contains(r.Reason, "resolution")) {
-			t.Errorf("resolution %g ms: %s (%s), want %s", tc.res, r.Verdict, r.Reason, tc.want)
+		if r.Verdict != tc.want || (tc.res > 0 && !strings.Contains(r.Reason, "timing tolerance")) {
+			t.Errorf("tolerance %g ms: %s (%s), want %s", tc.res, r.Verdict, r.Reason, tc.want)
 		}
 	}
 }
