@@ -183,31 +183,38 @@ func writeCost(w io.Writer, rs []*results.Result) {
 		if r.EngineCPUMsPer1000 == nil && r.EnginePeakRSSBytes == nil {
 			continue
 		}
-		line := fmt.Sprintf("engine cost, %s (%s): %s", k.eng, strings.Join(seen[k], ", "), costText(r.EngineCPUMsPer1000, r.EnginePeakRSSBytes))
+		// Each clause is kept whole on a line, the terminator's cost with
+		// its own: a line broken inside "the TLS terminator in front of
+		// it" or between a percent and what it is of reads as two figures.
+		cpu, mem := costParts(r.EngineCPUMsPer1000, r.EnginePeakRSSBytes)
+		clauses := []string{fmt.Sprintf("engine cost, %s (%s):", k.eng, strings.Join(seen[k], ", ")), cpu + ",", mem}
 		if r.EngineIRQ != nil && r.EngineNetIRQ != nil {
 			// The kernel's work of moving the answers' bytes is charged to
 			// no process: it is said beside the engine's own CPU.
-			line += fmt.Sprintf(", interrupts %.0f\u00a0%% of its CPU (%.0f\u00a0%% network softirqs)", *r.EngineIRQ, *r.EngineNetIRQ)
+			clauses[len(clauses)-1] += ","
+			clauses = append(clauses, fmt.Sprintf("interrupts %.0f\u00a0%% of its CPU (%.0f\u00a0%% network softirqs)", *r.EngineIRQ, *r.EngineNetIRQ))
 		}
 		if tc, tm := r.TerminatorCost(); tc != nil || tm != nil {
-			line += "; the TLS terminator in front of it: " + costText(tc, tm)
+			tcpu, tmem := costParts(tc, tm)
+			clauses[len(clauses)-1] += ";"
+			clauses = append(clauses, "the TLS terminator in front of it: "+tcpu+", "+tmem)
 		}
-		fmt.Fprintln(w, wrap(line, TableWidth, "  ", "    "))
+		fmt.Fprintln(w, wrapClauses(clauses, TableWidth, "  ", "    "))
 	}
 }
 
-// costText prints CPU-ms per 1000 requests and peak RSS, "—" for either
+// costParts prints CPU-ms per 1000 requests and peak RSS, "—" for either
 // not measured. A no-break space keeps each number with its unit when
 // wrapped.
-func costText(cpuMsPer1000 *float64, peakRSSBytes *int64) string {
-	cpu, mem := "—", "—"
+func costParts(cpuMsPer1000 *float64, peakRSSBytes *int64) (cpu, mem string) {
+	cpu, mem = "—", "—"
 	if cpuMsPer1000 != nil {
 		cpu = results.Sig3(*cpuMsPer1000) + "\u00a0CPU-ms per 1000 requests"
 	}
 	if peakRSSBytes != nil {
 		mem = fmt.Sprintf("peak RSS %s\u00a0MB", results.Sig3(float64(*peakRSSBytes)/(1<<20)))
 	}
-	return cpu + ", " + mem
+	return cpu, mem
 }
 
 // firstStart identifies a test's series of passes by its first pass's start.
@@ -458,21 +465,70 @@ func passList(ps []int) string {
 // wrap folds text at width: the first line starts with first, the others
 // with indent.
 func wrap(text string, width int, first, indent string) string {
-	var b strings.Builder
-	b.WriteString(first)
-	line := len(first)
-	// Words break at ASCII white space only: a no-break space holds.
-	words := strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
-	for i, word := range words {
-		if i > 0 && line+1+len([]rune(word)) > width {
-			b.WriteString("\n" + indent)
-			line = len(indent)
-		} else if i > 0 {
-			b.WriteByte(' ')
-			line++
-		}
-		b.WriteString(word)
-		line += len([]rune(word))
+	f := newFolder(width, first, indent)
+	for _, word := range words(text) {
+		f.word(word)
 	}
-	return b.String()
+	return f.String()
 }
+
+// wrapClauses folds clauses at width as wrap does text, but breaks the line
+// between two clauses rather than inside one: a clause that does not fit
+// where the line is starts the next, and only one longer than a whole line
+// is folded between its words.
+func wrapClauses(clauses []string, width int, first, indent string) string {
+	f := newFolder(width, first, indent)
+	for _, c := range clauses {
+		ws := words(c)
+		n := len([]rune(strings.Join(ws, " ")))
+		if f.started && f.line+1+n > width && len([]rune(indent))+n <= width {
+			f.newLine()
+		}
+		for _, word := range ws {
+			f.word(word)
+		}
+	}
+	return f.String()
+}
+
+// words splits text at ASCII white space only: a no-break space holds.
+func words(text string) []string {
+	return strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
+}
+
+// folder writes words into lines of at most width columns, but for a word
+// longer than a line.
+type folder struct {
+	b       strings.Builder
+	width   int
+	line    int // columns on the current line
+	indent  string
+	started bool // a word is on the current line
+}
+
+func newFolder(width int, first, indent string) *folder {
+	f := &folder{width: width, indent: indent, line: len([]rune(first))}
+	f.b.WriteString(first)
+	return f
+}
+
+func (f *folder) newLine() {
+	f.b.WriteString("\n" + f.indent)
+	f.line, f.started = len([]rune(f.indent)), false
+}
+
+func (f *folder) word(w string) {
+	n := len([]rune(w))
+	if f.started && f.line+1+n > f.width {
+		f.newLine()
+	}
+	if f.started {
+		f.b.WriteByte(' ')
+		f.line++
+	}
+	f.b.WriteString(w)
+	f.line += n
+	f.started = true
+}
+
+func (f *folder) String() string { return f.b.String() }

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -234,4 +235,57 @@ func TestEstimateRunCountsCells(t *testing.T) {
 	if want := 4*hit + 2*storm + startEstimate; p.planned != want {
 		t.Errorf("after a cell not applicable: planned %v, want %v", p.planned, want)
 	}
+}
+
+// The cost line of a PROXYv2 cell is the table's longest: the engine's CPU
+// and memory, its interrupts and the terminator's cost. Folded, it stays
+// within the table's width and breaks between clauses only (on ed63dc7 it
+// broke inside "the TLS terminator in front of it"), for every engine's
+// figures of a hit-path run and for the widest figures there are.
+func TestTableCostLineWithinWidth(t *testing.T) {
+	for _, c := range []struct {
+		engine                     string
+		cpu, rss, irq, net, tc, tm float64
+	}{
+		{"nginx", 40, 21.2, 1, 1, 63, 17},
+		{"builtin", 59.5, 24.9, 5, 5, 56.5, 17},
+		{"vinyl@trunk-27d2ce15b", 54, 105, 11, 11, 60, 17},
+		{"vinyl@trunk-27d2ce15b", 1234, 1023, 100, 100, 1234, 1023},
+	} {
+		cost := &results.Cost{EngineCPUMsPer1000: results.F(c.cpu), EnginePeakRSSBytes: mib(c.rss),
+			EngineIRQ: results.F(c.irq), EngineNetIRQ: results.F(c.net),
+			TerminatorCPUMsPer1000: results.F(c.tc), TerminatorPeakRSSBytes: mib(c.tm)}
+		var rs []*results.Result
+		for _, test := range []string{"p50-ttfb", "p99-ttfb"} {
+			r := &results.Result{ID: HitPath + "/" + test, Workload: HitPath, Test: test, Title: test, Engine: c.engine,
+				Runtime: "process", Topology: "proxyv2", Unit: "ms", LowerIsBetter: true, Value: results.F(0.1),
+				Passes: []results.Pass{{Index: 1, Valid: true, Value: results.F(0.1), StartedAt: time.Unix(1, 0), Evidence: &results.Evidence{Cost: cost}}}}
+			r.Recount()
+			rs = append(rs, r)
+		}
+		var b bytes.Buffer
+		WriteTable(&b, specOf(HitPath), rs)
+		out := b.String()
+		t.Log("\n" + out)
+		lines := strings.Split(out, "\n")
+		for _, line := range lines {
+			if n := len([]rune(line)); n > TableWidth {
+				t.Errorf("%s: line of %d columns: %q", c.engine, n, line)
+			}
+		}
+		for _, clause := range []string{
+			"interrupts " + fmt.Sprint(c.irq) + "\u00a0% of its CPU (" + fmt.Sprint(c.net) + "\u00a0% network softirqs)",
+			"the TLS terminator in front of it: " + results.Sig3(c.tc) + "\u00a0CPU-ms per 1000 requests, peak RSS " + results.Sig3(c.tm) + "\u00a0MB",
+		} {
+			if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, clause) }) {
+				t.Errorf("%s: the clause %q is broken across lines:\n%s", c.engine, clause, out)
+			}
+		}
+	}
+}
+
+// mib is a size of v MiB in bytes.
+func mib(v float64) *int64 {
+	n := int64(v * (1 << 20))
+	return &n
 }
