@@ -194,18 +194,7 @@ func TestReportFailingNoValue(t *testing.T) {
 		}
 	}
 
-	var b bytes.Buffer
-	if err := WriteCSV(&b, rep); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(&b).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
+	rows, col := csvRows(t, rep)
 	var found int
 	for _, r := range rows[1:] {
 		if r[col["engine"]] != "nginx" || r[col["workload"]] != "segment" || !strings.HasPrefix(r[col["test"]], "full-") {
@@ -262,6 +251,25 @@ func grepLines(page, prefix, sub string) []string {
 		}
 	}
 	return out
+}
+
+// csvRows writes rep's CSV and reads it back: its rows, the header first,
+// and each column's index by its name.
+func csvRows(t *testing.T, rep *Report) (rows [][]string, col map[string]int) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteCSV(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col = map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	return rows, col
 }
 
 // TestReportFailingTie: hit-path p99 has builtin and Varnish level (the same

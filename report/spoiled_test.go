@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"encoding/csv"
 	"strings"
 	"testing"
 
@@ -38,18 +36,7 @@ func TestReportCountsSpoiledPasses(t *testing.T) {
 	tt := handTest(c)
 	src := Source{Name: "run.json", Run: &results.Run{Host: results.Host{Cores: 2}}}
 	rep := &Report{Workloads: []Workload{{Name: "w", Title: "W", Tests: []Test{tt}}}, Sources: []Source{src}}
-	var b bytes.Buffer
-	if err := WriteCSV(&b, rep); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(&b).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
+	rows, col := csvRows(t, rep)
 	if all, p8 := rows[1], rows[9]; all[col["spoiled_passes"]] != "3" || all[col["valid"]] != "true" ||
 		p8[col["spoiled_passes"]] != "1" || rows[8][col["spoiled_passes"]] != "0" || p8[col["value"]] != "" ||
 		p8[col["seen_value"]] != "0.179" || !strings.Contains(p8[col["no_value"]], "lateness") {

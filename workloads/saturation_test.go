@@ -203,8 +203,8 @@ func TestSaturationSteadyAndCapped(t *testing.T) {
 }
 
 // The table shows each rate test's carried and offered rate, and a test
-// with no valid pass and saturated ones as saturated, with what a client
-// saw, within the table's width; a workload that offers no rate has no
+// whose median pass was saturated as saturated, in how many passes, with
+// what a client saw, within the table's width; a workload that offers no rate has no
 // such column.
 func TestTableSaturated(t *testing.T) {
 	rc := &Recorder{Run: results.NewRun("t", "", nil)}
@@ -248,7 +248,7 @@ func TestTableSaturated(t *testing.T) {
 	// The reasons under the table are wrapped: read them unwrapped.
 	out = strings.Join(strings.Fields(out), " ")
 	for _, want := range []string{
-		"carried", "199.6/500", "499.9/500", "saturated, saw 3.31 s", "0/3", "3/3",
+		"carried", "199.6/500", "499.9/500", "3 saturated, saw 3.31 s", "0/3", "3/3",
 		"saturated: carried 199.6 of 500 rps; every one of 20 connections busy",
 		"engine and terminator together 98% of CPU 0, which they share",
 	} {

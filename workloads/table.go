@@ -33,7 +33,6 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	fmt.Fprintf(w, "\n%s\n", wrap(spec.Title+" — "+spec.Description, TableWidth, "", "  "))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	rated := slices.ContainsFunc(rs, func(r *results.Result) bool { return r.OfferedRPS != nil })
-	saturated := slices.ContainsFunc(rs, func(r *results.Result) bool { return r.Value == nil && r.SaturatedValue != nil })
 	// One direction for every test is said once, under the table, and so
 	// are the directions beside a carried column, which needs the width.
 	oneWay := !slices.ContainsFunc(rs, func(r *results.Result) bool { return r.LowerIsBetter != rs[0].LowerIsBetter })
@@ -55,6 +54,7 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	host := newCauses()
 	var bounds []string
 	spoiled := false
+	verdicts := map[string]bool{} // the invalid cells' labels shown
 	host.header = "the host's part (its lateness rejects no pass; a spoiled attempt was run again):"
 	for _, r := range rs {
 		causes.tests[EngineLabel(r)]++
@@ -73,8 +73,12 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 			value = "≥ " + formatValue(r)
 			bounds = append(bounds, fmt.Sprintf("%s, %s: at least %s (%s)", eng, r.Title, formatValue(r), r.LowerBound))
 		}
-		if r.Value == nil && r.SaturatedValue != nil {
-			value = "saturated, saw " + formatMs(*r.SaturatedValue)
+		if why, k := invalidBy(r); why != "" {
+			value = invalidText(r, why, k)
+			verdicts[why] = true
+			if why != bySaturation && strings.Contains(value, ", saw ") {
+				verdicts[seenValid] = true
+			}
 		}
 		row := "  " + name + "\t" + r.Title + "\t" + value
 		if capCols {
@@ -114,8 +118,8 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 		fmt.Fprintln(w, wrap(fmt.Sprintf("carried: requests per second carried (the measured passes' median) / offered; a pass is saturated when it carried under %.0f%% of the offered rate, or its waits for a free connection moved its p50 or p99 past the generator's tolerance or grew through the pass, and its latencies are then not valid as TTFB",
 			100*results.SaturationShare), TableWidth, "  ", "  "))
 	}
-	if saturated {
-		fmt.Fprintln(w, wrap("saturated, saw X: no pass was valid and some were saturated; X is the test's quantile over the saturated passes merged, what a client saw with the queueing, not the engine's TTFB", TableWidth, "  ", "  "))
+	if len(verdicts) > 0 {
+		fmt.Fprintln(w, wrap(verdictLegend(verdicts), TableWidth, "  ", "  "))
 	}
 	if capCols {
 		fmt.Fprintln(w, wrap("capacity: the highest offered rate with every request successful, ≥ 99% of it carried, no request waiting for a connection and TTFB within the SLO; MiB/s: body carried at capacity; CPU-ms/1k: the engine's CPU per 1000 requests at capacity; ≥ N: a lower bound (why: below) — the generator ran out, or the engine is at the instrument's limit (within 10% of the null engine's)", TableWidth, "  ", "  "))
@@ -127,6 +131,97 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	writeAudienceFailures(w, rs)
 	causes.write(w)
 	host.write(w)
+}
+
+// The labels of an invalid cell, each saying what made it invalid, by the
+// results package's rule (Result.Recount).
+const (
+	// bySaturation: the median measured pass was saturated
+	// (Result.Saturated): no pass of the cell is a TTFB.
+	bySaturation = "saturated"
+	// bySpoiling: the host or the instrument spoiled passes
+	// (Result.SpoiledPasses) and left fewer than half of them valid.
+	bySpoiling = "spoiled"
+	// byEngine: a pass is invalid for the engine's doing, or for a reason
+	// not classified where it was judged (Pass.InvalidBy).
+	byEngine = "invalid"
+	// seenValid: a cell not saturated shows its few valid passes' value.
+	seenValid = "saw"
+)
+
+// invalidBy says what made an invalid cell with measured passes invalid,
+// and in how many of its measured passes: "" for a valid cell or one with
+// nothing measured. Saturation decides first, as Recount judges it: a
+// saturated cell excuses no pass the host spoiled; then any pass the
+// engine made invalid, which no count of valid passes excuses; then the
+// passes the host or the instrument spoiled. A pass both saturated and
+// spoiled counts in both SaturatedPasses and SpoiledPasses: the label
+// says which of them decided.
+func invalidBy(r *results.Result) (why string, passes int) {
+	switch {
+	case r.Valid || r.MeasuredPasses == 0:
+		return "", 0
+	case r.Saturated():
+		return bySaturation, r.SaturatedPasses
+	}
+	engine := 0
+	for _, p := range r.Passes {
+		if p.Warmup || p.Valid && p.Value != nil || p.ByInstrument() || p.InvalidBy == results.InvalidBySaturation {
+			continue
+		}
+		engine++
+	}
+	switch {
+	case engine > 0:
+		return byEngine, engine
+	case r.SpoiledPasses > 0:
+		return bySpoiling, r.SpoiledPasses
+	}
+	// Nothing else makes a cell invalid; were it so, its invalid passes.
+	return byEngine, r.MeasuredPasses - r.ValidPasses
+}
+
+// invalidText is an invalid cell's value column: what made it invalid,
+// in how many of its passes (the valid column has how many there were),
+// and what was seen, which is no result — "2 saturated, saw 8.41 ms", "2
+// spoiled, saw 0.0610 ms", "1 invalid" — as the page moves an invalid
+// row's value out of its value column (report's seen_value). A saturated
+// cell saw its quantile over the saturated passes, queueing included;
+// another saw its few valid passes' value, without their spread. "(k of
+// n)" would not fit the column beside a segment test's title.
+func invalidText(r *results.Result, why string, passes int) string {
+	s := fmt.Sprintf("%d %s", passes, why)
+	switch {
+	case why == bySaturation && r.SaturatedValue != nil:
+		s += ", saw " + formatMs(*r.SaturatedValue)
+	case why != bySaturation && r.Value != nil:
+		seen := *r
+		seen.Spread = nil
+		s += ", saw " + formatValue(&seen)
+		if r.LowerBound != "" {
+			s += " or more"
+		}
+	}
+	return s
+}
+
+// verdictLegend says what the invalid cells' labels shown mean.
+func verdictLegend(shown map[string]bool) string {
+	var l []string
+	if shown[bySaturation] {
+		l = append(l, "k saturated, saw X: k measured passes were saturated, the median one among them (spoiled by the host as well or not), so no pass's latency is a TTFB; X is the test's quantile over the saturated passes merged, what a client saw with the queueing, not the engine's TTFB")
+	}
+	if shown[bySpoiling] {
+		l = append(l, "k spoiled: the host or the instrument spoiled k measured passes and left fewer than half valid")
+	}
+	if shown[byEngine] {
+		l = append(l, "k invalid: k measured passes were invalid for the engine's doing (why: below)")
+	}
+	s := strings.Join(l, "; ")
+	if shown[seenValid] {
+		s += "; beside these, saw X is the few valid passes' figure, not a result"
+	}
+	return s
 }
 
 // writeAudienceFailures prints, per engine, live-audience's failed requests
@@ -183,31 +278,38 @@ func writeCost(w io.Writer, rs []*results.Result) {
 		if r.EngineCPUMsPer1000 == nil && r.EnginePeakRSSBytes == nil {
 			continue
 		}
-		line := fmt.Sprintf("engine cost, %s (%s): %s", k.eng, strings.Join(seen[k], ", "), costText(r.EngineCPUMsPer1000, r.EnginePeakRSSBytes))
+		// Each clause is kept whole on a line, the terminator's cost with
+		// its own: a line broken inside "the TLS terminator in front of
+		// it" or between a percent and what it is of reads as two figures.
+		cpu, mem := costParts(r.EngineCPUMsPer1000, r.EnginePeakRSSBytes)
+		clauses := []string{fmt.Sprintf("engine cost, %s (%s):", k.eng, strings.Join(seen[k], ", ")), cpu + ",", mem}
 		if r.EngineIRQ != nil && r.EngineNetIRQ != nil {
 			// The kernel's work of moving the answers' bytes is charged to
 			// no process: it is said beside the engine's own CPU.
-			line += fmt.Sprintf(", interrupts %.0f\u00a0%% of its CPU (%.0f\u00a0%% network softirqs)", *r.EngineIRQ, *r.EngineNetIRQ)
+			clauses[len(clauses)-1] += ","
+			clauses = append(clauses, fmt.Sprintf("interrupts %.0f\u00a0%% of its CPU (%.0f\u00a0%% network softirqs)", *r.EngineIRQ, *r.EngineNetIRQ))
 		}
 		if tc, tm := r.TerminatorCost(); tc != nil || tm != nil {
-			line += "; the TLS terminator in front of it: " + costText(tc, tm)
+			tcpu, tmem := costParts(tc, tm)
+			clauses[len(clauses)-1] += ";"
+			clauses = append(clauses, "the TLS terminator in front of it: "+tcpu+", "+tmem)
 		}
-		fmt.Fprintln(w, wrap(line, TableWidth, "  ", "    "))
+		fmt.Fprintln(w, wrapClauses(clauses, TableWidth, "  ", "    "))
 	}
 }
 
-// costText prints CPU-ms per 1000 requests and peak RSS, "—" for either
+// costParts prints CPU-ms per 1000 requests and peak RSS, "—" for either
 // not measured. A no-break space keeps each number with its unit when
 // wrapped.
-func costText(cpuMsPer1000 *float64, peakRSSBytes *int64) string {
-	cpu, mem := "—", "—"
+func costParts(cpuMsPer1000 *float64, peakRSSBytes *int64) (cpu, mem string) {
+	cpu, mem = "—", "—"
 	if cpuMsPer1000 != nil {
 		cpu = results.Sig3(*cpuMsPer1000) + "\u00a0CPU-ms per 1000 requests"
 	}
 	if peakRSSBytes != nil {
 		mem = fmt.Sprintf("peak RSS %s\u00a0MB", results.Sig3(float64(*peakRSSBytes)/(1<<20)))
 	}
-	return cpu + ", " + mem
+	return cpu, mem
 }
 
 // firstStart identifies a test's series of passes by its first pass's start.
@@ -319,7 +421,7 @@ func formatValue(r *results.Result) string {
 		// A unit of several words ("per 1000 answers") is written once,
 		// after the spread: the table stays within its width.
 		s := results.Sig3(v / scale)
-		if r.Spread.N > 1 {
+		if many {
 			s += fmt.Sprintf(" [%s–%s]", results.Sig3(r.Spread.Min/scale), results.Sig3(r.Spread.Max/scale))
 		}
 		return s + " " + unit
@@ -458,21 +560,70 @@ func passList(ps []int) string {
 // wrap folds text at width: the first line starts with first, the others
 // with indent.
 func wrap(text string, width int, first, indent string) string {
-	var b strings.Builder
-	b.WriteString(first)
-	line := len(first)
-	// Words break at ASCII white space only: a no-break space holds.
-	words := strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
-	for i, word := range words {
-		if i > 0 && line+1+len([]rune(word)) > width {
-			b.WriteString("\n" + indent)
-			line = len(indent)
-		} else if i > 0 {
-			b.WriteByte(' ')
-			line++
-		}
-		b.WriteString(word)
-		line += len([]rune(word))
+	f := newFolder(width, first, indent)
+	for _, word := range words(text) {
+		f.word(word)
 	}
-	return b.String()
+	return f.String()
 }
+
+// wrapClauses folds clauses at width as wrap does text, but breaks the line
+// between two clauses rather than inside one: a clause that does not fit
+// where the line is starts the next, and only one longer than a whole line
+// is folded between its words.
+func wrapClauses(clauses []string, width int, first, indent string) string {
+	f := newFolder(width, first, indent)
+	for _, c := range clauses {
+		ws := words(c)
+		n := len([]rune(strings.Join(ws, " ")))
+		if f.started && f.line+1+n > width && len([]rune(indent))+n <= width {
+			f.newLine()
+		}
+		for _, word := range ws {
+			f.word(word)
+		}
+	}
+	return f.String()
+}
+
+// words splits text at ASCII white space only: a no-break space holds.
+func words(text string) []string {
+	return strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
+}
+
+// folder writes words into lines of at most width columns, but for a word
+// longer than a line.
+type folder struct {
+	b       strings.Builder
+	width   int
+	line    int // columns on the current line
+	indent  string
+	started bool // a word is on the current line
+}
+
+func newFolder(width int, first, indent string) *folder {
+	f := &folder{width: width, indent: indent, line: len([]rune(first))}
+	f.b.WriteString(first)
+	return f
+}
+
+func (f *folder) newLine() {
+	f.b.WriteString("\n" + f.indent)
+	f.line, f.started = len([]rune(f.indent)), false
+}
+
+func (f *folder) word(w string) {
+	n := len([]rune(w))
+	if f.started && f.line+1+n > f.width {
+		f.newLine()
+	}
+	if f.started {
+		f.b.WriteByte(' ')
+		f.line++
+	}
+	f.b.WriteString(w)
+	f.line += n
+	f.started = true
+}
+
+func (f *folder) String() string { return f.b.String() }
