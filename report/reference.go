@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,7 +58,7 @@ type ClaimRow struct {
 
 // claimRule says how a row's status is decided; the page prints it above
 // the table.
-const claimRule = "A ranking claim is \"same\" when every comparison it makes is decided the same way here by a significant comparison of two valid cells of one topology, \"different\" when one is decided the other way (or a tie it claims is a significant difference here), \"not decided here\" when one is a tie, inconclusive, or rests on a cell that is invalid, saturated or a bound, and \"not measured here\" when this run has no cell for an engine it names. Figures from another host, timed another way, are set side by side and never judged equal or different: a row judges the ranking its claim makes."
+const claimRule = "A ranking claim is \"same\" when every comparison it makes (its leader against each engine behind it) is decided the same way here by a significant comparison of two valid cells of one topology, \"different\" when one is decided the other way (or a tie it claims is a significant difference here, or two engines behind the leader are significantly in the other order of their published figures), \"not decided here\" when one is a tie, inconclusive, or rests on a cell that is invalid, saturated or a bound, and \"not measured here\" when this run has no cell for an engine it names. Figures from another host, timed another way, are set side by side and never judged equal or different: a row judges the ranking its claim makes."
 
 // refHost is the published page's rig ("Test conditions: rig, corpus,
 // protocol").
@@ -262,11 +263,13 @@ func claimRow(rep *Report, c refClaim, t Test, o Options) ClaimRow {
 	row.Ours = strings.Join(ours, "; ")
 	// Figures equal at the published rounding are shown as a tie there:
 	// the claim is that tie.
-	leaders, _ := splitLeaders(c)
-	tie := c.tie || len(leaders) == len(c.figs)
 	var outs []pairOutcome
 	for _, p := range claimPairs(c) {
-		outs = append(outs, judgePair(p, cells, t, tie, o))
+		out := judgePair([2]refEngine{p.a, p.b}, cells, t, p.tie, o)
+		if p.implied && out.status != ClaimDifferent {
+			continue // said only when it contradicts the claim
+		}
+		outs = append(outs, out)
 	}
 	row.Status = overall(outs)
 	var why []string
@@ -319,24 +322,54 @@ func splitLeaders(c refClaim) (leaders, rest []refFig) {
 	return leaders, rest
 }
 
-// claimPairs are the comparisons a claim makes: each leader against each
-// other engine, or, for a tie, every pair.
-func claimPairs(c refClaim) [][2]refEngine {
-	var p [][2]refEngine
-	if leaders, _ := splitLeaders(c); c.tie || len(leaders) == len(c.figs) {
-		for i := range c.figs {
-			for j := i + 1; j < len(c.figs); j++ {
-				p = append(p, [2]refEngine{c.figs[i].e, c.figs[j].e})
+// claimPair is one comparison a claim makes: a ahead of b, or, when
+// tie, a and b equal. An implied one orders two engines behind the
+// leader: the claim's figures say it, its words do not, so it can only
+// contradict the claim (a significant reversal), never be needed for
+// "same".
+type claimPair struct {
+	a, b    refEngine
+	tie     bool
+	implied bool
+}
+
+// claimPairs are the comparisons a claim makes: every pair of its
+// engines, the one with the better published figure first — a ranking of
+// three figures orders the two behind the leader too — and a tie for two
+// figures equal at the published rounding (or every pair, for a claimed
+// tie).
+func claimPairs(c refClaim) []claimPair {
+	var p []claimPair
+	for i := range c.figs {
+		for j := i + 1; j < len(c.figs); j++ {
+			a, b := c.figs[i], c.figs[j]
+			switch {
+			case c.tie || a.v == b.v:
+				p = append(p, claimPair{a: a.e, b: b.e, tie: true})
+			case better(b.v, a.v, c.lower):
+				p = append(p, claimPair{a: b.e, b: a.e})
+			default:
+				p = append(p, claimPair{a: a.e, b: b.e})
 			}
 		}
-		return p
 	}
-	leaders, rest := splitLeaders(c)
-	for _, l := range leaders {
-		for _, r := range rest {
-			p = append(p, [2]refEngine{l.e, r.e})
+	// The leader's comparisons first, as the claim words them.
+	leaders, _ := splitLeaders(c)
+	lead := func(e refEngine) bool {
+		return slices.ContainsFunc(leaders, func(f refFig) bool { return f.e == e })
+	}
+	for i := range p {
+		p[i].implied = !c.tie && len(leaders) < len(c.figs) && !lead(p[i].a) && !lead(p[i].b)
+	}
+	slices.SortStableFunc(p, func(x, y claimPair) int {
+		switch lx, ly := lead(x.a), lead(y.a); {
+		case lx && !ly:
+			return -1
+		case ly && !lx:
+			return 1
 		}
-	}
+		return 0
+	})
 	return p
 }
 
