@@ -489,8 +489,8 @@ func bar(c Cell, unit string) (*float64, string) {
 		if c.LowerBound != "" {
 			s = "≥ " + s + " (a lower bound)"
 		}
-		if c.Saturated() {
-			s += fmt.Sprintf(" (saturated in %d of %d passes)", c.SaturatedPasses, c.MeasuredPasses)
+		if sat := c.saturatedText(); sat != "" {
+			s += " (" + sat + ")"
 		}
 		if c.SpoiledPasses > 0 {
 			s += fmt.Sprintf(" (%d of %d passes spoiled by the host or the instrument)", c.SpoiledPasses, c.MeasuredPasses)

@@ -5,6 +5,8 @@
 package report
 
 import (
+	"fmt"
+
 	"github.com/hlsbench/hlsbench/results"
 )
 
@@ -186,14 +188,33 @@ func (c Cell) Bound() string {
 // bound, or the instrument's ceiling. It is shown, never ranked.
 func (c Cell) Bounded() bool { return c.Value != nil && (c.LowerBound != "" || c.InstrumentCeiling) }
 
-// Saturated says some measured pass of the cell was saturated.
-func (c Cell) Saturated() bool { return c.SaturatedPasses > 0 }
+// Saturated says the cell is saturated: its median pass was, the rule of
+// results.Result.Saturated, one rule for the run and the page. A cell with
+// fewer saturated passes is judged on its valid passes, and says how many
+// saturated (SaturatedPasses): one pass of twenty that waited for a
+// connection does not make twenty a saturated cell.
+func (c Cell) Saturated() bool {
+	return c.SaturatedPasses > 0 && c.SaturatedPasses >= (c.MeasuredPasses+1)/2
+}
+
+// saturatedText says how many of the cell's passes saturated: "saturated
+// in 12 of 20 passes" for a saturated cell, "1 of 20 passes saturated" for
+// one judged on its other passes; "" when none did.
+func (c Cell) saturatedText() string {
+	switch {
+	case c.SaturatedPasses == 0:
+		return ""
+	case c.Saturated():
+		return fmt.Sprintf("saturated in %d of %d passes", c.SaturatedPasses, c.MeasuredPasses)
+	}
+	return fmt.Sprintf("%d of %d %s saturated", c.SaturatedPasses, c.MeasuredPasses, plural(c.MeasuredPasses, "pass", "passes"))
+}
 
 // Rated says some cell of the test was offered a rate or saturated: its
 // table has a column for the rate carried.
 func (t Test) Rated() bool {
 	for _, c := range t.Cells {
-		if c.OfferedRPS != nil || c.Saturated() {
+		if c.OfferedRPS != nil || c.SaturatedPasses > 0 {
 			return true
 		}
 	}

@@ -336,12 +336,15 @@ func carriedText(c Cell) string {
 	if c.OfferedRPS != nil && c.AchievedRPS != nil {
 		s = fmt.Sprintf("%s of %s rps", rateText(*c.AchievedRPS), rateText(*c.OfferedRPS))
 	}
-	if !c.Saturated() {
+	sat := c.saturatedText()
+	switch {
+	case sat == "":
 		return s
-	}
-	sat := fmt.Sprintf("saturated in %d of %d passes", c.SaturatedPasses, c.MeasuredPasses)
-	if s == "—" {
+	case s == "—":
 		return sat
+	case !c.Saturated():
+		// Judged on its other passes: the rate first, as for any cell.
+		return s + "; " + sat
 	}
 	return sat + ": carried " + s
 }

@@ -262,10 +262,11 @@ func deployable(t Test) (Test, bool) {
 	return t, true
 }
 
-// whole says a cell can carry a verdict: every measured pass valid (or
-// excused), and no pass of a latency saturated. The tables show a cell
-// some of whose passes were spoiled, over the others; the verdict, the
-// one thing some readers read, rests on none of them.
+// whole says a cell can carry a verdict: it is valid, and no latency of a
+// saturated cell (its median pass saturated, Cell.Saturated). A cell with
+// fewer saturated passes is judged on its valid passes, as its table does
+// and says ("1 of 20 passes saturated"): one pass that waited for a
+// connection does not take twenty out of the verdict.
 func whole(c Cell, t Test) bool {
 	return c.Valid && !(t.Latency() && c.Saturated())
 }
