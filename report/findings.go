@@ -562,9 +562,16 @@ func summary(rep *Report) string {
 			break
 		}
 	}
-	return fmt.Sprintf("%d %s (%s): %d tests, from %d result %s measured %s.",
+	s := fmt.Sprintf("%d %s (%s): %d tests, from %d result %s measured %s.",
 		len(wls), plural(len(wls), "workload", "workloads"), list(wls), tests,
 		len(rep.Sources), plural(len(rep.Sources), "file", "files"), where)
+	// One build per page is the rule; a page merged from several says so
+	// here once, and each table that mixes them says which rows.
+	if builds := pageBuilds(rep); len(builds) > 1 {
+		s += fmt.Sprintf(" As an exception, this page is merged from %d hlsbench builds (%s): each table measured with more than one says which rows each measured.",
+			len(builds), list(builds))
+	}
+	return s
 }
 
 func orUnknown(s string) string {

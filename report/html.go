@@ -4,6 +4,7 @@ import (
 	"embed"
 	"html/template"
 	"io"
+	"strings"
 
 	"github.com/hlsbench/hlsbench/results"
 )
@@ -29,6 +30,9 @@ var page = template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
 	"saturatedNote": func() string { return saturatedNote },
 	"rowAnchor":     RowAnchor,
 	"topologyName":  topologyName,
+	"join":          strings.Join,
+	"joinOr":        joinOr,
+	"partsTotal":    partsTotal,
 }).ParseFS(templates, "templates/index.html.tmpl"))
 
 // WriteHTML writes the page. Every link and image in it is a relative path

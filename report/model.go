@@ -31,6 +31,9 @@ type Report struct {
 	Learned []string
 	// Conditions are the test conditions, as label/value rows.
 	Conditions []Fact
+	// Parts are how the page was measured: each part's workloads, how
+	// long it took, on what host, with which build.
+	Parts []Part
 	// Caveats are "What this does not prove", generated from the runs.
 	Caveats []string
 	// Warnings are about the inputs (a killed run, a cell that did not
@@ -94,6 +97,9 @@ type Test struct {
 	// the tables under the engines with a label that says so, drawn on a
 	// latency chart as the host's floor, and never ranked or compared.
 	Instrument []Cell
+	// Builds says which hlsbench build measured which rows, when the
+	// table's rows were not all measured with one; "" when they were.
+	Builds string
 	// Finding says which cell leads and which do not differ from it
 	// significantly (a tie), computed with results/stats.Compare.
 	Finding string
@@ -128,8 +134,10 @@ type Cell struct {
 	// test's traffic ran (nil: not measured).
 	CPUMsPer1000 *float64
 	PeakRSSBytes *int64
-	// Source is the result file's name.
+	// Source is the result file's name, Build the hlsbench build that
+	// measured it (its run's tool version).
 	Source string
+	Build  string
 
 	// OfferedRPS is the rate the cell's passes were offered and
 	// AchievedRPS the median they carried; nil for a workload that offers
@@ -356,6 +364,10 @@ const InstrumentEngine = "null"
 // instrumentNote ends the null engine's label everywhere it is shown, in
 // its parentheses: "null v1.2 (plaintext, the instrument, not an engine)".
 const instrumentNote = ", the instrument, not an engine"
+
+// referenceNote ends the built-in cache's label the same way: "Built-in
+// (plaintext, hlsbench's own reference cache)".
+const referenceNote = ", hlsbench's own reference cache"
 
 // Rows are a test's table rows: the engines' cells, then the
 // instrument's.

@@ -190,6 +190,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 				}
 				p("| %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(cellValue(c, t.Unit)), passesText(c), spread)
 			}
+			if t.Builds != "" {
+				p("\n%s.\n", mdEscape(t.Builds))
+			}
 			p("\n%s\n\n", mdEscape(t.Finding))
 		}
 		for _, c := range wl.Curves {
@@ -228,6 +231,18 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		p("**Takeaway:** %s\n\n", mdEscape(wl.Takeaway))
 	}
 	p("## Test conditions\n\n")
+	if len(rep.Parts) > 0 {
+		p("How the page was measured, part by part")
+		if t := partsTotal(rep.Parts); t != "" {
+			p(" (%s in all)", t)
+		}
+		p(":\n\n| Part | Workloads | Duration | Host | Build |\n|---|---|---:|---|---|\n")
+		for _, pt := range rep.Parts {
+			p("| %s | %s | %s | %s | %s |\n", mdEscape(pt.Name), mdEscape(strings.Join(pt.Workloads, ", ")), pt.DurationText(),
+				mdEscape(joinOr(pt.Hosts, "unknown")), mdEscape(joinOr(pt.Builds, "unknown")))
+		}
+		p("\n")
+	}
 	for _, f := range rep.Conditions {
 		p("- **%s:** %s\n", f.Label, mdEscape(f.Value))
 	}

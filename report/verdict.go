@@ -327,8 +327,12 @@ func lowerOf(rep *Report, id string) bool  { return findTest(rep, id).LowerIsBet
 // the topology (the line says it once), and the built-in cache named for
 // what it is.
 func engineName(c Cell) string {
+	if c.Engine == "builtin" {
+		return "Built-in (hlsbench's own reference cache)"
+	}
 	n := strings.TrimSuffix(c.Label, " ("+topologyName(c.Topology)+")")
 	if baseEngine(c.Engine) == "builtin" {
+		n = strings.TrimSuffix(c.Label, " ("+topologyName(c.Topology)+referenceNote+")")
 		return "hlsbench's own reference cache (" + n + ")"
 	}
 	return n
