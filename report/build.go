@@ -574,6 +574,7 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 		}
 		*cells = append(*cells, cellOf(r, b.label(k, version), version, f.source.Name))
 		(*cells)[len(*cells)-1].Build = buildOf(f.source.Run)
+		(*cells)[len(*cells)-1].SLO = sloOf(r)
 		b.ceilingOf(&(*cells)[len(*cells)-1], id, f)
 		if cells == &t.Instrument && r.NotApplicable != "" {
 			continue // the instrument not applicable: no cost to show
@@ -602,6 +603,14 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 	}
 	t.Builds = buildsNote(t)
 	nameInstrumentLimit(&t, b.terminators)
+	terminatorLimits(&t, b.terminators)
+	if t.SLO() == "" {
+		for _, cs := range [][]Cell{t.Cells, t.Instrument} {
+			for i := range cs {
+				cs[i].ownSLO = cs[i].SLO != ""
+			}
+		}
+	}
 	t.Finding = finding(t, b.o) + instrumentFinding(t)
 	return t
 }

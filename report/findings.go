@@ -205,6 +205,12 @@ func finding(t Test, o Options) string {
 	groups := byTopology(t)
 	parts := make([]string, 0, len(groups))
 	for _, g := range groups {
+		if len(g.Cells) > 0 && t.Limits[g.Cells[0].Topology] != "" {
+			// A terminator limits every cell there: said once, instead
+			// of each cell's saturation or bound.
+			parts = append(parts, inTopology(groups, g, t.Limits[g.Cells[0].Topology]))
+			continue
+		}
 		parts = append(parts, inTopology(groups, g, findingIn(g, o)))
 	}
 	return strings.Join(parts, " ")

@@ -33,6 +33,7 @@ var page = template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
 	"join":          strings.Join,
 	"joinOr":        joinOr,
 	"partsTotal":    partsTotal,
+	"sloNote":       sloNote,
 }).ParseFS(templates, "templates/index.html.tmpl"))
 
 // WriteHTML writes the page. Every link and image in it is a relative path

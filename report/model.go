@@ -97,6 +97,9 @@ type Test struct {
 	// the tables under the engines with a label that says so, drawn on a
 	// latency chart as the host's floor, and never ranked or compared.
 	Instrument []Cell
+	// Limits are, by topology, why nothing is ranked there: a terminator
+	// that limits every cell, null's included (terminatorLimits).
+	Limits map[string]string
 	// Builds says which hlsbench build measured which rows, when the
 	// table's rows were not all measured with one; "" when they were.
 	Builds string
@@ -181,6 +184,16 @@ type Cell struct {
 	// is no ceiling here.
 	NoCeiling     bool
 	CeilingBeaten string
+	// SLO is the service level a capacity was searched within, as a
+	// reader reads it ("p99 TTFB ≤ 10 ms"); "" for other tests.
+	SLO string
+	// ownSLO: the test's cells were searched within different service
+	// levels, so each value says its own.
+	ownSLO bool
+	// LimitedBy names the terminator that is the limit of every cell of
+	// the cell's topology, null's included (terminatorLimits): the cell
+	// is not ranked, and says so instead of "saturated".
+	LimitedBy string
 }
 
 // Bound is why the cell's value is a lower bound, with what the limit was:

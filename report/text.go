@@ -167,7 +167,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		p("\n")
 		for _, t := range wl.Tests {
 			p("### %s\n\n", t.Title)
-			p("%s, %s.\n\n", unitName(t), direction(t.LowerIsBetter))
+			p("%s, %s%s.\n\n", unitName(t), direction(t.LowerIsBetter), sloNote(t))
 			p("![%s](charts/%s.png)\n\n", mdEscape(t.Title), t.Slug)
 			if t.Unranked() {
 				p("%s.\n\n", saturatedNote)
@@ -336,6 +336,9 @@ func valueWithBound(c Cell, unit string) string {
 	case c.NoCeiling:
 		s += " (no ceiling measured)"
 	}
+	if c.SLO != "" && c.ownSLO {
+		s += " within " + c.SLO
+	}
 	return s
 }
 
@@ -352,6 +355,9 @@ func carriedText(c Cell) string {
 		s = fmt.Sprintf("%s of %s rps", rateText(*c.AchievedRPS), rateText(*c.OfferedRPS))
 	}
 	sat := c.saturatedText()
+	if c.LimitedBy != "" && sat != "" {
+		sat = "at " + c.LimitedBy + "'s limit in " + strings.TrimPrefix(sat, "saturated in ")
+	}
 	switch {
 	case sat == "":
 		return s
@@ -364,11 +370,23 @@ func carriedText(c Cell) string {
 	return sat + ": carried " + s
 }
 
+// sloNote is a capacity's service level beside its unit: "; each figure
+// the highest rate within p99 TTFB ≤ 10 ms".
+func sloNote(t Test) string {
+	if slo := t.SLO(); slo != "" {
+		return "; each figure is the highest rate served within " + slo
+	}
+	return ""
+}
+
 // saturatedValueText is the value column of a cell saturation took out of
 // the ranking: what a client saw, never shown as the engine's TTFB, and
 // its valid passes' value beside it when it has one.
 func saturatedValueText(c Cell, unit string) string {
 	s := "saturated, not ranked"
+	if c.LimitedBy != "" {
+		s = "at " + c.LimitedBy + "'s limit, as null is: not ranked"
+	}
 	if c.SaturatedValue != nil {
 		s += "; what a client saw: " + valueText(*c.SaturatedValue, unit) + ", queueing included, not a TTFB"
 	}

@@ -120,7 +120,7 @@ func verdicts(rep *Report, o Options) []Verdict {
 			continue
 		}
 		var leads, deploys, ties []Cite
-		var unknown, saturated, bounded []string
+		var unknown, saturated, bounded, limited []string
 		partial := 0 // significant comparisons left out: a cell not whole
 		for _, wt := range tests {
 			var best *Cite       // the test's largest significant gap, any topology
@@ -128,6 +128,12 @@ func verdicts(rep *Report, o Options) []Verdict {
 			for _, g := range byTopology(wt.t) {
 				s := stand(g, o)
 				for _, c := range s.saturated {
+					if c.LimitedBy != "" {
+						// Not the engine's saturation: the terminator's
+						// limit, said once for the topology.
+						limited = appendNew(limited, topologyName(c.Topology)+", where "+c.LimitedBy+" is the limit of every engine and of null")
+						continue
+					}
 					saturated = appendNew(saturated, engineName(c)+" ("+topologyName(c.Topology)+")")
 				}
 				for _, c := range s.bounded {
@@ -219,6 +225,9 @@ func verdicts(rep *Report, o Options) []Verdict {
 		}
 		if v.Kind != Undecided {
 			v.Text += leftOut(saturated, partial)
+		}
+		if len(limited) > 0 {
+			v.Text += " Nothing is ranked in " + list(limited) + "."
 		}
 		if j.note != "" {
 			v.Text += " (" + strings.ToUpper(j.note[:1]) + j.note[1:] + ".)"
@@ -430,7 +439,11 @@ func undecidedText(first Test, unknown, saturated, bounded []string, partial int
 			}
 		}
 		if len(vals) > 0 {
-			s += fmt.Sprintf("; capacity within the SLO, %s, %s: %s", first.Title, topologyName(g.Cells[0].Topology), strings.Join(vals, ", "))
+			slo := "the SLO"
+			if first.SLO() != "" {
+				slo = first.SLO()
+			}
+			s += fmt.Sprintf("; capacity within %s, %s, %s: %s", slo, first.Title, topologyName(g.Cells[0].Topology), strings.Join(vals, ", "))
 		}
 	}
 	return s + "."
