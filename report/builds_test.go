@@ -41,7 +41,7 @@ func TestBuildsSaidOnce(t *testing.T) {
 	for _, want := range []string{
 		"| Built-in (plaintext, hlsbench's own reference cache) |",
 		"Measured with hlsbench builds c46ef99 (Built-in (plaintext, hlsbench's own reference cache)) and da9c4a4 (Varnish 9.0.2 (plaintext)): this table is merged from parts measured with different builds.",
-		"As an exception, this page is merged from 2 hlsbench builds (c46ef99 and da9c4a4)",
+		"As an exception, this page is merged from 2 hlsbench builds (c46ef99 and da9c4a4): 1 table measured with more than one says which rows each measured.",
 		"| Built-in | c46ef99 |",
 	} {
 		if !strings.Contains(page, want) {
@@ -64,6 +64,17 @@ func TestBuildsSaidOnce(t *testing.T) {
 	}
 	if !strings.Contains(html.String(), `<p class="note">Measured with hlsbench builds c46ef99`) {
 		t.Error("the HTML table does not say its builds")
+	}
+
+	// Two builds, each its own tables: the summary says no table mixes
+	// them, and no table says its builds.
+	c := run("c", "da9c4a4", capRes("varnish", "plaintext", "segment-range", 900, [2]float64{900, 1000}))
+	apart, err := Build(&Input{Sources: []Source{{Name: "run-a.json", Run: a}, {Name: "run-c.json", Run: c}}}, catalogOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "this page is merged from 2 hlsbench builds (c46ef99 and da9c4a4), one per part (the parts are in the test conditions): no table mixes them."; !strings.Contains(apart.Summary, want) {
+		t.Errorf("summary %q lacks %q", apart.Summary, want)
 	}
 
 	one, err := Build(&Input{Sources: []Source{{Name: "run-a.json", Run: a}}}, catalogOptions())

@@ -574,8 +574,21 @@ func summary(rep *Report) string {
 	// One build per page is the rule; a page merged from several says so
 	// here once, and each table that mixes them says which rows.
 	if builds := pageBuilds(rep); len(builds) > 1 {
-		s += fmt.Sprintf(" As an exception, this page is merged from %d hlsbench builds (%s): each table measured with more than one says which rows each measured.",
-			len(builds), list(builds))
+		s += fmt.Sprintf(" As an exception, this page is merged from %d hlsbench builds (%s)", len(builds), list(builds))
+		mixed := 0
+		for _, w := range rep.Workloads {
+			for _, t := range w.Tests {
+				if t.Builds != "" {
+					mixed++
+				}
+			}
+		}
+		if mixed > 0 {
+			s += fmt.Sprintf(": %d %s which rows each measured.", mixed,
+				plural(mixed, "table measured with more than one says", "tables measured with more than one say"))
+		} else {
+			s += ", one per part (the parts are in the test conditions): no table mixes them."
+		}
 	}
 	return s
 }
