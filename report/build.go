@@ -236,6 +236,7 @@ func Build(in *Input, o Options) (*Report, error) {
 		rep.ClaimsNote = claimsNote(rep)
 	}
 	rep.Conditions = conditions(in)
+	rep.Parts = parts(in)
 	rep.Caveats = caveats(in, rep)
 	rep.Warnings = b.warn
 	return rep, nil
@@ -473,15 +474,24 @@ func (b *builder) label(k cellKey, version string) string {
 		// A variant: its label, then the engine it runs.
 		name = k.engine + ": " + displayName(kind)
 	}
-	if v := version; v != "" && v != "unknown" && !strings.HasSuffix(name, " "+v) {
+	// hlsbench's own engines (the built-in cache, null) are versioned by
+	// the build that measured them: the engines table gives it, and a
+	// table that mixes builds says so once, under it (Test.Builds), not in
+	// every label. A variant or a build selected as NAME@VERSION keeps
+	// its version: it is what tells it from the other.
+	own := (k.engine == "builtin" || k.engine == InstrumentEngine) && b.kinds[k.engine] == ""
+	if v := version; v != "" && v != "unknown" && !own && !strings.HasSuffix(name, " "+v) {
 		name += " " + v
 	}
 	extra := topologyName(k.topology)
 	if len(b.runtimes) > 1 {
 		extra += ", " + k.runtime
 	}
-	if baseEngine(k.engine) == InstrumentEngine {
+	switch baseEngine(k.engine) {
+	case InstrumentEngine:
 		extra += instrumentNote
+	case "builtin":
+		extra += referenceNote
 	}
 	return name + " (" + extra + ")"
 }
@@ -569,6 +579,8 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 			t.Title, t.Unit, t.LowerIsBetter = r.Title, r.Unit, r.LowerIsBetter
 		}
 		*cells = append(*cells, cellOf(r, b.label(k, version), version, f.source.Name))
+		(*cells)[len(*cells)-1].Build = buildOf(f.source.Run)
+		(*cells)[len(*cells)-1].SLO = sloOf(r)
 		b.ceilingOf(&(*cells)[len(*cells)-1], id, f)
 		if m := staleMeaning(b.label(k, version), k.engine, r); m != "" {
 			meanings = append(meanings, m)
@@ -601,7 +613,16 @@ func (b *builder) test(wl, id string, cs *costs) Test {
 			}
 		}
 	}
+	t.Builds = buildsNote(t)
 	nameInstrumentLimit(&t, b.terminators)
+	terminatorLimits(&t, b.terminators)
+	if t.SLO() == "" {
+		for _, cs := range [][]Cell{t.Cells, t.Instrument} {
+			for i := range cs {
+				cs[i].ownSLO = cs[i].SLO != ""
+			}
+		}
+	}
 	t.Finding = finding(t, b.o) + instrumentFinding(t)
 	if m := runSpeedMeaning(t, runCosts); m != "" {
 		meanings = append(meanings, m)
@@ -775,10 +796,23 @@ func sortCells(cells []cellKey, engines []string) {
 	})
 }
 
+// cellOf is the page's cell of a result, its validity judged again from
+// its passes by this build's rule (results.Result.Recount): a page made
+// from older runs judges them all alike — one saturated pass of twenty in
+// a run whose build made that the cell's end is judged as today's runs
+// are, on its valid passes, never "invalid" for what the rule excuses.
 func cellOf(r *results.Result, label, version, source string) Cell {
+	valid, invalid := r.Valid, r.InvalidReasons
+	if len(r.Passes) > 0 {
+		judged := *r
+		judged.Recount()
+		if judged.Valid != r.Valid {
+			valid, invalid = judged.Valid, judged.InvalidReasons
+		}
+	}
 	c := Cell{Label: label, Engine: r.Engine, Version: version, Runtime: r.Runtime, Topology: r.Topology,
-		Value: r.Value, NoValue: r.NoValue, Valid: r.Valid, ValidPasses: r.ValidPasses, MeasuredPasses: r.MeasuredPasses,
-		Spread: r.Spread, Invalid: r.InvalidReasons, Errors: r.Errors, Requests: r.Requests, Source: source,
+		Value: r.Value, NoValue: r.NoValue, Valid: valid, ValidPasses: r.ValidPasses, MeasuredPasses: r.MeasuredPasses,
+		Spread: r.Spread, Invalid: invalid, Errors: r.Errors, Requests: r.Requests, Source: source,
 		CPUMsPer1000: r.EngineCPUMsPer1000, PeakRSSBytes: r.EnginePeakRSSBytes,
 		OfferedRPS: r.OfferedRPS, AchievedRPS: r.AchievedRPS, SaturatedPasses: r.SaturatedPasses, SaturatedValue: r.SaturatedValue, SpoiledPasses: r.SpoiledPasses,
 		LowerBound: r.LowerBound, InstrumentCeiling: r.InstrumentCeiling, MiBPerSecond: r.MiBPerSecond}
@@ -791,7 +825,7 @@ func cellOf(r *results.Result, label, version, source string) Cell {
 		}
 		c.Passes = append(c.Passes, PassPoint{Index: p.Index, Value: p.Value, NoValue: p.NoValue, Valid: p.Valid && p.Value != nil,
 			OfferedRPS: p.OfferedRPS, AchievedRPS: p.AchievedRPS, Saturated: p.Saturated, Spoiled: p.ByInstrument()})
-		if p.ByInstrument() && r.Valid {
+		if p.ByInstrument() && valid {
 			for _, why := range p.InvalidReasons {
 				c.Spoiled = append(c.Spoiled, fmt.Sprintf("pass %d: %s", p.Index, why))
 			}
@@ -809,6 +843,57 @@ func cellOf(r *results.Result, label, version, source string) Cell {
 	}
 	c.Unranked = c.Unranked || (r.Saturated() && r.SaturatedValue != nil)
 	return c
+}
+
+// buildOf is the hlsbench build that measured a run: its version, else its
+// commit's first seven digits.
+func buildOf(run *results.Run) string {
+	if v := run.Tool.Version; v != "" && v != "unknown" {
+		return v
+	}
+	if c := run.Tool.Commit; len(c) >= 7 {
+		return c[:7]
+	}
+	return run.Tool.Commit
+}
+
+// buildsNote says, once under a test's table, which hlsbench build
+// measured which of its rows, when they are not all one: "Measured with
+// builds c46ef99 (Varnish 9.0.2 (plaintext), …) and da9c4a4 (…)". A page is
+// meant to be measured with one build; a merged one says so here, where
+// it matters, as the exception it is. "" for a table of one build.
+func buildsNote(t Test) string {
+	var order []string
+	rows := map[string][]string{}
+	for _, c := range t.Rows() {
+		if c.Build == "" {
+			continue
+		}
+		if _, ok := rows[c.Build]; !ok {
+			order = append(order, c.Build)
+		}
+		rows[c.Build] = append(rows[c.Build], c.Label)
+	}
+	if len(order) < 2 {
+		return ""
+	}
+	parts := make([]string, len(order))
+	for i, b := range order {
+		parts[i] = b + " (" + strings.Join(rows[b], ", ") + ")"
+	}
+	return "Measured with hlsbench builds " + list(parts) + ": this table is merged from parts measured with different builds"
+}
+
+// pageBuilds are the hlsbench builds the page's runs were measured with,
+// in the order of the runs.
+func pageBuilds(rep *Report) []string {
+	var builds []string
+	for _, s := range rep.Sources {
+		if b := buildOf(s.Run); b != "" && !slices.Contains(builds, b) {
+			builds = append(builds, b)
+		}
+	}
+	return builds
 }
 
 // saturatedReason starts the reason of a pass whose test saturation made

@@ -478,6 +478,9 @@ func bar(c Cell, unit string) (*float64, string) {
 	switch {
 	case c.Unranked && c.SaturatedValue != nil && finite(*c.SaturatedValue):
 		s := "saturated: " + formatValue(*c.SaturatedValue, unit) + " seen"
+		if c.LimitedBy != "" {
+			s = c.LimitedBy + "'s limit: " + formatValue(*c.SaturatedValue, unit) + " seen"
+		}
 		if c.OfferedRPS != nil && c.AchievedRPS != nil {
 			s += ", carried " + rateText(*c.AchievedRPS) + " of " + rateText(*c.OfferedRPS) + " rps"
 		}
@@ -489,8 +492,8 @@ func bar(c Cell, unit string) (*float64, string) {
 		if c.LowerBound != "" {
 			s = "≥ " + s + " (a lower bound)"
 		}
-		if c.Saturated() {
-			s += fmt.Sprintf(" (saturated in %d of %d passes)", c.SaturatedPasses, c.MeasuredPasses)
+		if sat := c.saturatedText(); sat != "" {
+			s += " (" + sat + ")"
 		}
 		if c.SpoiledPasses > 0 {
 			s += fmt.Sprintf(" (%d of %d passes spoiled by the host or the instrument)", c.SpoiledPasses, c.MeasuredPasses)
@@ -707,6 +710,10 @@ func chartTitle(t Test) string {
 func axisLabel(t Test) string {
 	if t.Unit == "" {
 		return testTitle(t)
+	}
+	if slo := t.SLO(); slo != "" {
+		// A capacity means nothing without its service level.
+		return fmt.Sprintf("%s (%s within %s)", testTitle(t), t.Unit, slo)
 	}
 	return fmt.Sprintf("%s (%s)", testTitle(t), t.Unit)
 }

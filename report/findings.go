@@ -205,6 +205,12 @@ func finding(t Test, o Options) string {
 	groups := byTopology(t)
 	parts := make([]string, 0, len(groups))
 	for _, g := range groups {
+		if len(g.Cells) > 0 && t.Limits[g.Cells[0].Topology] != "" {
+			// A terminator limits every cell there: said once, instead
+			// of each cell's saturation or bound.
+			parts = append(parts, inTopology(groups, g, t.Limits[g.Cells[0].Topology]))
+			continue
+		}
 		parts = append(parts, inTopology(groups, g, findingIn(g, o)))
 	}
 	return strings.Join(parts, " ")
@@ -562,9 +568,29 @@ func summary(rep *Report) string {
 			break
 		}
 	}
-	return fmt.Sprintf("%d %s (%s): %d tests, from %d result %s measured %s.",
+	s := fmt.Sprintf("%d %s (%s): %d tests, from %d result %s measured %s.",
 		len(wls), plural(len(wls), "workload", "workloads"), list(wls), tests,
 		len(rep.Sources), plural(len(rep.Sources), "file", "files"), where)
+	// One build per page is the rule; a page merged from several says so
+	// here once, and each table that mixes them says which rows.
+	if builds := pageBuilds(rep); len(builds) > 1 {
+		s += fmt.Sprintf(" As an exception, this page is merged from %d hlsbench builds (%s)", len(builds), list(builds))
+		mixed := 0
+		for _, w := range rep.Workloads {
+			for _, t := range w.Tests {
+				if t.Builds != "" {
+					mixed++
+				}
+			}
+		}
+		if mixed > 0 {
+			s += fmt.Sprintf(": %d %s which rows each measured.", mixed,
+				plural(mixed, "table measured with more than one says", "tables measured with more than one say"))
+		} else {
+			s += ", one per part (the parts are in the test conditions): no table mixes them."
+		}
+	}
+	return s
 }
 
 func orUnknown(s string) string {
@@ -704,6 +730,17 @@ func caveats(in *Input, rep *Report) []string {
 					why = fmt.Sprintf(" (%d spoiled by the host or the instrument, not the engine): %s", cell.SpoiledPasses, cell.Spoiled[0])
 					if len(cell.Spoiled) > 1 {
 						why += fmt.Sprintf(" (and %d more)", len(cell.Spoiled)-1)
+					}
+				}
+				if why == "" && cell.SaturatedPasses > 0 {
+					// A cell whose median pass carried its rate is valid
+					// on its valid passes: the saturated ones are left out,
+					// said as such.
+					for _, p := range cell.Passes {
+						if p.Saturated != "" {
+							why = fmt.Sprintf(" (%d saturated, too few to make the cell saturated): pass %d: %s", cell.SaturatedPasses, p.Index, p.Saturated)
+							break
+						}
 					}
 				}
 				what := "left out of the value"

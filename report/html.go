@@ -4,6 +4,7 @@ import (
 	"embed"
 	"html/template"
 	"io"
+	"strings"
 
 	"github.com/hlsbench/hlsbench/results"
 )
@@ -30,6 +31,10 @@ var page = template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
 	"rowAnchor":     RowAnchor,
 	"topologyName":  topologyName,
 	"claimsTitle":   func() string { return claimsTitle },
+	"join":          strings.Join,
+	"joinOr":        joinOr,
+	"partsTotal":    partsTotal,
+	"sloNote":       sloNote,
 }).ParseFS(templates, "templates/index.html.tmpl"))
 
 // WriteHTML writes the page. Every link and image in it is a relative path

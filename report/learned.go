@@ -109,7 +109,7 @@ func learned(rep *Report, o Options) []string {
 		for _, t := range w.Tests {
 			var cells []string
 			for _, c := range t.Cells {
-				if c.Unranked {
+				if c.Unranked && c.LimitedBy == "" {
 					cells = append(cells, c.Label)
 				}
 			}
@@ -234,6 +234,14 @@ func capacityRanking(rep *Report) []string {
 				s := t.Title
 				if len(groups) > 1 {
 					s += ", " + topologyName(t.Cells[0].Topology)
+				}
+				if slo := all.SLO(); slo != "" {
+					s += " (within " + slo + ")"
+				}
+				if lim := all.Limits[t.Cells[0].Topology]; lim != "" {
+					// Every figure there is the terminator's: no order.
+					out = append(out, s+": "+lim)
+					continue
 				}
 				if len(parts) > 0 {
 					s += ", most first: " + strings.Join(parts, ", ")

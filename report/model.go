@@ -5,6 +5,8 @@
 package report
 
 import (
+	"fmt"
+
 	"github.com/hlsbench/hlsbench/results"
 )
 
@@ -35,6 +37,9 @@ type Report struct {
 	ClaimsNote []string
 	// Conditions are the test conditions, as label/value rows.
 	Conditions []Fact
+	// Parts are how the page was measured: each part's workloads, how
+	// long it took, on what host, with which build.
+	Parts []Part
 	// Caveats are "What this does not prove", generated from the runs.
 	Caveats []string
 	// Warnings are about the inputs (a killed run, a cell that did not
@@ -98,6 +103,12 @@ type Test struct {
 	// the tables under the engines with a label that says so, drawn on a
 	// latency chart as the host's floor, and never ranked or compared.
 	Instrument []Cell
+	// Limits are, by topology, why nothing is ranked there: a terminator
+	// that limits every cell, null's included (terminatorLimits).
+	Limits map[string]string
+	// Builds says which hlsbench build measured which rows, when the
+	// table's rows were not all measured with one; "" when they were.
+	Builds string
 	// Finding says which cell leads and which do not differ from it
 	// significantly (a tie), computed with results/stats.Compare.
 	Finding string
@@ -136,8 +147,10 @@ type Cell struct {
 	// test's traffic ran (nil: not measured).
 	CPUMsPer1000 *float64
 	PeakRSSBytes *int64
-	// Source is the result file's name.
+	// Source is the result file's name, Build the hlsbench build that
+	// measured it (its run's tool version).
 	Source string
+	Build  string
 
 	// OfferedRPS is the rate the cell's passes were offered and
 	// AchievedRPS the median they carried; nil for a workload that offers
@@ -181,6 +194,16 @@ type Cell struct {
 	// is no ceiling here.
 	NoCeiling     bool
 	CeilingBeaten string
+	// SLO is the service level a capacity was searched within, as a
+	// reader reads it ("p99 TTFB ≤ 10 ms"); "" for other tests.
+	SLO string
+	// ownSLO: the test's cells were searched within different service
+	// levels, so each value says its own.
+	ownSLO bool
+	// LimitedBy names the terminator that is the limit of every cell of
+	// the cell's topology, null's included (terminatorLimits): the cell
+	// is not ranked, and says so instead of "saturated".
+	LimitedBy string
 }
 
 // Bound is why the cell's value is a lower bound, with what the limit was:
@@ -196,14 +219,33 @@ func (c Cell) Bound() string {
 // bound, or the instrument's ceiling. It is shown, never ranked.
 func (c Cell) Bounded() bool { return c.Value != nil && (c.LowerBound != "" || c.InstrumentCeiling) }
 
-// Saturated says some measured pass of the cell was saturated.
-func (c Cell) Saturated() bool { return c.SaturatedPasses > 0 }
+// Saturated says the cell is saturated: its median pass was, the rule of
+// results.Result.Saturated, one rule for the run and the page. A cell with
+// fewer saturated passes is judged on its valid passes, and says how many
+// saturated (SaturatedPasses): one pass of twenty that waited for a
+// connection does not make twenty a saturated cell.
+func (c Cell) Saturated() bool {
+	return c.SaturatedPasses > 0 && c.SaturatedPasses >= (c.MeasuredPasses+1)/2
+}
+
+// saturatedText says how many of the cell's passes saturated: "saturated
+// in 12 of 20 passes" for a saturated cell, "1 of 20 passes saturated" for
+// one judged on its other passes; "" when none did.
+func (c Cell) saturatedText() string {
+	switch {
+	case c.SaturatedPasses == 0:
+		return ""
+	case c.Saturated():
+		return fmt.Sprintf("saturated in %d of %d passes", c.SaturatedPasses, c.MeasuredPasses)
+	}
+	return fmt.Sprintf("%d of %d %s saturated", c.SaturatedPasses, c.MeasuredPasses, plural(c.MeasuredPasses, "pass", "passes"))
+}
 
 // Rated says some cell of the test was offered a rate or saturated: its
 // table has a column for the rate carried.
 func (t Test) Rated() bool {
 	for _, c := range t.Cells {
-		if c.OfferedRPS != nil || c.Saturated() {
+		if c.OfferedRPS != nil || c.SaturatedPasses > 0 {
 			return true
 		}
 	}
@@ -345,6 +387,10 @@ const InstrumentEngine = "null"
 // instrumentNote ends the null engine's label everywhere it is shown, in
 // its parentheses: "null v1.2 (plaintext, the instrument, not an engine)".
 const instrumentNote = ", the instrument, not an engine"
+
+// referenceNote ends the built-in cache's label the same way: "Built-in
+// (plaintext, hlsbench's own reference cache)".
+const referenceNote = ", hlsbench's own reference cache"
 
 // Rows are a test's table rows: the engines' cells, then the
 // instrument's.

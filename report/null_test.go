@@ -70,7 +70,7 @@ func TestReportNull(t *testing.T) {
 	if err := WriteMarkdown(&md, rep); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(md.String(), "| null dev (plaintext, the instrument, not an engine) | 3.63 ms |") {
+	if !strings.Contains(md.String(), "| null (plaintext, the instrument, not an engine) | 3.63 ms |") {
 		t.Errorf("markdown lacks null's p99 row labelled as the instrument")
 	}
 	if err := WriteCSV(&csvb, rep); err != nil {

@@ -822,19 +822,21 @@ func TestReadSuiteParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	builtinLabel := func(id string) string {
+	// Each cell keeps its own run's version; no label carries a build
+	// (the table says its builds once, under it).
+	builtin := func(id string) Cell {
 		for _, c := range testOf(t, two, id).Cells {
 			if c.Engine == "builtin" {
-				return c.Label
+				return c
 			}
 		}
-		return ""
+		return Cell{}
 	}
-	if l := builtinLabel("miss-storm/p50-ttfb"); !strings.Contains(l, "other-build") {
-		t.Errorf("miss-storm's builtin cell %q, want its own run's version other-build", l)
+	if c := builtin("miss-storm/p50-ttfb"); c.Version != "other-build" || strings.Contains(c.Label, "other-build") {
+		t.Errorf("miss-storm's builtin cell %q (version %q), want its own run's version other-build, not in its label", c.Label, c.Version)
 	}
-	if l := builtinLabel("hit-path/p50-ttfb"); l == "" || strings.Contains(l, "other-build") {
-		t.Errorf("hit-path's builtin cell %q, want its own run's version", l)
+	if c := builtin("hit-path/p50-ttfb"); c.Label == "" || c.Version == "other-build" {
+		t.Errorf("hit-path's builtin cell %q (version %q), want its own run's version", c.Label, c.Version)
 	}
 	// The engines' table names every build the page was measured with.
 	if i := slices.IndexFunc(two.Engines, func(e EngineRow) bool { return e.Engine == "Built-in" }); i < 0 ||

@@ -39,10 +39,10 @@ func TestReportSaturatedTables(t *testing.T) {
 		"| Varnish 9.0.2 (TLS) | saturated, not ranked; what a client saw: 3.31 s, queueing included, not a TTFB | saturated in 3 of 3 passes: carried 199.6 of 500 rps | 0 of 3 | — |",
 		// Saturated in one pass of three, its median pass not: valid on
 		// its two valid passes, the saturated one counted.
-		"| NGINX 1.27.0 (TLS) | 0.0520 ms | saturated in 1 of 3 passes: carried 499.8 of 500 rps | 2 of 3 |",
-		"| Built-in v0.9.0 (TLS) | 1.00 ms | 499.9 of 500 rps | 3 of 3 |",
+		"| NGINX 1.27.0 (TLS) | 0.0520 ms | 499.8 of 500 rps; 1 of 3 passes saturated | 2 of 3 |",
+		"| Built-in (TLS, hlsbench's own reference cache) | 1.00 ms | 499.9 of 500 rps | 3 of 3 |",
 		// A count stays a value; its row says the pass was saturated.
-		"| Varnish 9.0.2 (TLS) | 100 % | saturated in 1 of 3 passes: carried 199.8 of 200 rps | 3 of 3 |",
+		"| Varnish 9.0.2 (TLS) | 100 % | 199.8 of 200 rps; 1 of 3 passes saturated | 3 of 3 |",
 		"| NGINX 1.27.0 (TLS) | 100 % | 199.9 of 200 rps | 3 of 3 |",
 		"Hatched bars are saturated cells",
 	} {
@@ -151,7 +151,7 @@ func TestReportSaturatedNotRanked(t *testing.T) {
 	}
 	// A count is still ranked: Varnish's saturated pass left its grace
 	// ratio valid, and the three are at 100 % each.
-	if g := testOf(t, rep, "origin-flap/grace-ratio").Finding; !strings.Contains(g, "A tie: Varnish 9.0.2 (TLS), NGINX 1.27.0 (TLS) and Built-in v0.9.0 (TLS) are each at 100 %.") {
+	if g := testOf(t, rep, "origin-flap/grace-ratio").Finding; !strings.Contains(g, "A tie: Varnish 9.0.2 (TLS), NGINX 1.27.0 (TLS) and Built-in (TLS, hlsbench's own reference cache) are each at 100 %.") {
 		t.Errorf("grace-ratio finding: %s", g)
 	}
 }
@@ -192,7 +192,7 @@ func TestChartSaturated(t *testing.T) {
 	s := svgOf(t, tt)
 	for _, want := range []string{
 		"saturated: 3.31 s seen, carried 199.6 of 500 rps",
-		"0.0520 ms (saturated in 1 of 3 passes)",
+		"0.0520 ms (1 of 3 passes saturated)",
 		"saturated: what a client saw, queueing included (not a TTFB, not ranked)",
 	} {
 		if !strings.Contains(s, htmlEscape(want)) {
@@ -213,7 +213,7 @@ func TestChartSaturated(t *testing.T) {
 	}
 	// A count with a saturated pass keeps its bar and says so.
 	g := svgOf(t, testOf(t, rep, "origin-flap/grace-ratio"))
-	if !strings.Contains(g, "100 % (saturated in 1 of 3 passes)") || strings.Contains(g, stroke) {
+	if !strings.Contains(g, "100 % (1 of 3 passes saturated)") || strings.Contains(g, stroke) {
 		t.Error("the grace ratio's chart does not say Varnish's pass was saturated, or hatches a count")
 	}
 	pngOf(t, tt)
@@ -252,4 +252,103 @@ func fv(v *float64) string {
 		return "nil"
 	}
 	return fmt.Sprint(*v)
+}
+
+// TestVerdictOnePassSaturated: a latency cell with one saturated pass of
+// twenty, its median pass not, is judged on its nineteen valid passes: it
+// takes part in the verdict, and its table and chart say "1 of 20 passes
+// saturated", not "saturated". A cell whose median pass saturated is left
+// out, as before.
+func TestVerdictOnePassSaturated(t *testing.T) {
+	o := catalogOptions()
+	twenty := func(v float64) []float64 {
+		var vs []float64
+		for i := range 20 {
+			vs = append(vs, v+float64(i)*0.01)
+		}
+		return vs
+	}
+	plain := func(c Cell) Cell {
+		c.Topology, c.Label = "plaintext", c.Label+" (plaintext)"
+		c.OfferedRPS, c.AchievedRPS = f64(500), f64(499.9)
+		return c
+	}
+	varnish := plain(handCell("varnish", twenty(1)...))
+	nginx := plain(handCell("nginx", twenty(5)...))
+	// Its last pass waited for a connection: invalid, left out of the
+	// value, counted.
+	nginx.Passes[19].Valid, nginx.Passes[19].Saturated = false, "saturated: 8 of 2500 requests waited for a connection"
+	nginx.ValidPasses, nginx.SaturatedPasses, nginx.SaturatedWhy = 19, 1, nginx.Passes[19].Saturated
+	half := plain(handCell("vinyl", twenty(0.5)...))
+	half.SaturatedPasses, half.ValidPasses, half.Unranked = 10, 10, true
+	for i := 10; i < 20; i++ {
+		half.Passes[i].Valid, half.Passes[i].Saturated = false, "saturated: carried 300 of 500 rps"
+	}
+	tt := Test{ID: "segment/full-p50-ttfb", Slug: "segment-full-p50-ttfb", Workload: "segment", Name: "full-p50-ttfb",
+		Title: "p50 TTFB, 4 MiB full GET", Unit: "ms", LowerIsBetter: true, Cells: []Cell{varnish, nginx, half}}
+	rep := &Report{Title: "t", Workloads: []Workload{{Name: "segment", Title: "4 MB segment serve", Tests: []Test{tt}}}}
+	rep.Verdict = verdicts(rep, o)
+	checkVerdict(t, rep, o)
+
+	if nginx.Saturated() || !half.Saturated() {
+		t.Fatalf("saturated: 1 of 20 %v, 10 of 20 %v; want false, true (the median pass's rule)", nginx.Saturated(), half.Saturated())
+	}
+	var v Verdict
+	for _, l := range rep.Verdict {
+		if l.Job == "VOD segment, full GET" {
+			v = l
+		}
+	}
+	if v.Kind != Leads || len(v.Cites) != 1 || v.Cites[0].Other.Engine != "nginx" {
+		t.Fatalf("segment: %s %+v, want varnish leading nginx (1 of 20 passes saturated): %s", v.Kind, v.Cites, v.Text)
+	}
+	if !strings.Contains(v.Text, "20 and 19 valid passes") || !strings.Contains(v.Text, "vinyl (plaintext) saturated, not ranked") {
+		t.Errorf("segment verdict: %s", v.Text)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| nginx (plaintext) | 5.10 ms | 499.9 of 500 rps; 1 of 20 passes saturated | 19 of 20 |"; !strings.Contains(md.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, md.String())
+	}
+	if _, s := bar(nginx, "ms"); s != "5.10 ms (1 of 20 passes saturated)" {
+		t.Errorf("chart label %q", s)
+	}
+}
+
+// Issue 45, item 6: a run recorded by a build whose rule made one
+// saturated pass of twenty the cell's end (valid false) is judged again
+// by this build's rule on the page: valid on its 19 valid passes, the
+// saturated one counted and said with its reason.
+func TestOlderRunJudgedByTodaysRule(t *testing.T) {
+	sat := "saturated: carried 499.8 of 500 rps; every one of 20 connections busy (8 of 2500 requests waited for one)"
+	r := results.Result{ID: "segment/full-p50-ttfb", Workload: "segment", Test: "full-p50-ttfb", Engine: "nginx", Runtime: "process",
+		Topology: "plaintext", Unit: "ms", LowerIsBetter: true, Value: f64(0.066)}
+	for i := 1; i <= 20; i++ {
+		p := results.Pass{Index: i, Value: f64(0.066), Valid: true, Requests: 2500, OfferedRPS: 500, AchievedRPS: 500}
+		if i == 11 {
+			p.Valid, p.Saturated, p.InvalidReasons, p.AchievedRPS = false, sat, []string{sat}, 499.8
+		}
+		r.Passes = append(r.Passes, p)
+	}
+	r.Recount()
+	// As the older build recorded it.
+	r.Valid, r.InvalidReasons = false, []string{"pass 11: " + sat}
+	c := cellOf(&r, "NGINX (plaintext)", "1.22.1", "run.json")
+	if !c.Valid || len(c.Invalid) != 0 || c.Saturated() || c.SaturatedPasses != 1 {
+		t.Fatalf("cell: valid %v, invalid %q, saturated %v (%d passes): want valid, no reason against it, 1 saturated pass",
+			c.Valid, c.Invalid, c.Saturated(), c.SaturatedPasses)
+	}
+	tt := handTest(c)
+	src := Source{Name: "run.json", Run: &results.Run{Host: results.Host{Cores: 2}}}
+	rep := &Report{Workloads: []Workload{{Name: "segment", Title: "Segment", Tests: []Test{tt}}}, Sources: []Source{src}}
+	var said bool
+	lines := caveats(&Input{Sources: rep.Sources}, rep)
+	for _, line := range lines {
+		said = said || strings.Contains(line, "1 of 20 measured passes invalid, left out of the value (1 saturated, too few to make the cell saturated): pass 11: "+sat)
+	}
+	if !said {
+		t.Errorf("the caveats do not say the saturated pass and its reason: %q", lines)
+	}
 }

@@ -167,7 +167,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		p("\n")
 		for _, t := range wl.Tests {
 			p("### %s\n\n", t.Title)
-			p("%s, %s.\n\n", unitName(t), direction(t.LowerIsBetter))
+			p("%s, %s%s.\n\n", unitName(t), direction(t.LowerIsBetter), sloNote(t))
 			p("![%s](charts/%s.png)\n\n", mdEscape(t.Title), t.Slug)
 			if t.Unranked() {
 				p("%s.\n\n", saturatedNote)
@@ -189,6 +189,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 					continue
 				}
 				p("| %s | %s | %s | %s |\n", mdEscape(c.Label), mdEscape(cellValue(c, t.Unit)), passesText(c), spread)
+			}
+			if t.Builds != "" {
+				p("\n%s.\n", mdEscape(t.Builds))
 			}
 			p("\n%s\n\n", mdEscape(t.Finding))
 			if t.Meaning != "" {
@@ -246,6 +249,18 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		p("\n")
 	}
 	p("## Test conditions\n\n")
+	if len(rep.Parts) > 0 {
+		p("How the page was measured, part by part")
+		if t := partsTotal(rep.Parts); t != "" {
+			p(" (%s in all)", t)
+		}
+		p(":\n\n| Part | Workloads | Duration | Host | Build |\n|---|---|---:|---|---|\n")
+		for _, pt := range rep.Parts {
+			p("| %s | %s | %s | %s | %s |\n", mdEscape(pt.Name), mdEscape(strings.Join(pt.Workloads, ", ")), pt.DurationText(),
+				mdEscape(joinOr(pt.Hosts, "unknown")), mdEscape(joinOr(pt.Builds, "unknown")))
+		}
+		p("\n")
+	}
 	for _, f := range rep.Conditions {
 		p("- **%s:** %s\n", f.Label, mdEscape(f.Value))
 	}
@@ -339,6 +354,9 @@ func valueWithBound(c Cell, unit string) string {
 	case c.NoCeiling:
 		s += " (no ceiling measured)"
 	}
+	if c.SLO != "" && c.ownSLO {
+		s += " within " + c.SLO
+	}
 	return s
 }
 
@@ -354,14 +372,29 @@ func carriedText(c Cell) string {
 	if c.OfferedRPS != nil && c.AchievedRPS != nil {
 		s = fmt.Sprintf("%s of %s rps", rateText(*c.AchievedRPS), rateText(*c.OfferedRPS))
 	}
-	if !c.Saturated() {
-		return s
+	sat := c.saturatedText()
+	if c.LimitedBy != "" && sat != "" {
+		sat = "at " + c.LimitedBy + "'s limit in " + strings.TrimPrefix(sat, "saturated in ")
 	}
-	sat := fmt.Sprintf("saturated in %d of %d passes", c.SaturatedPasses, c.MeasuredPasses)
-	if s == "—" {
+	switch {
+	case sat == "":
+		return s
+	case s == "—":
 		return sat
+	case !c.Saturated():
+		// Judged on its other passes: the rate first, as for any cell.
+		return s + "; " + sat
 	}
 	return sat + ": carried " + s
+}
+
+// sloNote is a capacity's service level beside its unit: "; each figure
+// the highest rate within p99 TTFB ≤ 10 ms".
+func sloNote(t Test) string {
+	if slo := t.SLO(); slo != "" {
+		return "; each figure is the highest rate served within " + slo
+	}
+	return ""
 }
 
 // saturatedValueText is the value column of a cell saturation took out of
@@ -369,6 +402,9 @@ func carriedText(c Cell) string {
 // its valid passes' value beside it when it has one.
 func saturatedValueText(c Cell, unit string) string {
 	s := "saturated, not ranked"
+	if c.LimitedBy != "" {
+		s = "at " + c.LimitedBy + "'s limit, as null is: not ranked"
+	}
 	if c.SaturatedValue != nil {
 		s += "; what a client saw: " + valueText(*c.SaturatedValue, unit) + ", queueing included, not a TTFB"
 	}

@@ -120,7 +120,7 @@ func verdicts(rep *Report, o Options) []Verdict {
 			continue
 		}
 		var leads, deploys, ties []Cite
-		var unknown, saturated, bounded []string
+		var unknown, saturated, bounded, limited []string
 		partial := 0 // significant comparisons left out: a cell not whole
 		for _, wt := range tests {
 			var best *Cite       // the test's largest significant gap, any topology
@@ -128,6 +128,12 @@ func verdicts(rep *Report, o Options) []Verdict {
 			for _, g := range byTopology(wt.t) {
 				s := stand(g, o)
 				for _, c := range s.saturated {
+					if c.LimitedBy != "" {
+						// Not the engine's saturation: the terminator's
+						// limit, said once for the topology.
+						limited = appendNew(limited, topologyName(c.Topology)+", where "+c.LimitedBy+" is the limit of every engine and of null")
+						continue
+					}
 					saturated = appendNew(saturated, engineName(c)+" ("+topologyName(c.Topology)+")")
 				}
 				for _, c := range s.bounded {
@@ -220,6 +226,9 @@ func verdicts(rep *Report, o Options) []Verdict {
 		if v.Kind != Undecided {
 			v.Text += leftOut(saturated, partial)
 		}
+		if len(limited) > 0 {
+			v.Text += " Nothing is ranked in " + list(limited) + "."
+		}
 		if j.note != "" {
 			v.Text += " (" + strings.ToUpper(j.note[:1]) + j.note[1:] + ".)"
 		}
@@ -262,10 +271,11 @@ func deployable(t Test) (Test, bool) {
 	return t, true
 }
 
-// whole says a cell can carry a verdict: every measured pass valid (or
-// excused), and no pass of a latency saturated. The tables show a cell
-// some of whose passes were spoiled, over the others; the verdict, the
-// one thing some readers read, rests on none of them.
+// whole says a cell can carry a verdict: it is valid, and no latency of a
+// saturated cell (its median pass saturated, Cell.Saturated). A cell with
+// fewer saturated passes is judged on its valid passes, as its table does
+// and says ("1 of 20 passes saturated"): one pass that waited for a
+// connection does not take twenty out of the verdict.
 func whole(c Cell, t Test) bool {
 	return c.Valid && !(t.Latency() && c.Saturated())
 }
@@ -326,8 +336,12 @@ func lowerOf(rep *Report, id string) bool  { return findTest(rep, id).LowerIsBet
 // the topology (the line says it once), and the built-in cache named for
 // what it is.
 func engineName(c Cell) string {
+	if c.Engine == "builtin" {
+		return "Built-in (hlsbench's own reference cache)"
+	}
 	n := strings.TrimSuffix(c.Label, " ("+topologyName(c.Topology)+")")
 	if baseEngine(c.Engine) == "builtin" {
+		n = strings.TrimSuffix(c.Label, " ("+topologyName(c.Topology)+referenceNote+")")
 		return "hlsbench's own reference cache (" + n + ")"
 	}
 	return n
@@ -425,7 +439,11 @@ func undecidedText(first Test, unknown, saturated, bounded []string, partial int
 			}
 		}
 		if len(vals) > 0 {
-			s += fmt.Sprintf("; capacity within the SLO, %s, %s: %s", first.Title, topologyName(g.Cells[0].Topology), strings.Join(vals, ", "))
+			slo := "the SLO"
+			if first.SLO() != "" {
+				slo = first.SLO()
+			}
+			s += fmt.Sprintf("; capacity within %s, %s, %s: %s", slo, first.Title, topologyName(g.Cells[0].Topology), strings.Join(vals, ", "))
 		}
 	}
 	return s + "."
