@@ -261,13 +261,6 @@ func fv(v *float64) string {
 // out, as before.
 func TestVerdictOnePassSaturated(t *testing.T) {
 	o := catalogOptions()
-	twenty := func(v float64) []float64 {
-		var vs []float64
-		for i := range 20 {
-			vs = append(vs, v+float64(i)*0.01)
-		}
-		return vs
-	}
 	plain := func(c Cell) Cell {
 		c.Topology, c.Label = "plaintext", c.Label+" (plaintext)"
 		c.OfferedRPS, c.AchievedRPS = f64(500), f64(499.9)

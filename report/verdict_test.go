@@ -132,19 +132,22 @@ func TestVerdictCitesValidComparisons(t *testing.T) {
 	})
 }
 
+// twenty are twenty pass values from v up, 0.01 apart: a hand cell's
+// passes.
+func twenty(v float64) []float64 {
+	var vs []float64
+	for i := range 20 {
+		vs = append(vs, v+float64(i)*0.01)
+	}
+	return vs
+}
+
 // TestVerdictHand is a model built by hand: the fastest hit-path cells are
 // saturated, in another topology, a bound or the instrument, so a verdict
 // that ranked any of them would cite it; the only significant valid
 // comparison is a against b.
 func TestVerdictHand(t *testing.T) {
 	o := catalogOptions()
-	twenty := func(v float64) []float64 {
-		var vs []float64
-		for i := range 20 {
-			vs = append(vs, v+float64(i)*0.01)
-		}
-		return vs
-	}
 	plain := func(c Cell) Cell { c.Topology, c.Label = "plaintext", c.Label+" (plaintext)"; return c }
 	a, b := plain(handCell("varnish", twenty(1)...)), plain(handCell("nginx", twenty(5)...))
 	sat := plain(handCell("vinyl", twenty(0.1)...))
