@@ -20,6 +20,7 @@ import (
 	"github.com/hlsbench/hlsbench/engines/launch"
 	"github.com/hlsbench/hlsbench/engines/runstate"
 	"github.com/hlsbench/hlsbench/results"
+	"golang.org/x/sys/unix"
 )
 
 // Config is what an engine renders: the workload's policy and where it runs.
@@ -242,12 +243,48 @@ type BinaryError struct {
 func (e *BinaryError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Engine, e.Path, e.Err) }
 func (e *BinaryError) Unwrap() error { return e.Err }
 
-// ramDir is where RAM-backed cache directories go.
-func ramDir() string {
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		return "/dev/shm"
+// tmpfsMagic is statfs's f_type of a tmpfs (TMPFS_MAGIC).
+const tmpfsMagic = 0x01021994
+
+// ramCandidate is the RAM file system scratch directories go in, and
+// statfs how it is read (tests replace both).
+var (
+	ramCandidate = "/dev/shm"
+	statfs       = unix.Statfs
+)
+
+// ramDir is the parent of an engine's scratch directories: a RAM file
+// system (tmpfs), and "" for why; else os.TempDir() and why not. Varnish's
+// platform notes ask for its workdir on tmpfs ("On Linux, use tmpfs for
+// the workdir"): its shared-memory log is a mapped file of 80 MB that it
+// writes on every request, whose writeback to a disk is disk work while
+// it runs and, in a suite, while whichever cell is measured when the
+// kernel flushes it. exec asks for one that programs may be loaded from:
+// Varnish loads its compiled VCL from its workdir.
+func ramDir(exec bool) (dir, why string) {
+	var st unix.Statfs_t
+	switch err := statfs(ramCandidate, &st); {
+	case err != nil:
+		why = fmt.Sprintf("no %s (%v)", ramCandidate, err)
+	case st.Type != tmpfsMagic:
+		why = ramCandidate + " is not a tmpfs"
+	case exec && st.Flags&unix.ST_NOEXEC != 0:
+		why = ramCandidate + " is mounted noexec"
+	case unix.Access(ramCandidate, unix.W_OK|unix.X_OK) != nil:
+		why = ramCandidate + " is not writable by this user"
+	default:
+		return ramCandidate, ""
 	}
-	return os.TempDir()
+	return os.TempDir(), why
+}
+
+// WorkOnDisk says an engine's work directory is not in RAM, and why, for
+// a run's warnings; "" when it is.
+func WorkOnDisk(e results.Engine) string {
+	if e.WorkDir == "" || e.WorkDir == results.WorkDirRAM {
+		return ""
+	}
+	return fmt.Sprintf("%s: its work directory is on %s, not a tmpfs: what it writes there is written back to disk while it runs, and in a suite while another cell is measured", e.Name, e.WorkDir)
 }
 
 // LocalSpec is an engine's start.
@@ -454,12 +491,18 @@ func listenAddr(own *UserConfig) (string, error) {
 // run, which records them before they exist: a killed run's are removed by
 // the next. Each is in l.dirs, Stop's to remove, as soon as it is made.
 func (l *localInstance) makeScratch(inContainer bool, group string) error {
-	work, workDir, err := scratchDir(l.run, os.TempDir(), l.e.Name(), inContainer, group)
+	parent, why := ramDir(true)
+	l.workFS = results.WorkDirRAM
+	if why != "" {
+		l.workFS = parent + " (" + why + ")"
+	}
+	work, workDir, err := scratchDir(l.run, parent, l.e.Name(), inContainer, group)
 	if err != nil {
 		return err
 	}
 	l.work, l.dirs = work, append(l.dirs, workDir)
-	cache, cacheDir, err := scratchDir(l.run, ramDir(), l.e.Name()+"-cache", inContainer, group)
+	cacheParent, _ := ramDir(false)
+	cache, cacheDir, err := scratchDir(l.run, cacheParent, l.e.Name()+"-cache", inContainer, group)
 	if err != nil {
 		return err
 	}
@@ -598,7 +641,7 @@ func (l *localInstance) start(ctx context.Context, s LocalSpec, lch launch.Launc
 		name = l.e.Name()
 	}
 	l.info = results.Engine{Name: name, Kind: s.Kind, Version: version, Binary: s.GivenBinary, Commit: s.Commit, SourceSHA256: s.SourceSHA256,
-		Runtime: lch.Name(), Topology: l.cfg.Topology, Pinning: map[string]string{"engine": CPUList(s.CPUs)}, Config: s.Own.Record()}
+		Runtime: lch.Name(), Topology: l.cfg.Topology, Pinning: map[string]string{"engine": CPUList(s.CPUs)}, Config: s.Own.Record(), WorkDir: l.workFS}
 	if d, ok := l.e.(Differ); ok {
 		l.info.Differences = d.Differences()
 	}
@@ -611,10 +654,13 @@ type localInstance struct {
 	cfg   Config
 	work  string
 	cache string
-	inst  launch.Instance
-	url   string
-	info  results.Engine
-	run   *runstate.Run
+	// workFS is where work is: results.WorkDirRAM, or the disk's
+	// directory and why not in RAM.
+	workFS string
+	inst   launch.Instance
+	url    string
+	info   results.Engine
+	run    *runstate.Run
 	// dirs are the scratch directories to remove: work's and cache's, or
 	// their private parents in a container.
 	dirs []string
@@ -650,7 +696,8 @@ func (l *localInstance) startTerminator(ctx context.Context, s LocalSpec, lch la
 	}
 	// hitch and HAProxy read their files as root, before they drop
 	// privileges: their directory is hlsbench's alone.
-	if l.termWork, l.termDir, err = scratchDir(l.run, os.TempDir(), t.Name(), inContainer, ""); err != nil {
+	termParent, _ := ramDir(false)
+	if l.termWork, l.termDir, err = scratchDir(l.run, termParent, t.Name(), inContainer, ""); err != nil {
 		return err
 	}
 	tc := TermConfig{Backend: l.cfg.ProxyListen, WorkDir: l.termWork, CPUs: l.cfg.CPUs}

@@ -42,7 +42,9 @@ func TestStartLocalRecordsInRun(t *testing.T) {
 	if len(st.Procs) != 1 || st.Procs[0].Name != "nginx" || len(st.Dirs) != 2 {
 		t.Fatalf("state %+v", st)
 	}
-	for i, parent := range []string{os.TempDir(), ramDir()} {
+	work, _ := ramDir(true)
+	cache, _ := ramDir(false)
+	for i, parent := range []string{work, cache} {
 		d := st.Dirs[i]
 		if filepath.Dir(d) != parent || !strings.HasPrefix(filepath.Base(d), runstate.DirPrefix(r.ID())+"nginx-") {
 			t.Errorf("scratch directory %s, want %s/%snginx-…", d, parent, runstate.DirPrefix(r.ID()))

@@ -238,7 +238,8 @@ func TestStartLocalOwnNGINX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := os.MkdirTemp(ramDir(), "hlsbench-test-own-")
+	parent, _ := ramDir(false)
+	cache, err := os.MkdirTemp(parent, "hlsbench-test-own-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -381,7 +381,15 @@ type Engine struct {
 	// engine and the others (how it coalesces, serves stale, counts): a
 	// reader of its figures needs them.
 	Differences []string `json:"differences,omitempty"`
+	// WorkDir is where the engine's work directory was (Varnish's
+	// shared-memory log, the configuration, the logs): WorkDirRAM, or a
+	// directory on disk and why not in RAM; "" in runs before it was said
+	// and for engines with none.
+	WorkDir string `json:"work_dir,omitempty"`
 }
+
+// WorkDirRAM is Engine.WorkDir of a work directory on a tmpfs.
+const WorkDirRAM = "tmpfs"
 
 // EngineName is the engine itself, whatever the selection called it:
 // varnish for varnish, varnish@9.0.2 and prod=varnish.

@@ -893,6 +893,9 @@ func startEngine(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Re
 		return err
 	}
 	info := c.inst.Info()
+	if why := engines.WorkOnDisk(info); why != "" && !slices.Contains(rc.Run.Warnings, why) {
+		rc.Run.Warnings = append(rc.Run.Warnings, why)
+	}
 	if info.Pinning == nil {
 		info.Pinning = map[string]string{}
 	}
