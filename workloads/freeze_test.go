@@ -189,8 +189,88 @@ func TestRunStepsAloneOrInproc(t *testing.T) {
 		for i := range cells {
 			cells[i] = &cell{name: "nginx"}
 		}
-		if got := isolation(c.runtime, cells); !strings.Contains(got, c.want) {
+		if got := isolation(c.runtime, cells, false); !strings.Contains(got, c.want) {
 			t.Errorf("isolation(%s, %d cells) = %q, want %q in it", c.runtime, c.n, got, c.want)
 		}
+	}
+}
+
+// restCheck is a session whose cell rests between its steps: at each step
+// it checks that its own cell was started again and every other cell's
+// engine and origin are stopped.
+type restCheck struct {
+	stepCheck
+	log *[]string
+}
+
+func (s *restCheck) Rest() error {
+	*s.log = append(*s.log, "rest "+s.self.name)
+	return nil
+}
+
+func (s *restCheck) Resume(_ context.Context, tgt *Target) error {
+	if tgt == nil || s.self.inst == nil {
+		return fmt.Errorf("%s resumed without a target", s.self.name)
+	}
+	*s.log = append(*s.log, "resume "+s.self.name)
+	return nil
+}
+
+func (s *restCheck) Step(_ context.Context, k int) error {
+	for _, c := range *s.cells {
+		switch {
+		case c == s.self && (c.inst == nil || c.resting):
+			*s.errs = append(*s.errs, fmt.Sprintf("step %d of %s: not started", k, c.name))
+		case c != s.self && (c.inst != nil || c.orig != nil || !c.resting):
+			*s.errs = append(*s.errs, fmt.Sprintf("step %d of %s: %s not stopped", k, s.self.name, c.name))
+		}
+	}
+	*s.log = append(*s.log, fmt.Sprintf("step %d %s", k, s.self.name))
+	return nil
+}
+
+// Cells whose sessions can take a new target rest between their steps:
+// while one steps, every other cell's engine and origin are stopped, not
+// frozen; each is started again before each of its steps, and its session
+// lets go of the old target before the engine stops.
+func TestRunStepsRestsOtherCells(t *testing.T) {
+	var log, errs []string
+	rc := &Recorder{Run: results.NewRun("test", "", nil)}
+	spec := RunSpec{Runtime: engines.RuntimeProcess}
+	w := Spec{Name: "hit-path"}
+	cells := fakeCells(3, 2, -1, &log, &errs)
+	stops := map[string]int{}
+	for _, c := range cells {
+		c.sess = &restCheck{stepCheck: stepCheck{self: c, cells: &cells, steps: 2, errs: &errs, failAt: -1}, log: &log}
+		c.orig.stop = func(context.Context) error { stops[c.name+"-origin"]++; return nil }
+	}
+	defer func(f func(context.Context, RunSpec, Spec, CPUPlan, *Recorder, *cell) error) { startCellAgain = f }(startCellAgain)
+	startCellAgain = func(_ context.Context, _ RunSpec, _ Spec, _ CPUPlan, _ *Recorder, c *cell) error {
+		log = append(log, "start "+c.name)
+		c.inst = &freezable{name: c.name, log: &log}
+		o := &freezable{name: c.name + "-origin", log: &log}
+		c.orig, c.tgt = &originHandle{inst: o, stop: func(context.Context) error { stops[c.name+"-origin"]++; return nil }}, &Target{}
+		return nil
+	}
+	if err := runSteps(context.Background(), spec, w, CPUPlan{}, rc, cells); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range errs {
+		t.Error(e)
+	}
+	got := strings.Join(log, "\n")
+	if strings.Contains(got, "freeze") || strings.Contains(got, "thaw") {
+		t.Errorf("resting cells were frozen or thawed:\n%s", got)
+	}
+	// Each step of e1 follows its own start and resume; each rest of e1 is
+	// before its origin is stopped.
+	if n := strings.Count(got, "start e1\nresume e1\nstep "); n != 2 {
+		t.Errorf("e1 started again and resumed before %d of its 2 steps:\n%s", n, got)
+	}
+	if stops["e1-origin"] != 3 {
+		t.Errorf("e1's origin stopped %d times, want 3 (up front and after each of its 2 steps)", stops["e1-origin"])
+	}
+	if iso := isolation(spec.Runtime, cells, true); iso != restIsolation {
+		t.Errorf("isolation = %q", iso)
 	}
 }

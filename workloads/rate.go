@@ -26,16 +26,48 @@ type rateSession struct {
 	cfg    Config
 	tgt    *Target
 	rc     *Recorder
-	g      loader
+	g      loader // nil while its cell rests
 	series []series
 	log    *sendLog
+	// What a new generator is made of when the cell is started again
+	// (Resume): its connections, the body checks, the send log's hook,
+	// and the object it warms.
+	conns    int
+	ev       *evidenceSet
+	onRecord func(int, *loadgen.Record, loadgen.BodyCheck)
+	path     string
 }
 
 func (s *rateSession) perSeries() int { return s.cfg.Warmups + s.cfg.Passes }
 
 func (s *rateSession) Steps() int { return len(s.series) * s.perSeries() }
 
-func (s *rateSession) Close() error { return s.g.Close() }
+func (s *rateSession) Close() error {
+	if s.g == nil {
+		return nil
+	}
+	return s.g.Close()
+}
+
+// Rest closes the generator (its connections) before the cell's engine
+// and origin are stopped between its steps.
+func (s *rateSession) Rest() error {
+	err := s.Close()
+	s.g = nil
+	return err
+}
+
+// Resume makes a generator on the cell's new target and warms the object
+// in the new engine's empty cache, as Open did, before the next step.
+func (s *rateSession) Resume(ctx context.Context, tgt *Target) error {
+	g, err := newLoader(ctx, tgt, &s.cfg, s.conns, s.ev, s.onRecord)
+	if err != nil {
+		return err
+	}
+	s.g, s.tgt = g, tgt
+	s.log.shards = make([][]sendRec, g.Shards())
+	return warm(ctx, g, s.rc, s.path, nil)
+}
 
 func (s *rateSession) Step(ctx context.Context, step int) error {
 	sr, i := &s.series[step/s.perSeries()], step%s.perSeries()
@@ -128,7 +160,8 @@ func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Reco
 		// watch other hosts: their records would only cost the transfer.
 		onRecord = nil
 	}
-	g, err := newLoader(ctx, tgt, &cfg, pick(cfg.Connections, spec.Connections), ev, onRecord)
+	conns := pick(cfg.Connections, spec.Connections)
+	g, err := newLoader(ctx, tgt, &cfg, conns, ev, onRecord)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +175,8 @@ func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Reco
 			t.r.Aggregation += saturatedAgg
 		}
 	}
-	return &rateSession{spec: spec, cfg: cfg, tgt: tgt, rc: rc, g: g, series: series, log: log}, nil
+	return &rateSession{spec: spec, cfg: cfg, tgt: tgt, rc: rc, g: g, series: series, log: log,
+		conns: conns, ev: ev, onRecord: onRecord, path: path}, nil
 }
 
 func newGenerator(ctx context.Context, tgt *Target, cfg *Config, conns int, ev *evidenceSet, onRecord func(int, *loadgen.Record, loadgen.BodyCheck)) (*loadgen.Generator, error) {

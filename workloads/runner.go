@@ -377,6 +377,9 @@ type cell struct {
 	// and what is left of it is stopped at once (stopped).
 	dead    error
 	stopped bool
+	// resting: its engine, terminator and origin are stopped between its
+	// steps (rest), to be started again before its next (resume).
+	resting bool
 }
 
 // kind is the engine a labelled variant runs, for results.Engine.Kind;
@@ -451,6 +454,63 @@ func (c *cell) thaw(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// rester is a session whose cell can be stopped between its steps and
+// started again, with an empty cache, before the next: Rest lets go of
+// the target (its connections); Resume takes the new one and warms what
+// its steps fetch.
+type rester interface {
+	Rest() error
+	Resume(ctx context.Context, tgt *Target) error
+}
+
+// rests says whether c is stopped between its steps rather than frozen:
+// its session can take a new target, and its engine is hlsbench's to start
+// (not an external proxy's, nor another host's).
+func (c *cell) rests(spec RunSpec) bool {
+	_, ok := c.sess.(rester)
+	return ok && spec.Placed == nil && c.sel.Name != engines.ExternalName
+}
+
+// rest stops the cell's engine, terminator and origin after its session
+// let go of them, keeping their output with the run's logs.
+func (c *cell) rest(ctx context.Context, rc *Recorder, w *Spec) error {
+	errs := []error{c.sess.(rester).Rest()}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	if c.inst != nil {
+		if err := c.inst.Stop(sctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", c.label(), err))
+		}
+	}
+	if c.orig != nil {
+		errs = append(errs, c.orig.stop(sctx))
+	}
+	if _, err := rc.keepLogs(w, c, true); err != nil {
+		rc.Run.Warnings = append(rc.Run.Warnings, err.Error())
+	}
+	c.inst, c.orig, c.resting = nil, nil, true
+	return errors.Join(errs...)
+}
+
+// resume starts a resting cell again, as it was first started, and hands
+// its session the new target.
+func (c *cell) resume(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder) error {
+	if err := startCellAgain(ctx, spec, w, plan, rc, c); err != nil {
+		return err
+	}
+	if c.na != "" {
+		return fmt.Errorf("start again: %s", c.na)
+	}
+	c.resting = false
+	return c.sess.(rester).Resume(ctx, c.tgt)
+}
+
+// startCellAgain starts a resting cell (tests replace it).
+var startCellAgain = startCell
+
+// restIsolation is the isolation of cells that rest between their steps.
+const restIsolation = "other cells ended between their steps: each cell's origin, engine and terminator end after each of its steps and start again, with an empty cache warmed as at the start, before its next"
+
 // runtime is the run's launch.Runtime (Execute checked the name).
 func (s *RunSpec) runtime() launch.Runtime {
 	rt, _ := launch.RuntimeNamed(s.Runtime)
@@ -460,7 +520,7 @@ func (s *RunSpec) runtime() launch.Runtime {
 // isolation says how a workload's cells are kept from each other while
 // one is measured, for its conditions: other cells frozen where the
 // runtime allows, which the in-process runtime does not.
-func isolation(runtime string, cells []*cell) string {
+func isolation(runtime string, cells []*cell, rest bool) string {
 	if len(cells) < 2 {
 		return "alone: no other cell ran during the workload"
 	}
@@ -473,6 +533,9 @@ func isolation(runtime string, cells []*cell) string {
 	if !rt.Freezes {
 		return how
 	}
+	if rest {
+		how = restIsolation
+	}
 	if external {
 		how += "; an external proxy is not hlsbench's to stop, only its origin is"
 	}
@@ -483,11 +546,12 @@ func isolation(runtime string, cells []*cell) string {
 // own origin (counters and failure switch), and runs the workload on them
 // interleaved pass by pass — pass k of every engine before pass k+1 of any
 // — so drift on a shared machine hits all alike. While one cell runs a
-// step every other cell is frozen (cell.freeze), so idle neighbours do not
-// wake on the CPUs it is measured on. Every cell is started before the
-// first step, not when its own first step comes: a cell that cannot start
-// fails the run before anything is measured, and a frozen cell costs the
-// measured one nothing.
+// step every other cell is stopped (cell.rest, where its session can take
+// a new target) or frozen (cell.freeze): a frozen suite's idle processes
+// cost the measured cell its tail on a host that reclaims idle memory
+// (METHODOLOGY, Isolation). Every cell is started before the first step,
+// not when its own first step comes: a cell that cannot start fails the
+// run before anything is measured.
 func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPUPlan, rc *Recorder) (err error) {
 	var cells []*cell
 	defer func() {
@@ -537,7 +601,7 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 	if len(cells) == 0 {
 		return nil
 	}
-	setIsolation(rc.Run, w.Name, isolation(spec.Runtime, cells))
+	setIsolation(rc.Run, w.Name, isolation(spec.Runtime, cells, len(cells) > 1 && cells[0].rests(spec)))
 	if err := runSteps(ctx, spec, w, plan, rc, cells); err != nil || ctx.Err() != nil {
 		return err
 	}
@@ -553,11 +617,12 @@ func runWorkload(ctx context.Context, spec RunSpec, w Spec, cfg Config, plan CPU
 }
 
 // runSteps runs the cells' sessions interleaved step by step. With more
-// than one cell, and a runtime that can stop them, every cell but the one
-// stepping is frozen; the one stepping is thawed before its restart (if
-// any) and its step, so what the step reads (counters, CPU cost) is its
-// own while it is the only cell awake. A cell is frozen before the next is
-// thawed, so two are never awake at once.
+// than one cell, and a runtime that can freeze them, every cell but the one
+// stepping is stopped or frozen (stepper.settle); the one stepping is
+// started again or thawed before its restart (if any) and its step, so what
+// the step reads (counters, CPU cost) is its own while it is the only cell
+// awake. A cell is settled before the next wakes, so two are never awake at
+// once.
 func runSteps(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Recorder, cells []*cell) error {
 	st, err := newStepper(ctx, spec, w, plan, rc, cells)
 	if err != nil {
@@ -649,12 +714,45 @@ func newStepper(ctx context.Context, spec RunSpec, w Spec, plan CPUPlan, rc *Rec
 	st := &stepper{spec: spec, w: w, plan: plan, rc: rc, cells: cells, freeze: len(cells) > 1 && spec.runtime().Freezes}
 	if st.freeze {
 		for _, c := range cells {
-			if err := c.freeze(ctx); err != nil {
-				return nil, fmt.Errorf("%s: freeze: %w", w.Name, err)
+			if err := st.settle(ctx, c); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return st, nil
+}
+
+// settle puts a cell that is not stepping out of the way: stopped where it
+// rests (cell.rests), else frozen.
+func (st *stepper) settle(ctx context.Context, c *cell) error {
+	switch {
+	case c.resting || c.dead != nil:
+		return nil
+	case c.rests(st.spec):
+		if err := c.rest(ctx, st.rc, &st.w); err != nil {
+			return fmt.Errorf("%s: stop %s between its steps: %w", st.w.Name, c.label(), err)
+		}
+	default:
+		if err := c.freeze(ctx); err != nil {
+			return fmt.Errorf("%s: freeze: %w", st.w.Name, err)
+		}
+	}
+	return nil
+}
+
+// wake readies the cell about to step: started again where it rests,
+// else thawed.
+func (st *stepper) wake(ctx context.Context, c *cell) error {
+	if c.resting {
+		if err := c.resume(ctx, st.spec, st.w, st.plan, st.rc); err != nil {
+			return fmt.Errorf("%s on %s: %w", st.w.Name, c.label(), err)
+		}
+		return nil
+	}
+	if err := c.thaw(ctx); err != nil {
+		return fmt.Errorf("%s: thaw: %w", st.w.Name, err)
+	}
+	return nil
 }
 
 // step runs one step of c (run), planned step k (its restart, if any, is
@@ -668,14 +766,17 @@ func (st *stepper) step(ctx context.Context, c *cell, k int, what string, run fu
 	}
 	rc.Progress.setWhere(c.where(w))
 	if st.freeze && st.awake != c {
-		// Frozen before the next is thawed: never two awake.
+		// Settled before the next wakes: never two awake.
 		if st.awake != nil {
-			if err := st.awake.freeze(ctx); err != nil {
-				return fmt.Errorf("%s: freeze: %w", w.Name, err)
+			if err := st.settle(ctx, st.awake); err != nil {
+				return err
 			}
 		}
-		if err := c.thaw(ctx); err != nil {
-			return fmt.Errorf("%s: thaw: %w", w.Name, err)
+		if err := st.wake(ctx, c); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
 		st.awake = c
 	}
