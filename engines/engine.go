@@ -493,7 +493,13 @@ func listenAddr(own *UserConfig) (string, error) {
 func (l *localInstance) makeScratch(inContainer bool, group string) error {
 	parent, why := ramDir(true)
 	l.workFS = results.WorkDirRAM
-	if why != "" {
+	switch {
+	case inContainer:
+		// A container's files are mounted or copied into it (on another
+		// host, where /dev/shm is the container's own tmpfs, mounted over
+		// what was copied); its memory limit would count a tmpfs.
+		parent, l.workFS = os.TempDir(), ""
+	case why != "":
 		l.workFS = parent + " (" + why + ")"
 	}
 	work, workDir, err := scratchDir(l.run, parent, l.e.Name(), inContainer, group)
@@ -697,6 +703,9 @@ func (l *localInstance) startTerminator(ctx context.Context, s LocalSpec, lch la
 	// hitch and HAProxy read their files as root, before they drop
 	// privileges: their directory is hlsbench's alone.
 	termParent, _ := ramDir(false)
+	if inContainer {
+		termParent = os.TempDir() // as the engine's (makeScratch)
+	}
 	if l.termWork, l.termDir, err = scratchDir(l.run, termParent, t.Name(), inContainer, ""); err != nil {
 		return err
 	}
