@@ -293,8 +293,17 @@ func regressionList(regs []compare.Row) string {
 	for _, r := range regs {
 		s := fmt.Sprintf("%s %s %s", engineLabel(r), r.ID, shiftEstimate(r))
 		if r.Outright {
-			// No figure says what happened: the reason does.
-			s += " (" + r.Reason + ")"
+			// No figure says what happened: the cause does, in a few
+			// words (the row's note under its table has it whole).
+			side := "new"
+			if r.Verdict == stats.Improvement {
+				side = "base"
+			}
+			why := side + "'s median pass gave no valid value"
+			if r.Cause != "" {
+				why += ": " + r.Cause
+			}
+			s += " (" + why + ")"
 		}
 		names = append(names, s)
 	}

@@ -229,7 +229,7 @@ func TestCompareExitCountsEveryRow(t *testing.T) {
 			p.Valid, p.InvalidReasons = false, []string{"the generator's own lateness moved TTFB p50 from 0.25 ms to 0.9 ms"}
 			p.Value = results.F(0.9)
 			if saturated {
-				p.Saturated = "saturated: carried 2000.0 of 5000 rps"
+				p.Saturated = "saturated: carried 2000.0 of 5000 rps; the waits for a free connection moved TTFB p50 from 0.25 ms to 0.9 ms"
 				p.InvalidReasons = []string{p.Saturated}
 			}
 		}
@@ -245,7 +245,7 @@ func TestCompareExitCountsEveryRow(t *testing.T) {
 		stderr []string
 	}{
 		{"all saturated", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 20, true), ExitFailure,
-			[]string{"significant regression: builtin hit-path/p50-ttfb +∞", "new's median pass gave no valid value", "saturated: carried 2000.0 of 5000 rps"}},
+			[]string{"significant regression: builtin hit-path/p50-ttfb +∞ (new's median pass gave no valid value: saturated: carried 2000.0 of 5000 rps, 20 of 20 passes)\n"}},
 		{"8 saturated", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 8, true), ExitFailure,
 			[]string{"significant regression: builtin hit-path/p50-ttfb"}},
 		{"12 late", spoil(cmpResult("builtin", "hit-path/p50-ttfb", 0.250, 20), 12, false), ExitUsage,

@@ -216,6 +216,10 @@ type Row struct {
 	// test of null against a figure has nothing to be unsure of, and it
 	// takes no part in the Benjamini–Hochberg adjustment.
 	Outright bool `json:"outright,omitempty"`
+	// Cause is, for an outright verdict, what the side without a value
+	// met, in a few words ("saturated: carried 299.9 of 1000 rps, 3 of 3
+	// passes"): Reason has it whole.
+	Cause string `json:"cause,omitempty"`
 	// Notes name what differs between the sides besides the engine's
 	// figures: NoteHost, NoteVersion, NoteConfig.
 	Notes []string `json:"notes,omitempty"`
@@ -318,10 +322,13 @@ type gathered struct {
 	// latency (a part of late): counted from the intended send time,
 	// they hold the generator's lateness on top of the engine's, so the
 	// engine's figure was at most that.
-	lateMax  []float64
-	invalid  []string
-	partial  []string // files whose test had some invalid passes
-	noValue  []string
+	lateMax []float64
+	invalid []string
+	partial []string // files whose test had some invalid passes
+	noValue []string
+	// brief is each of invalid, partial and noValue in a few words (the
+	// first clause of its reason, with how many passes), for a summary.
+	brief    []string
 	na       []string // not applicable, with why
 	versions []string
 	configs  []string
@@ -484,15 +491,18 @@ func gather(files []File, order *[]key, seen map[key]bool) map[key]*gathered {
 				g.na = append(g.na, name+": "+r.NotApplicable)
 			case (r.Value == nil || len(vals) == 0) && !r.Valid:
 				g.invalid = append(g.invalid, name+": "+invalidReason(r))
+				g.brief = appendNew(g.brief, briefReason(r, worst+late, worst+late+len(vals)))
 			case r.Value == nil || len(vals) == 0:
 				why := r.NoValue
 				if why == "" {
 					why = "no valid measured pass has a value"
 				}
 				g.noValue = append(g.noValue, name+": "+why)
+				g.brief = appendNew(g.brief, firstClause(why))
 			case worst+late > 0:
 				g.partial = append(g.partial, fmt.Sprintf("%s: %d of %d measured passes without a valid value (%s)",
 					name, worst+late, worst+late+len(vals), invalidReason(r)))
+				g.brief = appendNew(g.brief, briefReason(r, worst+late, worst+late+len(vals)))
 			}
 			g.values = append(g.values, vals...)
 			if r.NotApplicable == "" {
@@ -532,6 +542,36 @@ func instrumentSpoiled(p results.Pass) bool {
 // generator's lateness and busy cores, and for the host that spoiled a
 // pass (workloads.hostSpoil, the stalls of its CPUs).
 var instrumentReasons = []string{"generator", "the host spoiled the pass", "stalls of", "stalled"}
+
+// briefReason is invalidReason in a few words: the first clause of the
+// first reason, and how many of the measured passes gave no valid value
+// ("saturated: carried 299.9 of 1000 rps, 3 of 3 passes").
+func briefReason(r *results.Result, bad, measured int) string {
+	why := ""
+	for _, p := range r.Passes {
+		if !p.Warmup && p.Saturated != "" {
+			why = p.Saturated
+			break
+		}
+	}
+	switch {
+	case why != "":
+	case len(r.InvalidReasons) > 0:
+		why = r.InvalidReasons[0]
+	case r.NoValue != "":
+		why = r.NoValue
+	default:
+		why = "no valid value"
+	}
+	return fmt.Sprintf("%s, %d of %d passes", firstClause(why), bad, measured)
+}
+
+// firstClause is a reason up to its first "; ": the workloads' reasons
+// put what happened first and its evidence after.
+func firstClause(why string) string {
+	s, _, _ := strings.Cut(why, "; ")
+	return s
+}
 
 func invalidReason(r *results.Result) string {
 	// Saturation first: the engine did not carry its rate, whatever else
@@ -723,6 +763,7 @@ func row(k key, b, n *gathered, o Options, warn *warnings) Row {
 		if why := slices.Concat(g.invalid, g.noValue, g.partial); len(why) > 0 {
 			r.Reason += "; " + strings.Join(why, "; ")
 		}
+		r.Cause = strings.Join(g.brief, "; ")
 	}
 	r.ChangePct, r.P = finite(d.Change), finite(d.P)
 	if sh := d.Shift; math.IsInf(sh.Estimate, 0) {
