@@ -54,7 +54,11 @@ type Ours struct {
 
 // Self is this process and the process groups given (a run's PGIDs).
 func Self(pgids []int) Ours {
-	return Ours{PIDs: []int{os.Getpid()}, PGIDs: pgids}
+	pids := []int{os.Getpid()}
+	if pid := samplerPID(); pid != 0 {
+		pids = append(pids, pid) // the stall sampler's process
+	}
+	return Ours{PIDs: pids, PGIDs: pgids}
 }
 
 // Sample is one reading. Take two with the same Ours and compare them with

@@ -79,7 +79,7 @@ type Stalls struct {
 	// sampler having looked less than cellCheckGap before (a CPU stalled
 	// every period, at SCHED_OTHER): they count as the host's.
 	Unchecked int
-	Err       error
+	Err       error `json:"-"`
 }
 
 // Sampler runs until Stop.
@@ -93,6 +93,10 @@ type Sampler struct {
 	anchorM   int64
 	fifoTried bool
 	cell      []int
+	// apart is the sampler process this sampler runs in (helper.go), nil
+	// for one in this process; id is its number there.
+	apart *samplerProcess
+	id    int
 }
 
 // cellCheckGap bounds the cost of looking at the cell's threads, on the
@@ -128,7 +132,26 @@ func StartStalls(cpus []int, period, threshold time.Duration, fifo bool) *Sample
 // thread of the processes cell (the cell's: its engine, origin,
 // terminator and hlsbench; the sampler's own threads aside) runnable on
 // the stalled CPU.
+//
+// The sampler runs in a process of its own (helper.go): in this one, the
+// Go runtime's other goroutines delay it. When that process cannot be
+// started, it runs here, with Policy "other" (our own tasks can delay it)
+// and Err saying why.
 func StartCellStalls(cpus []int, period, threshold time.Duration, fifo bool, cell []int) *Sampler {
+	if len(cpus) == 0 || period <= 0 {
+		return startInProcess(cpus, period, threshold, fifo, cell)
+	}
+	s, err := startApart(cpus, period, threshold, fifo, cell)
+	if err == nil {
+		return s
+	}
+	s = startInProcess(cpus, period, threshold, false, cell)
+	s.fail(fmt.Errorf("%w: sampled in hlsbench's own process, where its goroutines can delay the sampler", err))
+	return s
+}
+
+// startInProcess runs the sampler's threads in this process.
+func startInProcess(cpus []int, period, threshold time.Duration, fifo bool, cell []int) *Sampler {
 	s := &Sampler{out: Stalls{CPUs: append([]int{}, cpus...), Period: period, Threshold: threshold, Policy: "other"},
 		cell: slices.Clone(cell)}
 	if len(cpus) == 0 || period <= 0 {
@@ -238,6 +261,9 @@ func (s *Sampler) run(cpu int, period, threshold time.Duration, fifo bool, ready
 func (s *Sampler) Stop() Stalls {
 	if s.stop.Swap(true) {
 		return s.out
+	}
+	if s.apart != nil {
+		return s.stopApart()
 	}
 	s.wg.Wait()
 	if s.gomax > 0 {
