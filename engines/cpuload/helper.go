@@ -136,6 +136,8 @@ func theSampler() (*samplerProcess, error) {
 		return sampler, nil
 	}
 	cmd := exec.Command(samplerPath)
+	// ps shows what it is; init serves before anything reads the argument.
+	cmd.Args = []string{os.Args[0], "stall-sampler"}
 	cmd.Env = append(os.Environ(), samplerEnv+"=1")
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
