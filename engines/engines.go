@@ -83,6 +83,7 @@ func BuiltinPolicy(p Policy) builtin.Policy {
 		SegmentTTL:    p.SegmentTTL,
 		DefaultTTL:    p.SegmentTTL,
 		Grace:         p.Grace,
+		HealthyGrace:  p.HealthyGrace,
 		ProbePath:     p.ProbePath,
 		ProbeInterval: p.ProbeInterval,
 		ProbeTimeout:  p.ProbeTimeout,

@@ -714,3 +714,14 @@ func TestVarnishStatBinary(t *testing.T) {
 		}
 	}
 }
+
+// The built-in cache gets the policy's healthy grace, as Varnish's VCL
+// does (req.grace): BuiltinPolicy once dropped it, and the built-in cache
+// served stale for the whole grace while the origin was healthy.
+func TestBuiltinPolicyHealthyGrace(t *testing.T) {
+	p := DefaultPolicy()
+	p.Grace, p.HealthyGrace = 30*time.Second, time.Second
+	if b := BuiltinPolicy(p); b.Grace != p.Grace || b.HealthyGrace != p.HealthyGrace {
+		t.Errorf("BuiltinPolicy: grace %v, healthy grace %v: want %v and %v", b.Grace, b.HealthyGrace, p.Grace, p.HealthyGrace)
+	}
+}

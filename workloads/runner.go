@@ -250,6 +250,7 @@ func Execute(ctx context.Context, spec RunSpec, tables io.Writer) (*results.Run,
 	if err := spec.Config.withDefaults().Validate(); err != nil {
 		return nil, nil, err
 	}
+	defer cpuload.CloseSampler() // its process is ours: it ends with the run
 	if spec.Launcher == nil {
 		if spec.Launcher, err = rt.Open(ctx, launch.Session{RunID: runstate.From(ctx).ID()}); err != nil {
 			return nil, nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/hlsbench/hlsbench/engines/cpuload"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
 
@@ -100,6 +101,9 @@ func watchSignals(sigs <-chan os.Signal, cancel context.CancelFunc, stderr io.Wr
 
 // Run is Main with a caller's context.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// The stall sampler's process (started by the first pass) ends with
+	// the command: nothing of ours outlives it.
+	defer cpuload.CloseSampler()
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

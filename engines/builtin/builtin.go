@@ -47,6 +47,10 @@ type Policy struct {
 	DefaultTTL time.Duration
 	// Grace is how long past its TTL an object is served stale.
 	Grace time.Duration
+	// HealthyGrace caps Grace while the origin is healthy (Varnish's
+	// req.grace, engines.Policy's healthy_grace): past it a request waits
+	// for a fresh copy. 0 serves nothing stale while the origin is healthy.
+	HealthyGrace time.Duration
 
 	// ProbePath is a health path on the origin, e.g. "/health"; "" disables
 	// the probe and the origin always counts as healthy.
@@ -64,11 +68,12 @@ type Policy struct {
 	Coalesce bool
 }
 
-// DefaultPolicy follows the origin's TTLs, with 10 s of grace, a probe of
-// /health every second, coalescing on and a 256 MiB store.
+// DefaultPolicy follows the origin's TTLs, with 10 s of grace (healthy or
+// not), a probe of /health every second, coalescing on and a 256 MiB store.
 func DefaultPolicy() Policy {
 	return Policy{
 		Grace:         DefaultGrace,
+		HealthyGrace:  DefaultGrace,
 		ProbePath:     DefaultProbePath,
 		ProbeInterval: DefaultProbeInterval,
 		ProbeTimeout:  DefaultProbeTimeout,
@@ -225,7 +230,7 @@ func validate(cfg *Config) (*url.URL, error) {
 		v    time.Duration
 	}{
 		{"ManifestTTL", p.ManifestTTL}, {"SegmentTTL", p.SegmentTTL}, {"DefaultTTL", p.DefaultTTL},
-		{"Grace", p.Grace}, {"ProbeInterval", p.ProbeInterval}, {"ProbeTimeout", p.ProbeTimeout},
+		{"Grace", p.Grace}, {"HealthyGrace", p.HealthyGrace}, {"ProbeInterval", p.ProbeInterval}, {"ProbeTimeout", p.ProbeTimeout},
 		{"FetchTimeout", p.FetchTimeout},
 	} {
 		if d.v < 0 {
@@ -301,7 +306,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.writeObject(w, r, o, hitValue, age)
 			return
 		}
-		if age < o.ttl+c.p.Grace || !c.healthy.Load() {
+		if healthy := c.healthy.Load(); age < o.ttl+c.grace(healthy) || !healthy {
 			c.revalidateLocked(it, now)
 			c.lru.moveToFront(it)
 			c.mu.Unlock()
@@ -462,3 +467,12 @@ func unavailable(w http.ResponseWriter) {
 }
 
 var _ http.Handler = (*Cache)(nil)
+
+// grace is how long past its TTL an object is served stale: Grace, capped
+// at HealthyGrace while the origin is healthy.
+func (c *Cache) grace(healthy bool) time.Duration {
+	if healthy {
+		return min(c.p.Grace, c.p.HealthyGrace)
+	}
+	return c.p.Grace
+}

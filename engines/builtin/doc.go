@@ -59,7 +59,8 @@
 // # Grace and health
 //
 // Let age be the time since an object was fetched, TTL its TTL and G
-// Policy.Grace:
+// Policy.Grace, capped at Policy.HealthyGrace while the origin is healthy
+// (Varnish's req.grace; 0 serves nothing stale from a healthy origin):
 //
 //   - age < TTL: HIT.
 //   - TTL ≤ age < TTL+G: STALE, served at once from the stored copy, and a

@@ -507,3 +507,30 @@ func TestStallsApartFromBusyGoroutines(t *testing.T) {
 		t.Errorf("Self %v: want the sampler process %d counted ours", ours.PIDs, pid)
 	}
 }
+
+// CloseSampler ends the sampler's process (a run leaves nothing behind),
+// and a sampler started after it starts another.
+func TestCloseSampler(t *testing.T) {
+	s := StartStalls([]int{0}, time.Millisecond, DefaultStallThreshold, true)
+	pid := samplerPID()
+	if pid == 0 {
+		t.Fatal("no sampler process")
+	}
+	s.Stop()
+	CloseSampler()
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("sampler process %d still runs after CloseSampler", pid)
+	}
+	if samplerPID() != 0 {
+		t.Errorf("sampler PID %d after CloseSampler, want 0", samplerPID())
+	}
+	s = StartStalls([]int{0}, time.Millisecond, DefaultStallThreshold, true)
+	time.Sleep(20 * time.Millisecond)
+	if st := s.Stop(); st.Err != nil || st.Wakes == 0 {
+		t.Errorf("after a close: %d wakes, err %v", st.Wakes, st.Err)
+	}
+	if p := samplerPID(); p == 0 || p == pid {
+		t.Errorf("sampler process %d after a close (was %d): want a new one", p, pid)
+	}
+	CloseSampler()
+}

@@ -116,6 +116,32 @@ var (
 	samplerPath = "/proc/self/exe" // this program, even if its file was replaced
 )
 
+// CloseSampler ends the sampler process, if one runs: at the end of a
+// run, which leaves no process behind. A later sampler starts another.
+func CloseSampler() {
+	samplerMu.Lock()
+	p := sampler
+	sampler = nil
+	samplerMu.Unlock()
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		p.err = errors.New("stall sampler: closed")
+		p.in.Close() // it ends when its stdin does
+	}
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		p.cmd.Process.Kill()
+		<-done
+	}
+}
+
 // samplerPID is the sampler process's PID, 0 when none runs: it is ours
 // (Self counts it).
 func samplerPID() int {
