@@ -633,12 +633,13 @@ type Pass struct {
 	// OfferedRPS is the rate the pass's schedule offered (0 for bursts,
 	// closed loops and viewer plans, which offer no rate).
 	OfferedRPS float64 `json:"offered_rps,omitempty"`
-	// Saturated says why the pass was saturated — it carried less than
-	// SaturationShare of its offered rate, or its requests' waits for a
-	// free connection moved a published quantile past the lateness
-	// tolerance or grew through the pass — and what ran out; "" when it was not. A saturated
-	// pass's latency figures are saved (what a client saw) but are not
-	// valid as TTFB.
+	// Saturated says why the pass was saturated for this test — it
+	// carried less than SaturationShare of its offered rate, its requests'
+	// waits for a free connection grew through the pass, or they moved the
+	// test's quantile (a test of no quantile: a published one) past the
+	// lateness tolerance — and what ran out; "" when it was not. A
+	// saturated pass's latency figures are saved (what a client saw) but
+	// are not valid as TTFB.
 	Saturated string `json:"saturated,omitempty"`
 	// StartedAt is when the pass began (interleaved suites show it).
 	StartedAt time.Time `json:"started_at,omitzero"`

@@ -550,7 +550,7 @@ func (s *capSession) probe(ctx context.Context, t *capTest, search int, rate flo
 		return CapacityProbe{}, nil, ctx.Err()
 	}
 	p := &passInfo{index: search + 1, lr: r, started: started}
-	p.samplerCPU, p.samplerWall = w.stalls.CPUSeconds, w.wall
+	p.sampledBy(w)
 	s.rc.observe(ctx, s.spec, s.tgt, p, before)
 	p.ev.Stalls = stallEvidence(w.stalls, started)
 	pr := judgeProbe(r, p.busy, t.slo)

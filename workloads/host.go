@@ -242,6 +242,13 @@ func (w *hostWatch) stop() {
 	}
 }
 
+// sampledBy records on p what the watch's stall sampler cost: its CPU
+// time, in hlsbench's process or apart, and by CPU.
+func (p *passInfo) sampledBy(w *hostWatch) {
+	p.samplerCPU, p.samplerWall = w.stalls.CPUSeconds, w.wall
+	p.samplerApart, p.samplerOn = w.stalls.Apart, w.stalls.OnCPU
+}
+
 // splitStalls are the stalls on the engine's CPUs and the others.
 func (w *hostWatch) splitStalls() (engine, other []cpuload.Stall) {
 	engine = w.engineStalls()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -145,6 +146,10 @@ type latencyTest struct {
 // counts.
 const saturatedAgg = "; a saturated pass (it carried under 97 % of its offered rate, or its waits for a free connection moved its p50 or p99 past the generator's tolerance or grew through the pass) is not valid, its TTFB counting queueing: saturated_value is the quantile over the saturated measured passes merged, what a client saw"
 
+// saturatedAtAgg is saturatedAgg for a test judged at its own quantile
+// (latencyTest.add): waits that moved another quantile alone leave it valid.
+const saturatedAtAgg = "; a saturated pass (it carried under 97 % of its offered rate, its waits for a free connection grew through the pass, or they moved this test's quantile past the generator's tolerance: waits that moved another quantile alone leave it valid) is not valid for it, its TTFB counting queueing: saturated_value is the quantile over the measured passes saturated for it, merged, what a client saw"
+
 // latencyDef is a latency test: its id, its title and its quantile.
 type latencyDef struct {
 	id, title string
@@ -216,7 +221,7 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 		used = before.meter.Stop()
 	}
 	after := takeAfter(ctx, tgt)
-	p.ev = delta(tgt, before, after)
+	p.ev = delta(tgt, before, after, p.samplerOn)
 	if oc := p.ev.OtherCPU; oc != nil && p.lr != nil {
 		// The network softirqs of the bytes the pass moved are the cell's
 		// cost, up to a ceiling: the host is blamed for the rest.
@@ -238,7 +243,7 @@ func (rc *Recorder) observe(ctx context.Context, spec *Spec, tgt *Target, p *pas
 		if len(used) > 0 && used[0].Interval > 0 {
 			window = used[0].Interval // the CPU times' own interval
 		}
-		p.saturated = saturation(tgt, p.lr, p.ev, window)
+		p.judgeSaturation(tgt, window)
 	}
 	return after
 }
@@ -285,10 +290,10 @@ func generatorBusy(tgt *Target, p *passInfo, a, b snapshot) {
 		return
 	}
 	// Polling for a due slot (loadgen's SpinSeconds) is rest it chose; the
-	// stall sampler's threads, in this process and partly on other CPUs,
-	// are not the generator's.
+	// stall sampler's threads, when they ran in this process (not in one
+	// of their own), are not the generator's.
 	sampler := 0.0
-	if p.samplerWall > 0 {
+	if p.samplerWall > 0 && !p.samplerApart {
 		sampler = p.samplerCPU * min(1, p.lr.SendWindow.Seconds()/p.samplerWall.Seconds())
 	}
 	share := max(p.lr.SendCPUSeconds-p.lr.SendSpinSeconds-sampler, 0) / (p.lr.SendWindow.Seconds() * float64(len(tgt.GeneratorCPUs)))
@@ -325,6 +330,9 @@ type passInfo struct {
 	// latency tests are invalid (they count queueing), its counts at the
 	// origin are not.
 	saturated string
+	// saturatedAt is saturated for the tests of one published quantile
+	// (saturatedFor): waits that moved the p99 alone leave the p50 valid.
+	saturatedAt map[float64]string
 	// instrument are the reasons the instrument or the host caused (the
 	// generator's own lateness, a host that spoiled the pass), as the
 	// code that judged them said (instrumental): busy is one too. Every
@@ -333,9 +341,13 @@ type passInfo struct {
 	started    time.Time
 	ev         *results.Evidence // never nil once observed
 	// samplerCPU is the stall sampler's CPU time over samplerWall, which
-	// the process's CPU time includes.
-	samplerCPU  float64
-	samplerWall time.Duration
+	// hlsbench's CPU time includes unless the sampler ran apart;
+	// samplerOn is it by CPU, credited as ours (its threads end before the
+	// count after the pass).
+	samplerCPU   float64
+	samplerWall  time.Duration
+	samplerApart bool
+	samplerOn    map[int]float64
 	// control counts hlsbench's own requests to the engine while the
 	// meter ran (purges, bans, checks): see costOf.
 	control int64
@@ -358,7 +370,7 @@ func (p *passInfo) invalidBy(reasons []string) string {
 	by := results.InvalidBySaturation
 	for _, why := range reasons {
 		switch {
-		case why != "" && why == p.saturated:
+		case why != "" && (why == p.saturated || slices.Contains(slices.Collect(maps.Values(p.saturatedAt)), why)):
 		case why != "" && (why == p.busy || slices.Contains(p.instrument, why)):
 			by = results.InvalidByInstrument
 		default:
@@ -389,18 +401,48 @@ func noSuccess(r *loadgen.Result) string {
 
 // latencyReasons are the reasons a pass is invalid for its latency tests
 // alone: a busy generator, a saturated pass.
-func (p *passInfo) latencyReasons() []string {
-	var why []string
-	for _, s := range []string{p.busy, p.saturated} {
+func (p *passInfo) latencyReasons() []string { return nonEmpty(p.busy, p.saturated) }
+
+// latencyReasonsAt are latencyReasons for a test of quantile q, whose
+// pass is saturated by what moved q (saturatedFor).
+func (p *passInfo) latencyReasonsAt(q float64) []string { return nonEmpty(p.busy, p.saturatedFor(q)) }
+
+// judgeSaturation judges the rate pass's shortfall over window, for the
+// pass (saturated) and for each published quantile (saturatedAt).
+func (p *passInfo) judgeSaturation(tgt *Target, window time.Duration) {
+	p.saturated, p.saturatedAt = saturation(tgt, p.lr, p.ev, window), nil
+	if p.saturated == "" {
+		return
+	}
+	p.saturatedAt = map[float64]string{}
+	for _, q := range shortfallQuantiles {
+		p.saturatedAt[q] = saturation(tgt, p.lr, p.ev, window, q)
+	}
+}
+
+// saturatedFor is the pass's saturation for a test of quantile q: waits
+// for a connection saturate it only when they moved q (a host's blip that
+// moved the p99 leaves the p50 a TTFB); a shortfall of the rate, dropped
+// requests or a growing queue saturate every test.
+func (p *passInfo) saturatedFor(q float64) string {
+	if s, ok := p.saturatedAt[q]; ok {
+		return s
+	}
+	return p.saturated
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
 		if s != "" {
-			why = append(why, s)
+			out = append(out, s)
 		}
 	}
-	return why
+	return out
 }
 
 func (t *latencyTest) add(p *passInfo, h *hdr.Histogram, more ...string) {
-	more = append(more, p.latencyReasons()...)
+	more = append(more, p.latencyReasonsAt(t.q)...)
 	v, why := p.latencyValue(h, t.q)
 	t.addValue(p, h, v, why, more...)
 }
@@ -411,6 +453,15 @@ func (t *latencyTest) add(p *passInfo, h *hdr.Histogram, more ...string) {
 // SaturatedValue: what a client saw, never its TTFB.
 func (t *latencyTest) addValue(p *passInfo, h *hdr.Histogram, v *float64, why string, more ...string) {
 	rp := addPass(t.r, p, v, why, more...)
+	// The caller's reasons say which saturation holds for this test: the
+	// pass's, or its quantile's alone (latencyReasonsAt).
+	switch sat := p.saturatedFor(t.q); {
+	case slices.Contains(more, p.saturated):
+	case sat != "" && slices.Contains(more, sat):
+		rp.Saturated = sat
+	case p.saturated != "":
+		rp.Saturated = ""
+	}
 	if !rp.Warmup && rp.Valid {
 		t.hist.Merge(h)
 		t.r.Value = msq(t.hist, t.q)
@@ -418,7 +469,7 @@ func (t *latencyTest) addValue(p *passInfo, h *hdr.Histogram, v *float64, why st
 			t.r.Histogram = enc
 		}
 	}
-	if !rp.Warmup && p.saturated != "" && v != nil && h != nil {
+	if !rp.Warmup && rp.Saturated != "" && v != nil && h != nil {
 		t.sat.Merge(h)
 		t.r.SaturatedValue = msq(t.sat, t.q)
 	}
@@ -664,7 +715,7 @@ func takeAt(ctx context.Context, tgt *Target, before bool) snapshot {
 // delta is what happened between two snapshots: origin requests (health
 // excluded) and the engine's counters, whether the engine's count of its
 // origin requests agrees with the origin's, and other processes' CPU.
-func delta(tgt *Target, a, b snapshot) *results.Evidence {
+func delta(tgt *Target, a, b snapshot, credit map[int]float64) *results.Evidence {
 	o := &results.OriginCounts{Fetches: b.origin.Fetches - a.origin.Fetches, Failed: b.origin.Failed - a.origin.Failed,
 		Errors: append(append([]string{}, a.errs...), b.errs...)}
 	ev := &results.Evidence{Origin: o, Hosts: hostPasses(tgt.Probes, a.hosts, b.hosts)}
@@ -682,7 +733,7 @@ func delta(tgt *Target, a, b snapshot) *results.Evidence {
 		}
 	}
 	if a.cpu != nil && b.cpu != nil {
-		d := cpuload.Between(*a.cpu, *b.cpu)
+		d := cpuload.BetweenWith(*a.cpu, *b.cpu, credit)
 		if d.Err != nil {
 			o.Errors = append(o.Errors, "other processes' CPU: "+d.Err.Error())
 		} else {

@@ -567,7 +567,7 @@ func (ps *purgeSession) endPass(ctx context.Context, i int, r *loadgen.Result, r
 	p := newPass(i, ps.cfg.Warmups, r, verdict)
 	p.started, p.control = started, ps.log.control.Load()
 	if w != nil {
-		p.samplerCPU, p.samplerWall = w.stalls.CPUSeconds, w.wall
+		p.sampledBy(w)
 	}
 	after := ps.rc.observe(ctx, ps.spec, ps.tgt, p, before)
 	if w != nil {

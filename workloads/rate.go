@@ -103,7 +103,7 @@ func (s *rateSession) pass(ctx context.Context, sr *series, i int, label string)
 		}
 		p := newPass(i, s.cfg.Warmups, r, generatorReasons(r))
 		p.started = started
-		p.samplerCPU, p.samplerWall = w.stalls.CPUSeconds, w.wall
+		p.sampledBy(w)
 		s.rc.observe(ctx, s.spec, s.tgt, p, before)
 		p.ev.Stalls = stallEvidence(w.stalls, started)
 		p.ev.Claims = claims(r)
@@ -126,7 +126,7 @@ func (s *rateSession) pass(ctx context.Context, sr *series, i int, label string)
 			if !p.warmup && attempt < s.cfg.HostRepeats {
 				for k, t := range sr.tests {
 					v, why := p.latencyValue(r.TTFB, t.q)
-					reasons := append(append(append([]string{}, p.reasons...), more[k]...), p.latencyReasons()...)
+					reasons := append(append(append([]string{}, p.reasons...), more[k]...), p.latencyReasonsAt(t.q)...)
 					if v == nil && why != "" {
 						reasons = append(reasons, why)
 					}
@@ -172,7 +172,7 @@ func openRate(ctx context.Context, spec *Spec, cfg Config, tgt *Target, rc *Reco
 	}
 	for _, sr := range series {
 		for _, t := range sr.tests {
-			t.r.Aggregation += saturatedAgg
+			t.r.Aggregation += saturatedAtAgg
 		}
 	}
 	return &rateSession{spec: spec, cfg: cfg, tgt: tgt, rc: rc, g: g, series: series, log: log,

@@ -68,12 +68,17 @@ type Shortfall struct {
 // request was written; the tolerance is lateness's, max(5 % of the figure,
 // 50 µs) (loadgen.WaitEffect). A queue that grows through the pass is
 // saturation whatever it has moved yet: a longer pass would move more.
-func JudgeShortfall(lr *loadgen.Result) Shortfall {
+func JudgeShortfall(lr *loadgen.Result) Shortfall { return judgeShortfallAt(lr, shortfallQuantiles...) }
+
+// judgeShortfallAt is JudgeShortfall for the tests of the quantiles given:
+// waits that moved another quantile only (a host's blip of 10 ms moves a
+// p99, not a p50) leave them valid.
+func judgeShortfallAt(lr *loadgen.Result, quantiles ...float64) Shortfall {
 	offered, carried, ok := rateOf(lr)
 	if !ok {
 		return Shortfall{}
 	}
-	s := judgeWaits(lr, shortfallQuantiles...)
+	s := judgeWaits(lr, quantiles...)
 	if carried < results.SaturationShare*offered {
 		s.Reasons = append([]string{fmt.Sprintf("carried %.1f of %s rps, under %.0f%%", carried, rps(offered), 100*results.SaturationShare)}, s.Reasons...)
 		s.Saturated = true
@@ -120,15 +125,17 @@ func judgeWaits(lr *loadgen.Result, quantiles ...float64) Shortfall {
 }
 
 // growing says the waits in each quarter of a pass were at least as many
-// as in the one before, more in the last than in the first, and more in
-// the last than loadgen.PoolLimitedShare of its requests: a queue that
-// builds up, not one blip, nor a waiting request now and then.
+// as in the one before, every quarter but the first had some, there were
+// more in the last than in the first, and more in the last than
+// loadgen.PoolLimitedShare of its requests: a queue that builds up, not
+// one blip (0, 0, 0, 36 is a stall in the last quarter), nor a waiting
+// request now and then.
 func growing(q []int64, requests int64) bool {
 	if len(q) < 2 {
 		return false
 	}
 	for i := 1; i < len(q); i++ {
-		if q[i] < q[i-1] {
+		if q[i] < q[i-1] || q[i] == 0 {
 			return false
 		}
 	}
@@ -190,8 +197,13 @@ func isSaturated(lr *loadgen.Result) bool { return JudgeShortfall(lr).Saturated 
 // CPUs it may use over window (the cost meter's interval), the busiest
 // first. A party is named only with its measured figure; one that was not
 // measured is said to be so.
-func saturation(tgt *Target, lr *loadgen.Result, ev *results.Evidence, window time.Duration) string {
-	sf := JudgeShortfall(lr)
+//
+// Judged for the tests of the quantiles given (none: every published one).
+func saturation(tgt *Target, lr *loadgen.Result, ev *results.Evidence, window time.Duration, quantiles ...float64) string {
+	if len(quantiles) == 0 {
+		quantiles = shortfallQuantiles
+	}
+	sf := judgeShortfallAt(lr, quantiles...)
 	if !sf.Saturated {
 		return ""
 	}

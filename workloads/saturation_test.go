@@ -125,7 +125,7 @@ func TestSaturatedPassLatencyInvalidCountsValid(t *testing.T) {
 	full.PoolLimited, full.Queued = true, 940
 	pass := func(i int, lr *loadgen.Result, h *hdr.Histogram) {
 		p := &passInfo{index: i, lr: lr, ev: &results.Evidence{}}
-		p.saturated = saturation(tgt, lr, p.ev, 2*time.Second)
+		p.judgeSaturation(tgt, 2*time.Second)
 		lt.add(p, h)
 		count.add(p, results.F(1), "", 1, 1)
 	}
@@ -152,6 +152,43 @@ func TestSaturatedPassLatencyInvalidCountsValid(t *testing.T) {
 	}
 	if p := c.Passes[1]; p.Saturated == "" || p.OfferedRPS != 500 || p.AchievedRPS != 199.6 || !p.PoolLimited {
 		t.Errorf("count's pass 2: %+v: want the pass's saturation, offered and carried rate", p)
+	}
+}
+
+// Waits for a connection saturate a pass for the tests whose quantile
+// they moved: a host's blip that queued 200 requests 2 ms moved the p99
+// alone, and the p50 of the same pass stays a TTFB. On a98cdfc the pass
+// was saturated for both, and hit-path runs lost Varnish's p50 to blips
+// that moved its p99.
+func TestWaitsSaturateTheQuantileTheyMoved(t *testing.T) {
+	rc := &Recorder{Run: results.NewRun("t", "", nil)}
+	spec := specOf(HitPath)
+	tgt := &Target{Engine: results.Engine{Name: "varnish", Runtime: engines.RuntimeProcess}}
+	p50 := rc.latency(&spec, tgt, "p50-ttfb", "p50 TTFB", 50)
+	p99 := rc.latency(&spec, tgt, "p99-ttfb", "p99 TTFB", 99)
+	lr := waited(10000, 2*time.Millisecond, times(200, 0, 50*time.Millisecond)...)
+	p := &passInfo{index: 1, lr: lr, ev: &results.Evidence{}}
+	p.judgeSaturation(tgt, 10*time.Second)
+	if p.saturated == "" || p.saturatedFor(50) != "" || !strings.Contains(p.saturatedFor(99), "moved TTFB p99") {
+		t.Fatalf("saturated %q; for p50 %q; for p99 %q: want the pass and its p99 saturated, its p50 not", p.saturated, p.saturatedFor(50), p.saturatedFor(99))
+	}
+	p50.add(p, lr.TTFBFromDispatch)
+	p99.add(p, lr.TTFBFromDispatch)
+	if r := p50.r; !r.Valid || r.ValidPasses != 1 || r.SaturatedPasses != 0 || r.Passes[0].Saturated != "" || r.SaturatedValue != nil {
+		t.Errorf("p50: valid %v, %d valid, %d saturated, pass saturated %q: want valid, not saturated", r.Valid, r.ValidPasses, r.SaturatedPasses, r.Passes[0].Saturated)
+	}
+	r := p99.r
+	if r.Valid || r.SaturatedPasses != 1 || r.SaturatedValue == nil || len(r.InvalidReasons) != 1 ||
+		!strings.Contains(r.InvalidReasons[0], "saturated: carried 1000.0 of 1000 rps; the waits for a free connection moved TTFB p99 from 1.000 ms to 3.000 ms") ||
+		r.Passes[0].InvalidBy != results.InvalidBySaturation {
+		t.Errorf("p99: valid %v, %d saturated, saturated value %v, reasons %q, by %q: want saturated by the waits", r.Valid, r.SaturatedPasses, val(r.SaturatedValue), r.InvalidReasons, r.Passes[0].InvalidBy)
+	}
+	// A rate not carried saturates both.
+	short := rated(1000, 900, 10000, 50)
+	p = &passInfo{index: 2, lr: short, ev: &results.Evidence{}}
+	p.judgeSaturation(tgt, 10*time.Second)
+	if p.saturatedFor(50) == "" || p.saturatedFor(99) == "" {
+		t.Errorf("90 %% carried: for p50 %q, for p99 %q: want both saturated", p.saturatedFor(50), p.saturatedFor(99))
 	}
 }
 

@@ -63,6 +63,8 @@ func TestShortfallMatters(t *testing.T) {
 	}
 	growingQueue := waited(10000, 10*time.Microsecond, grow...)
 	oneBlip := waited(10000, 10*time.Microsecond, times(75, 5*time.Second, time.Millisecond)...)
+	// A stall in the last quarter: 0, 0, 0, 36 is not a queue that grows.
+	lastBlip := waited(10000, 10*time.Microsecond, times(36, 9*time.Second, time.Millisecond)...)
 	for _, c := range []struct {
 		name      string
 		lr        *loadgen.Result
@@ -76,6 +78,7 @@ func TestShortfallMatters(t *testing.T) {
 		{"carried 90 %", carried90, []string{"carried 900.0 of 1000 rps, under 97%"}, ""},
 		{"waits growing through the pass", growingQueue, []string{"grew through the pass (5, 10, 20, 40 in its quarters)"}, "75 of 10000 requests waited"},
 		{"as many waits in one blip", oneBlip, nil, "75 of 10000 requests waited for a connection, up to 0.010 ms"},
+		{"a blip in the last quarter", lastBlip, nil, "36 of 10000 requests waited for a connection, up to 0.010 ms"},
 	} {
 		sf := JudgeShortfall(c.lr)
 		if sf.Saturated != (c.saturated != nil) || isSaturated(c.lr) != sf.Saturated {
@@ -89,6 +92,14 @@ func TestShortfallMatters(t *testing.T) {
 		if !strings.Contains(sf.Waits, c.waits) || (c.waits == "") != (sf.Waits == "") {
 			t.Errorf("%s: waits %q, want %q", c.name, sf.Waits, c.waits)
 		}
+	}
+	// Judged for its p50 alone, the pass whose waits moved its p99 is not
+	// saturated: its waits are counted, what they moved said.
+	if sf := judgeShortfallAt(moved, 50); sf.Saturated || !strings.Contains(sf.Waits, "TTFB p50 unchanged") {
+		t.Errorf("moved, at p50: saturated %v (%q), waits %q: want not saturated", sf.Saturated, sf.Reasons, sf.Waits)
+	}
+	if sf := judgeShortfallAt(moved, 99); !sf.Saturated {
+		t.Errorf("moved, at p99: not saturated")
 	}
 	tgt := &Target{Engine: results.Engine{Name: "nginx", Runtime: engines.RuntimeProcess}}
 	if got := saturation(tgt, blip, &results.Evidence{}, 10*time.Second); got != "" {

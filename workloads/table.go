@@ -115,7 +115,7 @@ func WriteTable(w io.Writer, spec Spec, all []*results.Result) {
 	}
 	fmt.Fprintln(w, wrap(legend, TableWidth, "  ", "  "))
 	if rated {
-		fmt.Fprintln(w, wrap(fmt.Sprintf("carried: requests per second carried (the measured passes' median) / offered; a pass is saturated when it carried under %.0f%% of the offered rate, or its waits for a free connection moved its p50 or p99 past the generator's tolerance or grew through the pass, and its latencies are then not valid as TTFB",
+		fmt.Fprintln(w, wrap(fmt.Sprintf("carried: requests per second carried (the measured passes' median) / offered; a pass is saturated when it carried under %.0f%% of the offered rate, or its waits for a free connection grew through the pass, and its latencies are then not valid as TTFB; waits that moved a test's quantile past the generator's tolerance saturate the pass for that test alone (a p99 moved by a host's blip leaves the p50 valid)",
 			100*results.SaturationShare), TableWidth, "  ", "  "))
 	}
 	if len(verdicts) > 0 {

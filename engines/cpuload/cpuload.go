@@ -200,15 +200,18 @@ type Proc struct {
 type Delta struct {
 	Interval time.Duration
 	CPUs     []int
-	// CapacitySeconds is the core-seconds the CPUs had (about Interval ×
-	// len(CPUs), as the kernel counted it).
+	// CapacitySeconds is the core-seconds the CPUs had: Interval ×
+	// len(CPUs) (the ticks' total when the samples carry no times).
 	CapacitySeconds float64
-	// BusySeconds is the core-seconds they were busy (steal included).
+	// BusySeconds is the core-seconds they were not idle (steal and
+	// interrupts included).
 	BusySeconds float64
 	// OursSeconds is the part of it our processes took.
 	OursSeconds float64
-	// OtherSeconds is the rest, and OtherShare its share of the capacity:
-	// 0.5 on two CPUs is one core's worth taken from us.
+	// OtherSeconds is other processes' time, the time in no process
+	// this host lists that was not interrupts, and steal; OtherShare is its
+	// share of the capacity: 0.5 on two CPUs is one core's worth taken
+	// from us.
 	OtherSeconds float64
 	OtherShare   float64
 	// StealSeconds is the part of the busy time the hypervisor gave to
@@ -229,12 +232,14 @@ type Delta struct {
 	Err    error
 }
 
-// CPUTime is how one CPU's time was spent over an interval, in seconds:
-// Steal went to other machines, Interrupts to hard and soft interrupts
-// (ksoftirqd's included), Ours to our processes, Other to the rest that
-// was busy, Idle to nothing. Ours and Other share a process's time evenly
-// over the CPUs it may use (the kernel does not say where it ran), so a
-// process pinned to one CPU is exact and an unpinned one is a guess.
+// CPUTime is how one CPU's time was spent over an interval, in seconds
+// (see BetweenWith): Steal went to other machines, Ours to our processes,
+// Interrupts to ksoftirqd and to interrupts outside any task (inside one,
+// on loopback the sender's, they are that task's time), Other to other
+// processes and to the rest of the time in no process, Idle to nothing.
+// Ours and Other share a process's time evenly over the CPUs it may use
+// (the kernel does not say where it ran), so a process pinned to one CPU
+// is exact and an unpinned one is a guess.
 type CPUTime struct {
 	CPU                                            int
 	Capacity, Steal, Interrupts, Ours, Other, Idle float64
@@ -272,7 +277,29 @@ func (t CPUTime) Share(seconds float64) float64 {
 }
 
 // Between compares two samples, a before b.
-func Between(a, b Sample) Delta {
+func Between(a, b Sample) Delta { return BetweenWith(a, b, nil) }
+
+// BetweenWith is Between with credit: CPU seconds, by CPU, of our threads
+// that ended between the samples (the stall sampler's, whose process
+// reports them), which no process's count still holds. They are counted as
+// ours, taken from the time in no process, never from another's.
+//
+// Each CPU's time is judged by precise clocks where the kernel keeps them.
+// /proc/stat's user, system and interrupt columns are ticks: a sample, at
+// each timer tick, of what the CPU was doing. On a virtual machine whose
+// ticks arrive in bursts (a Firecracker guest at 250 Hz here) two seconds
+// of them missed the CPU's busy time by up to 40 % of a core either way,
+// and a tick's lot between system and softirq swung from 0 to 90 % with
+// the phase of the generator's sends: a pass whose engine worked as in
+// every other read as another process's or as interrupts. The idle column
+// (with a tickless kernel), a task's CPU time and the wall clock are
+// precise: the time a CPU was not idle is the interval less its idle and
+// steal, our tasks' and the others' are their own counts, and what is
+// left is the time in no process this host lists: interrupts outside any
+// task (inside one they are the task's time), and processes of another
+// PID namespace or that ended. The ticks only split that rest: as much of
+// it as they call interrupts is interrupts, the remainder another's.
+func BetweenWith(a, b Sample, credit map[int]float64) Delta {
 	d := Delta{Interval: b.At.Sub(a.At), CPUs: b.CPUs}
 	if d.Err = errors.Join(a.Err, b.Err); d.Err != nil {
 		return d
@@ -281,20 +308,6 @@ func Between(a, b Sample) Delta {
 		d.Err = fmt.Errorf("samples of different CPUs: %v and %v", a.CPUs, b.CPUs)
 		return d
 	}
-	var busy, total, steal, irq uint64
-	d.BusyShare = make(map[int]float64, len(b.CPUs))
-	for _, c := range b.CPUs {
-		ca, cb := a.cpu[c], b.cpu[c]
-		cbusy, cirq, ctotal := sub(cb.busy(), ca.busy()), sub(cb.interrupts(), ca.interrupts()), sub(cb.total(), ca.total())
-		busy += cbusy
-		total += ctotal
-		steal += sub(cb.steal, ca.steal)
-		irq += cirq
-		if ctotal > 0 {
-			d.BusyShare[c] = float64(cbusy+cirq) / float64(ctotal)
-		}
-	}
-	var ours, softirqd float64
 	var others []Proc
 	perOurs := make([]float64, len(b.CPUs))
 	perSoftirqd := make([]float64, len(b.CPUs))
@@ -313,10 +326,8 @@ func Between(a, b Sample) Delta {
 		switch {
 		case ticks == 0:
 		case pb.ours || (seen && pa.ours):
-			ours += float64(ticks) * pb.weight
 			spread(pb, ticks, perOurs)
 		case !k.thread && isSoftirqd(pb.comm):
-			softirqd += float64(ticks) * pb.weight
 			spread(pb, ticks, perSoftirqd)
 		case pb.weight > 0 && !k.thread:
 			others = append(others, Proc{PID: k.pid, Name: pb.comm, Seconds: seconds(ticks)})
@@ -327,51 +338,67 @@ func Between(a, b Sample) Delta {
 			}
 		}
 	}
-	d.CapacitySeconds = seconds(total)
-	d.BusySeconds = seconds(busy)
-	d.StealSeconds = seconds(steal)
-	d.InterruptSeconds = seconds(irq)
-	d.OursSeconds = ours / TicksPerSecond
-	d.InterruptSeconds += softirqd / TicksPerSecond
-	// Our time is counted per process, the CPUs' per tick of each CPU: the
-	// two can disagree by a tick or so, never in other's favour.
-	d.OtherSeconds = max(d.BusySeconds-d.OursSeconds-softirqd/TicksPerSecond, 0)
-	if d.CapacitySeconds > 0 {
-		d.OtherShare = d.OtherSeconds / d.CapacitySeconds
-	}
 	d.Busiest = busiest(others, DefaultBusiest)
+	d.BusyShare = make(map[int]float64, len(b.CPUs))
+	wall := d.Interval.Seconds()
 	for i, c := range b.CPUs {
 		ca, cb := a.cpu[c], b.cpu[c]
-		t := CPUTime{CPU: c, Capacity: seconds(sub(cb.total(), ca.total())), Steal: seconds(sub(cb.steal, ca.steal)),
-			Interrupts: seconds(sub(cb.interrupts(), ca.interrupts())) + perSoftirqd[i]/TicksPerSecond,
-			Ours:       perOurs[i] / TicksPerSecond,
-			Idle:       seconds(sub(cb.idle+cb.iowait, ca.idle+ca.iowait))}
-		// What was busy and not stolen, ours or softirqd's is another's; a
-		// tick of disagreement between the two counts goes against ours.
-		busy := seconds(sub(cb.busy(), ca.busy())) - t.Steal
-		t.Ours = min(t.Ours, max(busy, 0))
-		t.Other = max(busy-t.Ours-perSoftirqd[i]/TicksPerSecond, 0)
+		ticked := seconds(sub(cb.total(), ca.total()))
+		t := CPUTime{CPU: c, Capacity: ticked, Steal: seconds(sub(cb.steal, ca.steal)),
+			Idle: seconds(sub(cb.idle+cb.iowait, ca.idle+ca.iowait))}
+		if wall > 0 {
+			// The wall clock is the capacity; the ticks' total is not.
+			t.Capacity = wall
+		}
+		t.Idle = min(t.Idle, t.Capacity)
+		notIdle := t.Capacity - t.Idle
+		if t.Capacity > 0 {
+			d.BusyShare[c] = notIdle / t.Capacity
+		}
+		t.Steal = min(t.Steal, notIdle)
+		ran := notIdle - t.Steal // the time tasks or interrupts ran here
+		softirqd := perSoftirqd[i] / TicksPerSecond
+		t.Ours = min(perOurs[i]/TicksPerSecond, ran)
 		seen := 0.0
 		for _, p := range perOthers[i] {
 			seen += p.Seconds
 		}
-		t.Unseen = max(t.Other-seen, 0)
+		rest := max(ran-t.Ours-softirqd-seen, 0)
+		if cr := min(credit[c], rest); cr > 0 {
+			t.Ours += cr
+			rest -= cr
+		}
+		ticks := sub(cb.interrupts(), ca.interrupts())
+		irq := min(seconds(ticks), rest)
+		t.Interrupts = softirqd + irq
+		t.Unseen = rest - irq
+		t.Other = min(seen, max(ran-t.Ours-softirqd, 0)) + t.Unseen
 		if a.softirqs != nil && b.softirqs != nil {
 			sa, sb := a.softirqs[c], b.softirqs[c]
 			net, all := sub(sb.net, sa.net), sub(sb.net, sa.net)+sub(sb.other, sa.other)
+			soft := softirqd // softirqs alone: hard interrupts are never the network's
+			if ticks > 0 {
+				soft += irq * float64(sub(cb.softirq, ca.softirq)) / float64(ticks)
+			}
 			if all > 0 {
-				soft := seconds(sub(cb.softirq, ca.softirq)) + perSoftirqd[i]/TicksPerSecond
 				t.NetInterrupts = soft * float64(net) / float64(all)
 			}
 		}
 		t.Busiest = busiest(perOthers[i], BusiestPerCPU)
 		d.PerCPU = append(d.PerCPU, t)
+		d.CapacitySeconds += t.Capacity
+		d.BusySeconds += notIdle
+		d.StealSeconds += t.Steal
+		d.InterruptSeconds += t.Interrupts
+		d.OursSeconds += t.Ours
+		d.OtherSeconds += t.Other + t.Steal
+	}
+	if d.CapacitySeconds > 0 {
+		d.OtherShare = d.OtherSeconds / d.CapacitySeconds
 	}
 	return d
 }
 
-// busiest sorts ps by CPU time, most first (by PID for equal times), and
-// keeps the first n.
 func busiest(ps []Proc, n int) []Proc {
 	sort.Slice(ps, func(i, j int) bool {
 		if ps[i].Seconds != ps[j].Seconds {

@@ -99,31 +99,39 @@ func TestBetween(t *testing.T) {
 	a := Sample{At: t0, CPUs: []int{0, 1},
 		cpu: map[int]cpuTimes{0: {user: 100, idle: 100}, 1: {user: 100, idle: 100}, 2: {user: 5}},
 		procs: map[procKey]procTime{
-			{pid: 10, start: 1}:               {pid: 10, comm: "varnishd", ticks: 500, weight: 1, ours: true},
-			{pid: 11, start: 1, thread: true}: {pid: 11, comm: "hlsbench", ticks: 50, weight: 0, ours: true},
-			{pid: 20, start: 1}:               {pid: 20, comm: "stranger", ticks: 1000, weight: 1},
-			{pid: 21, start: 1}:               {pid: 21, comm: "elsewhere", ticks: 0, weight: 0},
+			{pid: 10, start: 1}:               {pid: 10, comm: "varnishd", ticks: 500, weight: 1, set: cpuSet(0), hasSet: true, ours: true},
+			{pid: 11, start: 1, thread: true}: {pid: 11, comm: "hlsbench", ticks: 50, weight: 0, set: cpuSet(2), hasSet: true, ours: true},
+			{pid: 20, start: 1}:               {pid: 20, comm: "stranger", ticks: 1000, weight: 1, set: cpuSet(0, 1), hasSet: true},
+			{pid: 21, start: 1}:               {pid: 21, comm: "elsewhere", ticks: 0, weight: 0, set: cpuSet(2), hasSet: true},
 		}}
 	b := Sample{At: t0.Add(time.Second), CPUs: []int{0, 1},
 		cpu: map[int]cpuTimes{0: {user: 180, system: 10, softirq: 10, idle: 100}, 1: {user: 150, steal: 10, idle: 140}, 2: {user: 500}},
 		procs: map[procKey]procTime{
-			{pid: 10, start: 1}:               {pid: 10, comm: "varnishd", ticks: 530, weight: 1, ours: true},
-			{pid: 12, start: 5}:               {pid: 12, comm: "cache-main", ticks: 10, weight: 1, ours: true},
-			{pid: 11, start: 1, thread: true}: {pid: 11, comm: "hlsbench", ticks: 150, weight: 0, ours: true},
-			{pid: 20, start: 1}:               {pid: 20, comm: "stranger", ticks: 1050, weight: 1},
-			{pid: 22, start: 9}:               {pid: 22, comm: "newcomer", ticks: 10, weight: 0.5},
-			{pid: 21, start: 1}:               {pid: 21, comm: "elsewhere", ticks: 400, weight: 0},
-			{pid: 23, start: 1}:               {pid: 23, comm: "ksoftirqd/0", ticks: 10, weight: 1},
+			{pid: 10, start: 1}:               {pid: 10, comm: "varnishd", ticks: 530, weight: 1, set: cpuSet(0), hasSet: true, ours: true},
+			{pid: 12, start: 5}:               {pid: 12, comm: "cache-main", ticks: 10, weight: 1, set: cpuSet(1), hasSet: true, ours: true},
+			{pid: 11, start: 1, thread: true}: {pid: 11, comm: "hlsbench", ticks: 150, weight: 0, set: cpuSet(2), hasSet: true, ours: true},
+			{pid: 20, start: 1}:               {pid: 20, comm: "stranger", ticks: 1050, weight: 1, set: cpuSet(0, 1), hasSet: true},
+			{pid: 22, start: 9}:               {pid: 22, comm: "newcomer", ticks: 10, weight: 0.5, set: cpuSet(0, 2), hasSet: true},
+			{pid: 21, start: 1}:               {pid: 21, comm: "elsewhere", ticks: 400, weight: 0, set: cpuSet(2), hasSet: true},
+			{pid: 23, start: 1}:               {pid: 23, comm: "ksoftirqd/0", ticks: 10, weight: 1, set: cpuSet(0), hasSet: true},
 		}}
-	a.procs[procKey{pid: 23, start: 1}] = procTime{pid: 23, comm: "ksoftirqd/0", ticks: 0, weight: 1}
+	a.procs[procKey{pid: 23, start: 1}] = procTime{pid: 23, comm: "ksoftirqd/0", ticks: 0, weight: 1, set: cpuSet(0), hasSet: true}
 	d := Between(a, b)
 	if d.Err != nil {
 		t.Fatal(d.Err)
 	}
 	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
-	if !near(d.CapacitySeconds, 2) || !near(d.BusySeconds, 1.5) || !near(d.OursSeconds, 0.4) ||
+	// CPU 0 ran 1 s: varnishd 0.3, ksoftirqd 0.1, stranger 0.25, newcomer
+	// 0.05, and 0.3 in no process, 0.1 of it interrupts by the ticks. CPU
+	// 1 ran 0.5 s beside 0.1 of steal: cache-main 0.1, stranger 0.25, and
+	// 0.15 in no process.
+	if !near(d.CapacitySeconds, 2) || !near(d.BusySeconds, 1.6) || !near(d.OursSeconds, 0.4) ||
 		!near(d.OtherSeconds, 1.0) || !near(d.OtherShare, 0.5) || !near(d.StealSeconds, 0.1) || !near(d.InterruptSeconds, 0.2) || d.Interval != time.Second {
 		t.Errorf("delta %+v", d)
+	}
+	if c0, c1 := d.PerCPU[0], d.PerCPU[1]; !near(c0.Ours, 0.3) || !near(c0.Interrupts, 0.2) || !near(c0.Other, 0.5) || !near(c0.Unseen, 0.2) ||
+		!near(c1.Ours, 0.1) || !near(c1.Interrupts, 0) || !near(c1.Other, 0.4) || !near(c1.Unseen, 0.15) {
+		t.Errorf("per CPU %+v", d.PerCPU)
 	}
 	// CPU 0 never rested (interrupts count); CPU 1 idled 40 of 100 ticks.
 	if !near(d.BusyShare[0], 1) || !near(d.BusyShare[1], 0.6) || len(d.BusyShare) != 2 {
@@ -374,6 +382,40 @@ func TestBetweenNetInterrupts(t *testing.T) {
 	a.softirqs = nil
 	if d := Between(a, b); d.PerCPU[0].NetInterrupts != 0 {
 		t.Errorf("no softirq counts, network's %.3f s, want none", d.PerCPU[0].NetInterrupts)
+	}
+}
+
+// A virtual machine's ticks arrive in bursts: over a second, /proc/stat's
+// ticks say CPU 0 was 10 % in system and 80 % in softirq, while its precise
+// idle says it ran half the second, our engine pinned there 0.45 s of it.
+// The engine's time is ours, the 0.05 s in no process interrupts: no other
+// process, no host's interrupts. The stall sampler's thread, ended before
+// the second sample, is credited as ours from that rest.
+func TestBetweenPreciseOverTicks(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	engine := procTime{pid: 10, comm: "nginx", set: cpuSet(0), hasSet: true, weight: 1, ours: true}
+	a := Sample{At: t0, CPUs: []int{0}, cpu: map[int]cpuTimes{0: {idle: 100}},
+		procs: map[procKey]procTime{{pid: 10, start: 1}: engine}}
+	engine.ticks = 45
+	b := Sample{At: t0.Add(time.Second), CPUs: []int{0}, cpu: map[int]cpuTimes{0: {system: 10, softirq: 80, idle: 150}},
+		procs: map[procKey]procTime{{pid: 10, start: 1}: engine}}
+	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
+	d := Between(a, b)
+	c := d.PerCPU[0]
+	if d.Err != nil || !near(c.Capacity, 1) || !near(c.Ours, 0.45) || !near(c.Interrupts, 0.05) || c.Other != 0 || c.Unseen != 0 ||
+		!near(d.BusyShare[0], 0.5) || d.OtherShare != 0 {
+		t.Errorf("CPU 0 %+v, busy %v, other share %v: want ours 0.45, interrupts 0.05, no other", c, d.BusyShare, d.OtherShare)
+	}
+	d = BetweenWith(a, b, map[int]float64{0: 0.03, 1: 0.5})
+	if c := d.PerCPU[0]; !near(c.Ours, 0.48) || !near(c.Interrupts, 0.02) || c.Other != 0 {
+		t.Errorf("credited: CPU 0 %+v, want ours 0.48, interrupts 0.02", c)
+	}
+	// Without ticks of interrupts, the time in no process is another's.
+	b.cpu[0] = cpuTimes{system: 90, idle: 150}
+	engine.ticks = 20
+	b.procs[procKey{pid: 10, start: 1}] = engine
+	if c := Between(a, b).PerCPU[0]; !near(c.Ours, 0.2) || !near(c.Other, 0.3) || !near(c.Unseen, 0.3) || c.Interrupts != 0 {
+		t.Errorf("CPU 0 %+v, want ours 0.2, 0.3 other and unseen", c)
 	}
 }
 

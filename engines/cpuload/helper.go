@@ -241,6 +241,7 @@ func (s *Sampler) stopApart() Stalls {
 		s.out.Err = errors.New("stall sampler: no stalls in its answer")
 	default:
 		s.out = *ans.Stalls
+		s.out.Apart = true
 		if ans.StallsErr != "" {
 			s.out.Err = errors.New(ans.StallsErr)
 		}

@@ -73,8 +73,15 @@ type Stalls struct {
 	// Threshold, in order of At.
 	Wakes  int64
 	Stalls []Stall
-	// CPUSeconds is the samplers' own CPU time, every thread.
+	// CPUSeconds is the samplers' own CPU time, every thread; OnCPU is
+	// each thread's by the CPU it was pinned to. The threads end when the
+	// sampler stops, and their time with them: a count of CPU time taken
+	// after Stop finds it in no process (cpuload.BetweenWith credits it).
 	CPUSeconds float64
+	OnCPU      map[int]float64 `json:"on_cpu,omitempty"`
+	// Apart says the threads ran in the sampler's own process, not in
+	// hlsbench's: hlsbench's CPU time does not include CPUSeconds.
+	Apart bool `json:"apart,omitempty"`
 	// Unchecked counts the stalls whose cell was not looked at, the
 	// sampler having looked less than cellCheckGap before (a CPU stalled
 	// every period, at SCHED_OTHER): they count as the host's.
@@ -253,6 +260,10 @@ func (s *Sampler) run(cpu int, period, threshold time.Duration, fifo bool, ready
 	s.out.Stalls = append(s.out.Stalls, stalls...)
 	s.out.Wakes += wakes
 	s.out.CPUSeconds += cpuSec
+	if s.out.OnCPU == nil {
+		s.out.OnCPU = map[int]float64{}
+	}
+	s.out.OnCPU[cpu] += cpuSec
 	s.out.Unchecked += unchecked
 	s.mu.Unlock()
 }
