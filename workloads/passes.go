@@ -333,6 +333,9 @@ type passInfo struct {
 	// saturatedAt is saturated for the tests of one published quantile
 	// (saturatedFor): waits that moved the p99 alone leave the p50 valid.
 	saturatedAt map[float64]string
+	// hostWaitsAt are, by quantile, the host's reasons that replaced a
+	// saturation by waits the host's stalls queued (excuseHostWaits).
+	hostWaitsAt map[float64]string
 	// instrument are the reasons the instrument or the host caused (the
 	// generator's own lateness, a host that spoiled the pass), as the
 	// code that judged them said (instrumental): busy is one too. Every

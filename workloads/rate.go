@@ -106,27 +106,27 @@ func (s *rateSession) pass(ctx context.Context, sr *series, i int, label string)
 		p.sampledBy(w)
 		s.rc.observe(ctx, s.spec, s.tgt, p, before)
 		p.ev.Stalls = stallEvidence(w.stalls, started)
+		p.excuseHostWaits(w)
 		p.ev.Claims = claims(r)
 		p.ev.Generator = generatorFigures(r, 50, 99)
 		var recs []sendRec
 		if s.log != nil {
 			recs = s.log.all()
 		}
-		more := make([][]string, len(sr.tests))
-		invalid := len(p.reasons) > 0 || len(p.latencyReasons()) > 0
+		qs := make([]float64, len(sr.tests))
 		for k, t := range sr.tests {
-			more[k] = p.instrumental(judgeLateness(r, t.q, recs, w, p.ev))
-			invalid = invalid || len(more[k]) > 0
+			qs[k] = t.q
 		}
-		if host := hostSpoil(p.ev, r.Elapsed); invalid && host != "" {
-			spoil := p.instrumental([]string{"the host spoiled the pass: " + host})
-			for k := range more {
-				more[k] = append(more[k], spoil...)
-			}
+		more, invalidFor, spoil, host := judgeTests(p, qs, r, recs, w)
+		if host != "" {
 			if !p.warmup && attempt < s.cfg.HostRepeats {
 				for k, t := range sr.tests {
 					v, why := p.latencyValue(r.TTFB, t.q)
 					reasons := append(append(append([]string{}, p.reasons...), more[k]...), p.latencyReasonsAt(t.q)...)
+					if !invalidFor[k] {
+						// Valid for this test, run again for the others.
+						reasons = append(reasons, spoil...)
+					}
 					if v == nil && why != "" {
 						reasons = append(reasons, why)
 					}
@@ -144,6 +144,33 @@ func (s *rateSession) pass(ctx context.Context, sr *series, i int, label string)
 		}
 		return s.rc.Save()
 	}
+}
+
+// judgeTests judges a rate pass for its tests of quantiles qs, each on its
+// own reasons: more are the instrument's (the generator's lateness, the
+// host's queue of waits), invalidFor says which tests the pass is invalid
+// for, and when it is invalid for one and the host spoiled it, host says
+// how and spoil, the reason naming it, is in the more of each invalid
+// test. A p99 moved by the generator's lateness does not take the p50
+// with it.
+func judgeTests(p *passInfo, qs []float64, r *loadgen.Result, recs []sendRec, w *hostWatch) (more [][]string, invalidFor []bool, spoil []string, host string) {
+	more, invalidFor = make([][]string, len(qs)), make([]bool, len(qs))
+	invalid := false
+	for k, q := range qs {
+		more[k] = p.instrumental(append(judgeLateness(r, q, recs, w, p.ev), nonEmpty(p.hostWaitsAt[q])...))
+		invalidFor[k] = len(p.reasons) > 0 || len(p.latencyReasonsAt(q)) > 0 || len(more[k]) > 0
+		invalid = invalid || invalidFor[k]
+	}
+	if host = hostSpoil(p.ev, r.Elapsed); !invalid || host == "" {
+		return more, invalidFor, nil, ""
+	}
+	spoil = p.instrumental([]string{"the host spoiled the pass: " + host})
+	for k := range more {
+		if invalidFor[k] {
+			more[k] = append(more[k], spoil...)
+		}
+	}
+	return more, invalidFor, spoil, host
 }
 
 // openRate makes a generator, warms the object and lists the series.

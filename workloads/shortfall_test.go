@@ -1,11 +1,13 @@
 package workloads
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hlsbench/hlsbench/engines"
+	"github.com/hlsbench/hlsbench/engines/cpuload"
 	"github.com/hlsbench/hlsbench/results"
 	"github.com/hlsbench/hlsbench/workloads/loadgen"
 )
@@ -108,5 +110,82 @@ func TestShortfallMatters(t *testing.T) {
 	if got := saturation(tgt, moved, &results.Evidence{}, 10*time.Second); !strings.HasPrefix(got,
 		"saturated: carried 1000.0 of 1000 rps; the waits for a free connection moved TTFB p99") {
 		t.Errorf("the moved pass's reason: %q", got)
+	}
+}
+
+// Waits for a connection that began in the host's stall of the engine's
+// CPU, or as long after it, are the host's queue: a pass whose only
+// shortfall is their move of the p99 is not saturated for it but invalid
+// by the host. The same waits spread over the pass, outside any stall,
+// saturate it. On 0392197 both were the engine's saturation.
+func TestHostStallWaitsAreTheHosts(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	stall := cpuload.Stall{CPU: 0, At: t0.Add(3 * time.Second), Duration: 15 * time.Millisecond}
+	tgt := &Target{Engine: results.Engine{Name: "varnish", Runtime: engines.RuntimeProcess}, ServerCPUs: []int{0}}
+	judge := func(lr *loadgen.Result, stalls ...cpuload.Stall) *passInfo {
+		lr.Start = t0
+		w := &hostWatch{tgt: tgt, stalls: cpuload.Stalls{CPUs: []int{0}, Policy: "fifo", Stalls: stalls}, started: t0}
+		p := &passInfo{index: 1, lr: lr, ev: &results.Evidence{}}
+		p.judgeSaturation(tgt, 10*time.Second)
+		p.ev.Stalls = stallEvidence(w.stalls, t0)
+		p.excuseHostWaits(w)
+		return p
+	}
+	inStall := judge(waited(10000, 2*time.Millisecond, times(200, 3*time.Second+time.Millisecond, 100*time.Microsecond)...), stall)
+	if inStall.saturatedFor(99) != "" || inStall.saturated != "" {
+		t.Errorf("waits in the host's stall: saturated %q, for p99 %q: want neither", inStall.saturated, inStall.saturatedFor(99))
+	}
+	if why := inStall.hostWaitsAt[99]; !strings.HasPrefix(why, "the host queued the requests: the waits for a free connection moved TTFB p99") ||
+		!strings.Contains(why, "200 of 200 requests that waited for a connection began waiting in a stall of the engine's CPU") {
+		t.Errorf("waits in the host's stall: the host's reason %q", why)
+	}
+	// The cell's own stall (its thread runnable) excuses nothing.
+	own := stall
+	own.Cell = true
+	if p := judge(waited(10000, 2*time.Millisecond, times(200, 3*time.Second+time.Millisecond, 100*time.Microsecond)...), own); p.saturatedFor(99) == "" || len(p.hostWaitsAt) != 0 {
+		t.Errorf("waits in the cell's own stall: for p99 %q, host's %v: want saturated", p.saturatedFor(99), p.hostWaitsAt)
+	}
+	spread := judge(waited(10000, 2*time.Millisecond, times(200, 0, 50*time.Millisecond)...), stall)
+	if spread.saturatedFor(99) == "" || len(spread.hostWaitsAt) != 0 {
+		t.Errorf("waits spread over the pass: for p99 %q, host's %v: want saturated", spread.saturatedFor(99), spread.hostWaitsAt)
+	}
+	// A rate not carried stays saturated, stalls or none.
+	short := rated(1000, 900, 10000, 50)
+	short.Queued, short.QueuedAt = 1, loadgen.NewHistogram()
+	loadgen.Clamp(short.QueuedAt, (3 * time.Second).Microseconds())
+	if p := judge(short, stall); p.saturatedFor(50) == "" {
+		t.Errorf("90 %% carried beside a stall: not saturated")
+	}
+}
+
+// A pass the host stalled is spoiled for the tests it is invalid for: its
+// p99, moved by waits spread over the pass, names the host beside its
+// saturation; its p50, which nothing moved, stays valid. On 0392197 the
+// host's reason went to every test of the pass, and a fresh clone's
+// `make run` lost the built-in cache's 4 MiB p50 in 15 of 20 passes to
+// stalls that spoiled only the p99's judgement.
+func TestHostSpoilsTheTestsThePassIsInvalidFor(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tgt := &Target{Engine: results.Engine{Name: "builtin", Runtime: engines.RuntimeProcess}, ServerCPUs: []int{0}}
+	lr := waited(10000, 2*time.Millisecond, times(200, 0, 50*time.Millisecond)...)
+	lr.Start, lr.Elapsed = t0, 10*time.Second
+	var stalls []cpuload.Stall
+	for i := range 20 {
+		stalls = append(stalls, cpuload.Stall{CPU: 0, At: t0.Add(time.Duration(i)*500*time.Millisecond + 7*time.Millisecond), Duration: 10 * time.Millisecond})
+	}
+	w := &hostWatch{tgt: tgt, stalls: cpuload.Stalls{CPUs: []int{0}, Policy: "fifo", Stalls: stalls}, started: t0}
+	p := &passInfo{index: 1, lr: lr, ev: &results.Evidence{}}
+	p.judgeSaturation(tgt, 10*time.Second)
+	p.ev.Stalls = stallEvidence(w.stalls, t0)
+	p.excuseHostWaits(w)
+	more, invalidFor, spoil, host := judgeTests(p, []float64{50, 99}, lr, nil, w)
+	if !strings.Contains(host, "20 stalls took 200.0 ms of the 10.0 s pass") || len(spoil) != 1 {
+		t.Fatalf("host %q, spoil %q: want the 20 stalls named", host, spoil)
+	}
+	if invalidFor[0] || len(more[0]) != 0 {
+		t.Errorf("p50: invalid %v, reasons %q: want valid, no reason", invalidFor[0], more[0])
+	}
+	if !invalidFor[1] || !slices.Contains(more[1], spoil[0]) {
+		t.Errorf("p99: invalid %v, reasons %q: want invalid, the host named", invalidFor[1], more[1])
 	}
 }
