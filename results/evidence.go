@@ -163,16 +163,30 @@ type Stalls struct {
 	// longest first, at most a few.
 	Worst []StallAt `json:"worst,omitempty"`
 	// CellCount and CellMs are the stalls, of Count and TotalMs, that
-	// ended with a thread of the cell (engine, origin, terminator,
-	// hlsbench) runnable on their CPU: the CPU was the cell's, kept from
-	// the sampler (a long system call, its own packets' softirqs), not
-	// the host's interference. HostWorst are the longest of the others.
-	CellCount int       `json:"cell_count,omitempty"`
-	CellMs    float64   `json:"cell_ms,omitempty"`
+	// ended with a thread of the cell (engine, origin, terminator)
+	// runnable on their CPU: the CPU was the cell's, kept from the
+	// sampler (a long system call, its own packets' softirqs), not the
+	// host's interference; CellMs leaves out the stretches the whole
+	// machine stopped (cpuload's Stall.Together), which are the host's.
+	CellCount int     `json:"cell_count,omitempty"`
+	CellMs    float64 `json:"cell_ms,omitempty"`
+	// BusyCount and BusyMs are the other stalls' time their CPU was not
+	// idle (cpuload's Stall.Busy): this machine's own work the sampler
+	// could not preempt, such as a task of the cell that held the CPU
+	// through a long write and then slept in it, or the kernel moving the
+	// cell's bytes. BusyCount counts the stalls it was most of. The host's
+	// part is the rest, TotalMs less CellMs and BusyMs: time the CPU sat
+	// idle past the sampler's deadline. HostWorst are the longest stalls
+	// the host took most of.
+	BusyCount int       `json:"busy_count,omitempty"`
+	BusyMs    float64   `json:"busy_ms,omitempty"`
 	HostWorst []StallAt `json:"host_worst,omitempty"`
 	// Unchecked counts stalls whose cell was not looked at (the sampler
 	// had looked just before): they count as the host's.
 	Unchecked int `json:"unchecked,omitempty"`
+	// Unread counts stalls whose busy part was not read but estimated,
+	// split as the read stalls of their CPU in the pass were.
+	Unread int `json:"unread,omitempty"`
 	// CPUSeconds is the sampler's own CPU time in the pass.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// LateSends counts sends the generator dispatched later than

@@ -280,21 +280,28 @@ func stallEvidence(st cpuload.Stalls, started time.Time) *results.Stalls {
 	}
 	e := &results.Stalls{CPUs: engines.CPUList(st.CPUs), Policy: st.Policy, PeriodMs: ms(st.Period),
 		ThresholdMs: ms(st.Threshold), Count: len(st.Stalls), CPUSeconds: round3(st.CPUSeconds)}
-	var total, cell time.Duration
+	var total, cell, busy time.Duration
 	var host []cpuload.Stall
 	for _, s := range st.Stalls {
 		total += s.Duration
 		e.LongestMs = max(e.LongestMs, ms(s.Duration))
-		if s.Cell {
-			e.CellCount++
-			cell += s.Duration
-		} else {
+		switch {
+		case s.ByHost():
 			host = append(host, s)
+		case s.Cell:
+			e.CellCount++
+		default:
+			e.BusyCount++
+		}
+		if own := s.Duration - s.Host(); s.Cell {
+			cell += own
+		} else {
+			busy += own
 		}
 	}
-	e.TotalMs, e.CellMs, e.Unchecked = ms(total), ms(cell), st.Unchecked
+	e.TotalMs, e.CellMs, e.BusyMs, e.Unchecked, e.Unread = ms(total), ms(cell), ms(busy), st.Unchecked, st.Unread
 	e.Worst = worstStalls(st.Stalls, started, 3)
-	if e.CellCount > 0 {
+	if len(host) < len(st.Stalls) {
 		e.HostWorst = worstStalls(host, started, 3)
 	}
 	return e
@@ -428,20 +435,41 @@ func hostSpoil(ev *results.Evidence, window time.Duration) string {
 	// A placed run's hosts are judged alike, from their probes' counters.
 	parts = append(parts, placedSpoil(ev.Hosts)...)
 	// A stall that ended with a thread of the cell runnable on its CPU
-	// was the cell's own work keeping the sampler off (cpuload's Stall.Cell):
-	// only the others are the host's.
-	if st := ev.Stalls; st != nil && window > 0 && st.TotalMs-st.CellMs >= 1e3*HostStallShare*window.Seconds() {
-		if st.CellCount == 0 {
-			parts = append(parts, fmt.Sprintf("%d stalls took %.1f ms of the %.1f s pass: %s", st.Count, st.TotalMs, window.Seconds(), stallText(st)))
+	// was the cell's own work keeping the sampler off (cpuload's
+	// Stall.Cell), and the time their CPU was not idle was this
+	// machine's own work (Stall.Busy): only the rest is the host's.
+	if st := ev.Stalls; st != nil && window > 0 && hostStallMs(st) >= 1e3*HostStallShare*window.Seconds() {
+		var part string
+		if st.CellCount == 0 && st.BusyMs == 0 {
+			part = fmt.Sprintf("%d stalls took %.1f ms of the %.1f s pass: %s", st.Count, st.TotalMs, window.Seconds(), stallText(st))
 		} else {
-			parts = append(parts, fmt.Sprintf("%d stalls with no thread of the cell runnable on their CPU took %.1f ms of the %.1f s pass: %s (%d more, %.1f ms, were the cell's own)",
-				st.Count-st.CellCount, st.TotalMs-st.CellMs, window.Seconds(), worstText(st.HostWorst), st.CellCount, st.CellMs))
+			part = fmt.Sprintf("%d stalls the host took (their CPU sat idle past the sampler's deadline, or every CPU stopped at once) took %.1f ms of the %.1f s pass: %s (%s)",
+				st.Count-st.CellCount-st.BusyCount, hostStallMs(st), window.Seconds(), worstText(st.HostWorst), ownStallText(st))
 		}
+		parts = append(parts, part)
 	}
 	if st := ev.Stalls; st != nil && st.LateSends > 0 && float64(st.HostLate) >= HostLateShare*float64(st.LateSends) {
 		parts = append(parts, fmt.Sprintf("%d of %d late sends fell in stalls of the engine's CPU", st.HostLate, st.LateSends))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// hostStallMs is the host's part of a pass's stalls: those of the
+// cell's and the time their CPU was busy (not idle) taken out.
+func hostStallMs(st *results.Stalls) float64 {
+	return max(st.TotalMs-st.CellMs-st.BusyMs, 0)
+}
+
+// ownStallText says what of the stalls was this machine's own work.
+func ownStallText(st *results.Stalls) string {
+	var own []string
+	if st.CellCount > 0 {
+		own = append(own, fmt.Sprintf("%d stalls, %.1f ms, ended with a thread of the cell runnable", st.CellCount, st.CellMs))
+	}
+	if st.BusyMs > 0 {
+		own = append(own, fmt.Sprintf("%.1f ms more their CPU was busy with this machine's own work, not idle", st.BusyMs))
+	}
+	return strings.Join(own, "; ") + ": not the host's"
 }
 
 // hostIRQ is the percent of a CPU's interrupts the host is blamed for: all

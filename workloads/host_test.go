@@ -396,7 +396,28 @@ func TestHostSpoilCellStalls(t *testing.T) {
 		stalls[i].Cell = i%2 == 1
 	}
 	ev = &results.Evidence{Stalls: stallEvidence(st, t0)}
-	want := "86 stalls with no thread of the cell runnable on their CPU took 69.3 ms of the 5.0 s pass: CPU 0 stalled 9.0 ms at 2.00 s, CPU 0 stalled 4.0 ms at 0.00 s, CPU 0 stalled 0.7 ms at 0.04 s (85 more, 57.0 ms, were the cell's own)"
+	want := "86 stalls the host took (their CPU sat idle past the sampler's deadline, or every CPU stopped at once) took 69.3 ms of the 5.0 s pass: CPU 0 stalled 9.0 ms at 2.00 s, CPU 0 stalled 4.0 ms at 0.00 s, CPU 0 stalled 0.7 ms at 0.04 s (85 stalls, 57.0 ms, ended with a thread of the cell runnable: not the host's)"
+	if s := hostSpoil(ev, 5*time.Second); s != want {
+		t.Errorf("host %q,\nwant %q", s, want)
+	}
+	// The same stalls with their CPU busy, not idle (the cell's bytes in
+	// the kernel, a write it slept in): this machine's own work.
+	for i := range stalls {
+		stalls[i].Busy = stalls[i].Duration
+	}
+	ev = &results.Evidence{Stalls: stallEvidence(st, t0)}
+	if e := ev.Stalls; e.BusyCount != 86 || fmt.Sprintf("%.1f", e.BusyMs) != "69.3" {
+		t.Errorf("busy stalls %d (%.1f ms): want 86 (69.3)", e.BusyCount, e.BusyMs)
+	}
+	if s := hostSpoil(ev, 5*time.Second); s != "" {
+		t.Errorf("stalls of a busy CPU spoiled the pass: %q", s)
+	}
+	// Busy a quarter of the time: the idle rest is the host's.
+	for i := range stalls {
+		stalls[i].Busy = stalls[i].Duration / 4
+	}
+	ev = &results.Evidence{Stalls: stallEvidence(st, t0)}
+	want = "86 stalls the host took (their CPU sat idle past the sampler's deadline, or every CPU stopped at once) took 52.0 ms of the 5.0 s pass: CPU 0 stalled 9.0 ms at 2.00 s, CPU 0 stalled 4.0 ms at 0.00 s, CPU 0 stalled 0.7 ms at 0.04 s (85 stalls, 57.0 ms, ended with a thread of the cell runnable; 17.3 ms more their CPU was busy with this machine's own work, not idle: not the host's)"
 	if s := hostSpoil(ev, 5*time.Second); s != want {
 		t.Errorf("host %q,\nwant %q", s, want)
 	}

@@ -132,7 +132,7 @@ func judgeWaits(lr *loadgen.Result, quantiles ...float64) Shortfall {
 }
 
 // hostWaits counts the pass's waits for a free connection that began in a
-// stall of the engine's CPUs that was the host's (no thread of the cell
+// stall of the engine's CPUs that the host took (its CPU idle, no thread of the cell
 // runnable as it ended), or in the drain after it, taken as long again: a
 // stall of 15 ms at 5000 rps leaves 75 requests to send, and the 50
 // connections are busy with the ones before them. all is every wait the
@@ -149,7 +149,7 @@ func hostWaits(lr *loadgen.Result, stalls []cpuload.Stall) (host, all int64) {
 		// A bucket's middle, as WaitsByQuarter takes it.
 		at := lr.Start.Add(time.Duration((b.From+b.To)/2) * time.Microsecond)
 		for _, st := range stalls {
-			if !st.Cell && !at.Before(st.At) && !at.After(st.End().Add(st.Duration)) {
+			if st.ByHost() && !at.Before(st.At) && !at.After(st.End().Add(st.Duration)) {
 				host += b.Count
 				break
 			}
@@ -177,7 +177,7 @@ func (p *passInfo) excuseHostWaits(w *hostWatch) {
 		return
 	}
 	excuse := func(sf Shortfall) string {
-		return fmt.Sprintf("the host queued the requests: %s; %d of %d requests that waited for a connection began waiting in a stall of the engine's CPU with no thread of the cell runnable, or as long after it (%s)",
+		return fmt.Sprintf("the host queued the requests: %s; %d of %d requests that waited for a connection began waiting in a stall the host took on the engine's CPU (its CPU idle, no thread of the cell runnable), or as long after it (%s)",
 			strings.Join(sf.Reasons, "; "), host, all, stallText(p.ev.Stalls))
 	}
 	for _, q := range shortfallQuantiles {

@@ -136,7 +136,7 @@ func TestHostStallWaitsAreTheHosts(t *testing.T) {
 		t.Errorf("waits in the host's stall: saturated %q, for p99 %q: want neither", inStall.saturated, inStall.saturatedFor(99))
 	}
 	if why := inStall.hostWaitsAt[99]; !strings.HasPrefix(why, "the host queued the requests: the waits for a free connection moved TTFB p99") ||
-		!strings.Contains(why, "200 of 200 requests that waited for a connection began waiting in a stall of the engine's CPU") {
+		!strings.Contains(why, "200 of 200 requests that waited for a connection began waiting in a stall the host took on the engine's CPU") {
 		t.Errorf("waits in the host's stall: the host's reason %q", why)
 	}
 	// The cell's own stall (its thread runnable) excuses nothing.
@@ -144,6 +144,18 @@ func TestHostStallWaitsAreTheHosts(t *testing.T) {
 	own.Cell = true
 	if p := judge(waited(10000, 2*time.Millisecond, times(200, 3*time.Second+time.Millisecond, 100*time.Microsecond)...), own); p.saturatedFor(99) == "" || len(p.hostWaitsAt) != 0 {
 		t.Errorf("waits in the cell's own stall: for p99 %q, host's %v: want saturated", p.saturatedFor(99), p.hostWaitsAt)
+	}
+	// Nor does a stall its CPU spent busy, the cell's bytes in the kernel
+	// (cpuload's Stall.Busy), with no thread of the cell runnable after.
+	busy := stall
+	busy.Busy = stall.Duration
+	if p := judge(waited(10000, 2*time.Millisecond, times(200, 3*time.Second+time.Millisecond, 100*time.Microsecond)...), busy); p.saturatedFor(99) == "" || len(p.hostWaitsAt) != 0 {
+		t.Errorf("waits in a stall its CPU spent busy: for p99 %q, host's %v: want saturated", p.saturatedFor(99), p.hostWaitsAt)
+	}
+	// The whole machine stopped is the host's, busy or not.
+	busy.Together = stall.Duration
+	if p := judge(waited(10000, 2*time.Millisecond, times(200, 3*time.Second+time.Millisecond, 100*time.Microsecond)...), busy); p.saturatedFor(99) != "" {
+		t.Errorf("waits in a stall of the whole machine: saturated for p99 %q", p.saturatedFor(99))
 	}
 	spread := judge(waited(10000, 2*time.Millisecond, times(200, 0, 50*time.Millisecond)...), stall)
 	if spread.saturatedFor(99) == "" || len(spread.hostWaitsAt) != 0 {

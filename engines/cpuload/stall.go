@@ -37,6 +37,20 @@ import (
 // marks the stall the cell's (Stall.Cell) when one of them is runnable
 // there. A stall with none is the host's: the CPU went to the hypervisor,
 // to interrupts while it was idle, or to a task not of the cell.
+//
+// Whether the CPU was idle tells those apart (Stall.Busy). On a kernel
+// that does not preempt a system call (PREEMPT_NONE, as this project's
+// guests run), a task of the cell can hold the CPU through a long write,
+// its packets' softirqs with it, and then sleep inside it (waiting for the
+// socket's buffer): the stall ends with no thread of the cell runnable,
+// yet the CPU was this machine's all along. And moving the cell's bytes
+// makes the kernel late with the sampler's timer (500 × 4 MiB a second
+// over loopback: 20–90 ms of every second on the sending CPU, against
+// 1 ms with the same CPUs spinning and no network). A stall the CPU spent
+// idle, its timer's interrupt not yet delivered, was time it was not this
+// machine's: the hypervisor's. The kernel says when the CPU last left idle
+// (/proc/timer_list, idle_entrytime, set as idle stops): the stall is the
+// host's up to that moment, this machine's from it.
 
 // Default stall sampler settings: a 1 ms period costs about 1000 short
 // wake-ups a second per CPU; 500 µs late is well past a timer's own slack
@@ -56,10 +70,55 @@ type Stall struct {
 	// the CPU as the sampler woke from the stall: the CPU was the cell's,
 	// kept from the sampler, not taken from it by the host.
 	Cell bool
+	// Busy is the part of the stall this machine's CPU was not idle:
+	// its kernel ran a task, interrupts or softirqs the sampler could not
+	// preempt. The rest, Duration less Busy, the CPU sat idle past the
+	// sampler's deadline: it was not this machine's. Where the kernel
+	// does not say when the CPU left idle, Busy is the sampler's run-queue
+	// delay (/proc/thread-self/schedstat), the part it spent woken and
+	// waiting; zero where neither can be read.
+	Busy time.Duration `json:"busy,omitempty"`
+	// Together is the part of the stall during which every sampled CPU
+	// stalled at once, in stretches of TogetherMin or more: the whole
+	// machine stopped, which its own work does not do (under a segment
+	// pass's load its CPUs stalled together for 3 ms at most). A paused
+	// guest looks busy from inside, the task it stopped still runnable:
+	// that part is the host's whatever else the stall was.
+	Together time.Duration `json:"together,omitempty"`
+	// Estimated says Busy was not read for this stall (the timer list is
+	// read at most 1/cellCheckShare of the CPU) but split as the stalls
+	// of its CPU that were read in the same run (estimateBusy).
+	Estimated bool `json:"estimated,omitempty"`
 }
+
+// TogetherMin is the shortest stretch of a stall shared by every sampled
+// CPU that counts as the whole machine stopped (Stall.Together).
+const TogetherMin = 5 * time.Millisecond
 
 // End is when the stall ended.
 func (s Stall) End() time.Time { return s.At.Add(s.Duration) }
+
+// OwnMax is the longest a stall can be this machine's own work: a system
+// call the kernel does not preempt, its softirqs (2 ms at a time before
+// ksoftirqd takes them), a section with interrupts off. Under a segment
+// pass's load the longest busy stall was 5.4 ms; a CPU busy far longer,
+// with no task able to run, was most likely a running guest the
+// hypervisor took, which looks busy from inside.
+const OwnMax = 20 * time.Millisecond
+
+// Host is the part of the stall the host took: the part the whole
+// machine stopped (Together), the part its CPU sat idle (Duration less
+// Busy) unless the cell's, and whatever of it was longer than OwnMax.
+func (s Stall) Host() time.Duration {
+	own := s.Duration
+	if !s.Cell {
+		own = min(s.Busy, s.Duration)
+	}
+	return min(max(s.Duration-min(own, OwnMax), s.Together), s.Duration)
+}
+
+// ByHost says whether the host took most of the stall.
+func (s Stall) ByHost() bool { return s.Duration > 0 && 2*s.Host() > s.Duration }
 
 // Stalls is what a sampler saw.
 type Stalls struct {
@@ -86,7 +145,9 @@ type Stalls struct {
 	// sampler having looked less than cellCheckGap before (a CPU stalled
 	// every period, at SCHED_OTHER): they count as the host's.
 	Unchecked int
-	Err       error `json:"-"`
+	// Unread counts the stalls whose Busy was estimated (Stall.Estimated).
+	Unread int   `json:"unread,omitempty"`
+	Err    error `json:"-"`
 }
 
 // Sampler runs until Stop.
@@ -219,7 +280,18 @@ func (s *Sampler) run(cpu int, period, threshold time.Duration, fifo bool, ready
 	var wakes int64
 	var unchecked int
 	var checked, gap int64
+	var read, readGap int64
 	self := unix.Gettid()
+	delays := openRunDelay()
+	if delays >= 0 {
+		defer unix.Close(delays)
+	}
+	timers := openTimerList()
+	if timers >= 0 {
+		defer unix.Close(timers)
+	}
+	buf, tbuf := make([]byte, 128), make([]byte, 64<<10)
+	delay, delayOK := readRunDelay(delays, buf)
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	next := ts.Nano() + int64(period)
@@ -232,8 +304,29 @@ func (s *Sampler) run(cpu int, period, threshold time.Duration, fifo bool, ready
 		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 		now := ts.Nano()
 		wakes++
+		d, ok := readRunDelay(delays, buf)
+		held := time.Duration(d - delay)
+		if !ok || !delayOK || held < 0 {
+			held = 0
+		}
+		delay, delayOK = d, ok
 		if late := time.Duration(now - next); late > threshold {
-			st := Stall{CPU: cpu, At: s.wall(next), Duration: late}
+			// The timer list is long to make: it is read at most
+			// 1/cellCheckShare of the CPU; a stall not read is busy
+			// for its run-queue delay.
+			busy, estimated := held, false
+			switch {
+			case timers < 0:
+			case read != 0 && now-read < readGap:
+				estimated = true
+			default:
+				if left, ok := idleLeft(timers, tbuf, cpu); ok && left <= now {
+					busy = max(busy, time.Duration(now-max(left, next)))
+				}
+				_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+				read, readGap = now, cellCheckShare*(ts.Nano()-now)
+			}
+			st := Stall{CPU: cpu, At: s.wall(next), Duration: late, Busy: min(busy, late), Estimated: estimated}
 			switch {
 			case len(s.cell) == 0:
 			case checked != 0 && now-checked < gap:
@@ -274,14 +367,101 @@ func (s *Sampler) Stop() Stalls {
 		return s.out
 	}
 	if s.apart != nil {
-		return s.stopApart()
+		out := s.stopApart()
+		markTogether(out.Stalls, out.CPUs)
+		out.Unread = estimateBusy(out.Stalls)
+		return out
 	}
 	s.wg.Wait()
 	if s.gomax > 0 {
 		runtime.GOMAXPROCS(s.gomax)
 	}
 	sort.Slice(s.out.Stalls, func(i, j int) bool { return s.out.Stalls[i].At.Before(s.out.Stalls[j].At) })
+	markTogether(s.out.Stalls, s.out.CPUs)
+	s.out.Unread = estimateBusy(s.out.Stalls)
 	return s.out
+}
+
+// estimateBusy gives each stall whose timer list was not read (Estimated)
+// the busy share of its CPU's stalls that were read, by their length, or
+// its own run-queue delay when that is more, and counts them. Under a
+// segment pass's load a read takes 50–200 µs and the stalls come 100 a
+// second: the budget reads a fraction of them, taken as they come.
+func estimateBusy(stalls []Stall) int {
+	type sum struct{ busy, all time.Duration }
+	read := map[int]*sum{}
+	n := 0
+	for _, x := range stalls {
+		if x.Estimated {
+			n++
+			continue
+		}
+		if read[x.CPU] == nil {
+			read[x.CPU] = &sum{}
+		}
+		read[x.CPU].busy += x.Busy
+		read[x.CPU].all += x.Duration
+	}
+	for i := range stalls {
+		x := &stalls[i]
+		if r := read[x.CPU]; x.Estimated && r != nil && r.all > 0 {
+			x.Busy = max(x.Busy, time.Duration(float64(x.Duration)*float64(r.busy)/float64(r.all)))
+		}
+	}
+	return n
+}
+
+// markTogether sets each stall's Together: the stretches of it, TogetherMin
+// or longer, during which a stall of every other CPU of cpus overlapped it.
+func markTogether(stalls []Stall, cpus []int) {
+	for i := range stalls {
+		stalls[i].Together = 0
+	}
+	if len(cpus) < 2 {
+		return
+	}
+	type span struct{ lo, hi time.Time }
+	for i := range stalls {
+		x := &stalls[i]
+		shared := []span{{x.At, x.End()}}
+		for _, c := range cpus {
+			if c == x.CPU {
+				continue
+			}
+			var next []span
+			for _, sp := range shared {
+				for _, y := range stalls {
+					if y.CPU != c {
+						continue
+					}
+					lo, hi := maxTime(sp.lo, y.At), minTime(sp.hi, y.End())
+					if hi.After(lo) {
+						next = append(next, span{lo, hi})
+					}
+				}
+			}
+			shared = next
+		}
+		for _, sp := range shared {
+			if d := sp.hi.Sub(sp.lo); d >= TogetherMin {
+				x.Together += d
+			}
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // cellRunnable says whether a thread of the processes pids, other than
@@ -316,6 +496,104 @@ func cellRunnable(pids []int, cpu, self int) bool {
 		}
 	}
 	return false
+}
+
+// openRunDelay opens this thread's schedstat, -1 when it cannot: the
+// thread is locked, and the file stays its own.
+func openRunDelay() int {
+	fd, err := unix.Open(filepath.Join(procRoot, "thread-self", "schedstat"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// readRunDelay is the thread's run-queue delay so far (ns), read from its
+// schedstat at fd (sched_info: time on the CPU, time waiting for it,
+// timeslices).
+func readRunDelay(fd int, buf []byte) (int64, bool) {
+	if fd < 0 {
+		return 0, false
+	}
+	n, err := unix.Pread(fd, buf, 0)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return parseRunDelay(buf[:n])
+}
+
+// openTimerList opens /proc/timer_list, -1 when it cannot.
+func openTimerList() int {
+	fd, err := unix.Open(filepath.Join(procRoot, "timer_list"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// idleLeft reads from the timer list at fd when cpu last left idle
+// (CLOCK_MONOTONIC ns): its tick's idle_entrytime, which the kernel sets
+// as an idle period starts and again as it stops. Read while the CPU runs
+// the reader, it is the stop.
+func idleLeft(fd int, buf []byte, cpu int) (int64, bool) {
+	if fd < 0 {
+		return 0, false
+	}
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return 0, false
+	}
+	n := 0
+	for n < len(buf) {
+		k, err := unix.Read(fd, buf[n:])
+		if err != nil || k <= 0 {
+			break
+		}
+		n += k
+		if v, ok := parseIdleLeft(buf[:n], cpu); ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// parseIdleLeft finds cpu's idle_entrytime in a timer list.
+func parseIdleLeft(b []byte, cpu int) (int64, bool) {
+	sec := bytes.Index(b, []byte("\ncpu: "+strconv.Itoa(cpu)+"\n"))
+	if sec < 0 {
+		return 0, false
+	}
+	b = b[sec+1:]
+	// The next CPU's section ends this one.
+	if next := bytes.Index(b, []byte("\ncpu: ")); next >= 0 {
+		b = b[:next]
+	}
+	i := bytes.Index(b, []byte(".idle_entrytime"))
+	if i < 0 {
+		return 0, false
+	}
+	line := b[i:]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	} else {
+		return 0, false // not read to its end yet
+	}
+	f := bytes.Fields(line)
+	// ".idle_entrytime : 11827409826856 nsecs"
+	if len(f) != 4 || string(f[1]) != ":" || string(f[3]) != "nsecs" {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(f[2]), 10, 64)
+	return v, err == nil && v > 0
+}
+
+// parseRunDelay reads the second field of a schedstat line.
+func parseRunDelay(b []byte) (int64, bool) {
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(f[1]), 10, 64)
+	return v, err == nil && v >= 0
 }
 
 // procRoot is where cellRunnable reads proc: procfs.Root, or a test's
