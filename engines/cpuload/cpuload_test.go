@@ -511,23 +511,10 @@ func TestStallsApartFromBusyGoroutines(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			x := 0
-			for !stop.Load() {
-				for i := range 1000 {
-					x += i
-				}
-			}
-			_ = x
+			spin(&stop)
 		}()
 	}
-	s := StartStalls(cpus, time.Millisecond, DefaultStallThreshold, true)
-	time.Sleep(time.Second)
-	st := s.Stop()
-	stop.Store(true)
-	wg.Wait()
-	if st.Err != nil {
-		t.Fatal(st.Err)
-	}
+	st := sampleBeside(t, cpus, true, &stop, &wg)
 	var total time.Duration
 	for _, x := range st.Stalls {
 		total += x.Duration
@@ -575,4 +562,30 @@ func TestCloseSampler(t *testing.T) {
 		t.Errorf("sampler process %d after a close (was %d): want a new one", p, pid)
 	}
 	CloseSampler()
+}
+
+// spin keeps its thread busy until stop.
+func spin(stop *atomic.Bool) {
+	x := 0
+	for !stop.Load() {
+		for i := range 1000 {
+			x += i
+		}
+	}
+	_ = x
+}
+
+// sampleBeside samples stalls on cpus for a second while the busy
+// goroutines of wg run, then stops them.
+func sampleBeside(t *testing.T, cpus []int, fifo bool, stop *atomic.Bool, wg *sync.WaitGroup) Stalls {
+	t.Helper()
+	s := StartStalls(cpus, time.Millisecond, DefaultStallThreshold, fifo)
+	time.Sleep(time.Second)
+	st := s.Stop()
+	stop.Store(true)
+	wg.Wait()
+	if st.Err != nil {
+		t.Fatal(st.Err)
+	}
+	return st
 }

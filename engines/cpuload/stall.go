@@ -367,10 +367,9 @@ func (s *Sampler) Stop() Stalls {
 		return s.out
 	}
 	if s.apart != nil {
-		out := s.stopApart()
-		markTogether(out.Stalls, out.CPUs)
-		out.Unread = estimateBusy(out.Stalls)
-		return out
+		// The sampler's process stopped its own sampler (serveSampler),
+		// which marked and estimated the stalls below.
+		return s.stopApart()
 	}
 	s.wg.Wait()
 	if s.gomax > 0 {

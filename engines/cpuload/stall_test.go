@@ -186,23 +186,10 @@ func TestStallsOfABusyCPUAreBusy(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			x := 0
-			for !stop.Load() {
-				for i := range 1000 {
-					x += i
-				}
-			}
-			_ = x
+			spin(&stop)
 		}()
 	}
-	s := StartStalls([]int{0}, time.Millisecond, DefaultStallThreshold, false)
-	time.Sleep(time.Second)
-	st := s.Stop()
-	stop.Store(true)
-	wg.Wait()
-	if st.Err != nil {
-		t.Fatal(st.Err)
-	}
+	st := sampleBeside(t, []int{0}, false, &stop, &wg)
 	var total, busy time.Duration
 	for _, x := range st.Stalls {
 		total += x.Duration
